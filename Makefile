@@ -1,0 +1,56 @@
+# Tessera top-level build. `make` builds everything (CLI at build/tessera),
+# `make test` runs every test suite, `make demo` pulls and runs the default model.
+
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+VENV       ?= .venv
+PYTHON     ?= $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
+DEMO_MODEL ?= smollm2-135m-instruct
+FUZZ_SECONDS ?= 60
+
+PYBIND11_DIR := $(shell $(PYTHON) -m pybind11 --cmakedir 2>/dev/null)
+CMAKE_FLAGS  := -DCMAKE_BUILD_TYPE=Release $(if $(PYBIND11_DIR),-DTESSERA_BUILD_PYTHON=ON -Dpybind11_DIR=$(PYBIND11_DIR) -DPython_EXECUTABLE=$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
+
+.PHONY: all build test test-cpp test-python test-asan demo setup fuzz clean
+
+all: build
+
+build:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	$(MAKE) test-cpp test-python
+
+test-cpp:
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-python:
+	TESSERA_BIN=$(abspath $(BUILD))/tessera PYTHONPATH=$(abspath python):$(abspath $(BUILD))/python \
+	  $(PYTHON) -m pytest -q tests/python $(PYTEST_ARGS)
+
+# The bad-input suite again, against a tessera built with ASan + UBSan.
+test-asan:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	TESSERA_BIN=$(abspath build-asan)/tessera TESSERA_SANITIZED=1 \
+	  PYTHONPATH=$(abspath python) $(PYTHON) -m pytest -q tests/python/test_bad_inputs.py
+
+demo: build
+	$(BUILD)/tessera pull $(DEMO_MODEL)
+	$(BUILD)/tessera info $(DEMO_MODEL)
+
+setup:
+	bash scripts/setup.sh
+
+# libFuzzer targets (clang). FUZZ_SECONDS per target; corpora in fuzz/corpus-*.
+fuzz:
+	CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTESSERA_FUZZ=ON -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_CLI=OFF >/dev/null
+	cmake --build build-fuzz -j $(JOBS)
+	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,8 @@
+"""Tessera: on-device LLM inference runtime (Python bindings)."""
+
+try:  # installed wheel: the extension lives inside the package
+    from . import _tessera as _core
+except ImportError:  # in-tree build: build/python is on PYTHONPATH
+    import _tessera as _core
+
+__version__ = _core.__version__

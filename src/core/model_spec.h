@@ -1,0 +1,93 @@
+// ModelSpec: one normalized description of a decoder-only language model,
+// whatever it was read from (HF config.json or GGUF metadata). Everything
+// downstream (program builders, converter, runtime) reads this struct, never
+// the source's own key names.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+enum class Architecture { Llama, Qwen2, Qwen3, Qwen3_5, Gemma3, Gemma4, Lfm2 };
+
+// How one decoder layer mixes tokens.
+enum class LayerKind {
+  FullAttention,     // causal attention over the whole context
+  SlidingAttention,  // causal attention over the last `sliding_window` tokens
+  LinearAttention,   // gated delta-net (Qwen3.5)
+  ShortConv,         // gated short convolution (LFM2)
+};
+
+enum class Activation { SiLU, GeluTanh, Gelu };
+
+// RoPE frequency scaling, as in transformers' `rope_parameters`/`rope_scaling`.
+struct RopeScaling {
+  std::string type = "default";  // default | linear | dynamic | yarn | llama3 | longrope
+  double factor = 1.0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  int64_t original_max_position_embeddings = 0;
+  double beta_fast = 32.0, beta_slow = 1.0;  // yarn
+  std::optional<double> attention_factor;    // yarn
+};
+
+struct RopeSpec {
+  double theta = 10000.0;
+  double partial_rotary_factor = 1.0;  // fraction of head_dim that is rotated
+  bool neox_style = true;              // rotate halves (HF) vs interleaved pairs
+  RopeScaling scaling;
+};
+
+struct ModelSpec {
+  Architecture arch = Architecture::Llama;
+  std::string source_architecture;  // e.g. "LlamaForCausalLM" or GGUF "llama"
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t context_length = 0;  // max_position_embeddings
+
+  double norm_eps = 1e-6;
+  bool norm_weight_plus_one = false;  // Gemma: y = x_hat * (1 + w)
+  bool qk_norm = false;               // RMSNorm on q and k per head (Qwen3, Gemma 3)
+  bool attention_bias = false;        // bias on q/k/v projections (Qwen2)
+  bool tie_word_embeddings = false;
+  bool scale_embeddings = false;      // Gemma: embeddings * sqrt(hidden_size)
+  Activation activation = Activation::SiLU;
+
+  RopeSpec rope;                       // global (full-attention) layers
+  std::optional<RopeSpec> rope_local;  // sliding layers, when they differ (Gemma 3)
+
+  std::vector<LayerKind> layer_types;  // one per layer
+  int64_t sliding_window = 0;          // 0: no sliding layers
+
+  double attn_logit_softcap = 0.0;   // 0: off
+  double final_logit_softcap = 0.0;  // 0: off
+  double query_pre_attn_scalar = 0.0;  // attention scale = 1/sqrt(this); 0: head_dim
+
+  int64_t bos_token_id = -1;
+  std::vector<int64_t> eos_token_ids;
+
+  // Architecture-specific extras (0 when unused).
+  int64_t conv_kernel = 0;                 // LFM2 short conv L_cache
+  int64_t linear_num_key_heads = 0;        // Qwen3.5 gated delta-net
+  int64_t linear_num_value_heads = 0;
+  int64_t linear_key_head_dim = 0;
+  int64_t linear_value_head_dim = 0;
+  int64_t linear_conv_kernel = 0;
+  int64_t hidden_size_per_layer_input = 0;  // Gemma 4 per-layer embeddings
+  int64_t num_kv_shared_layers = 0;         // Gemma 4 KV sharing
+};
+
+const char* architecture_name(Architecture a);
+const char* layer_kind_name(LayerKind k);
+const char* activation_name(Activation a);
+
+}  // namespace tessera

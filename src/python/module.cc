@@ -1,0 +1,9 @@
+// Python bindings of the Tessera core (pybind11).
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_tessera, m) {
+  m.doc() = "Tessera core bindings";
+  m.attr("__version__") = TESSERA_VERSION;
+}
