@@ -1,0 +1,19 @@
+// SHA-256 of byte ranges and files (OpenSSL's libcrypto does the hashing).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+namespace tessera {
+
+// Lower-case hex digest of `bytes`.
+std::string sha256_hex(std::span<const uint8_t> bytes);
+
+// Lower-case hex digest of a whole file, read in 1 MiB pieces; `on_progress`
+// (optional) is called with the bytes hashed so far and the file size.
+std::string sha256_file_hex(const std::string& path,
+                            const std::function<void(uint64_t, uint64_t)>& on_progress = {});
+
+}  // namespace tessera
