@@ -8,8 +8,12 @@ int g_exit_code = 0;
 int exit_code() { return g_exit_code; }
 void set_exit_code(int code) { g_exit_code = code; }
 
+void register_info(CLI::App& app);
+void register_pull(CLI::App& app);
+
 void register_commands(CLI::App& app) {
-  (void)app;
+  register_info(app);
+  register_pull(app);
 }
 
 }  // namespace tessera::cli

@@ -1,0 +1,78 @@
+// tessera info MODEL [--json]: what a model is (architecture, sizes, tensor
+// formats, tokenizer, context length), read from a GGUF, an HF directory or a
+// pulled model name.
+#include <cstdio>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "sources/model_source.h"
+#include "sources/model_summary.h"
+
+namespace tessera::cli {
+namespace {
+
+std::string human_count(uint64_t n) {
+  if (n >= 1000000000) return fmt::format("{:.2f} B", n / 1e9);
+  if (n >= 1000000) return fmt::format("{:.1f} M", n / 1e6);
+  if (n >= 1000) return fmt::format("{:.1f} K", n / 1e3);
+  return std::to_string(n);
+}
+
+void print_human(const nlohmann::json& j) {
+  const auto& s = j["spec"];
+  std::string layers;
+  std::map<std::string, int> kinds;
+  for (const auto& k : s["layer_types"]) ++kinds[k.get<std::string>()];
+  for (const auto& [k, n] : kinds) layers += fmt::format("{}{} {}", layers.empty() ? "" : ", ", n, k);
+  fmt::print("path            {}\n", j["path"].get<std::string>());
+  fmt::print("source          {}\n", j["source"].get<std::string>());
+  fmt::print("architecture    {} ({})\n", s["arch"].get<std::string>(),
+             s["source_architecture"].get<std::string>());
+  fmt::print("parameters      {} ({} tensors)\n", human_count(j["parameters"]),
+             j["tensors"].get<uint64_t>());
+  fmt::print("layers          {} ({})\n", s["num_layers"].get<int64_t>(), layers);
+  fmt::print("hidden          {}  ffn {}  vocab {}\n", s["hidden_size"].get<int64_t>(),
+             s["intermediate_size"].get<int64_t>(), s["vocab_size"].get<int64_t>());
+  fmt::print("attention       {} heads, {} kv heads, head_dim {}{}\n",
+             s["num_heads"].get<int64_t>(), s["num_kv_heads"].get<int64_t>(),
+             s["head_dim"].get<int64_t>(),
+             s["sliding_window"].get<int64_t>() > 0
+                 ? fmt::format(", sliding window {}", s["sliding_window"].get<int64_t>())
+                 : "");
+  fmt::print("rope theta      {}\n", s["rope"]["theta"].get<double>());
+  fmt::print("context length  {}\n", j["context_length"].get<int64_t>());
+  std::string formats;
+  for (const auto& [name, f] : j["formats"].items())
+    formats += fmt::format("{}{} x{} ({:.1f} MiB)", formats.empty() ? "" : ", ", name,
+                           f["tensors"].get<uint64_t>(), f["bytes"].get<uint64_t>() / 1048576.0);
+  fmt::print("tensor formats  {}\n", formats);
+  const auto& t = j["tokenizer"];
+  fmt::print("tokenizer       {}{}{}\n", t["kind"].get<std::string>(),
+             t["model"].get<std::string>().empty() ? ""
+                                                   : " (" + t["model"].get<std::string>() + ")",
+             t["vocab_size"].get<int64_t>() > 0
+                 ? fmt::format(", {} tokens", t["vocab_size"].get<int64_t>())
+                 : "");
+  fmt::print("chat template   {}\n", t["chat_template"].get<bool>() ? "yes" : "no");
+}
+
+}  // namespace
+
+void register_info(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Describe a model: GGUF file, HF directory or pulled name");
+  static std::string model;
+  static bool json = false;
+  cmd->add_option("model", model, "GGUF path, HF checkpoint directory, or pulled model name")
+      ->required();
+  cmd->add_flag("--json", json, "Print one JSON object");
+  cmd->callback([] {
+    const nlohmann::json j = summarize_model_source(open_model_source(model));
+    if (json) fmt::print("{}\n", j.dump(2));
+    else print_human(j);
+  });
+}
+
+}  // namespace tessera::cli

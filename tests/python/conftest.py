@@ -1,0 +1,45 @@
+"""Shared pytest fixtures: the tessera CLI binary, pulled real models, and
+tiny random Hugging Face checkpoints made on the fly with transformers."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tessera_bin() -> str:
+    return os.environ.get("TESSERA_BIN", str(REPO / "build" / "tessera"))
+
+
+def run_tessera(*args, check=True, input=None, timeout=600):
+    """Runs the CLI; returns CompletedProcess with text stdout/stderr."""
+    proc = subprocess.run([tessera_bin(), *map(str, args)], capture_output=True, text=True, errors="replace",
+                          input=input, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tessera {' '.join(map(str, args))} exited {proc.returncode}:\n"
+                             f"{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def pulled_model_path():
+    """pulled_model_path(name) -> path of the GGUF, pulled on first use (idempotent)."""
+    cache = {}
+
+    def get(name: str) -> str:
+        if name not in cache:
+            proc = run_tessera("pull", name)
+            path = proc.stdout.strip().splitlines()[-1]
+            assert Path(path).is_file(), path
+            cache[name] = path
+        return cache[name]
+
+    return get
+
+
+def info_json(model) -> dict:
+    return json.loads(run_tessera("info", model, "--json").stdout)
