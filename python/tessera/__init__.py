@@ -6,3 +6,7 @@ except ImportError:  # in-tree build: build/python is on PYTHONPATH
     import _tessera as _core
 
 __version__ = _core.__version__
+
+# Every tessera::Error raised through the bindings (a ValueError subclass).
+TesseraError = _core.TesseraError
+GgufFile = _core.GgufFile
