@@ -1,0 +1,50 @@
+// Python bindings of the chat template renderer (what the parity tests compare
+// with transformers):
+//
+//   _tessera.render_chat_template(template, messages_json, add_generation_prompt=False,
+//                                 extra_json="{}", origin="chat_template") -> str
+//       Renders `template` with the messages (a JSON array) and the extra
+//       template variables (a JSON object: bos_token, eos_token, tools,
+//       enable_thinking, ...). Unsupported template features, raise_exception
+//       and bad input raise TesseraError.
+//   _tessera.find_chat_template(path) -> str | None
+#include <string>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "core/error.h"
+#include "tokenizer/chat_template.h"
+
+namespace py = pybind11;
+
+void bind_chat_template(py::module_& m) {
+  using namespace tessera;
+  if (!py::hasattr(m, "TesseraError")) py::register_exception<Error>(m, "TesseraError", PyExc_ValueError);
+
+  m.def(
+      "render_chat_template",
+      [](const std::string& source, const std::string& messages_json, bool add_generation_prompt,
+         const std::string& extra_json, const std::string& origin) {
+        py::gil_scoped_release release;
+        const ChatTemplate tpl = ChatTemplate::parse(source, origin);
+        ChatTemplateOptions opt;
+        opt.add_generation_prompt = add_generation_prompt;
+        try {
+          opt.extra = nlohmann::ordered_json::parse(extra_json);
+        } catch (const nlohmann::json::exception& e) {
+          fail(origin, "extra", "invalid JSON: {}", e.what());
+        }
+        return tpl.render_json(messages_json, opt);
+      },
+      py::arg("template"), py::arg("messages_json"), py::arg("add_generation_prompt") = false,
+      py::arg("extra_json") = "{}", py::arg("origin") = "chat_template");
+
+  m.def(
+      "find_chat_template",
+      [](const std::string& path) {
+        py::gil_scoped_release release;
+        return find_chat_template(path);
+      },
+      py::arg("path"));
+}
