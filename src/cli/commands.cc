@@ -10,10 +10,12 @@ void set_exit_code(int code) { g_exit_code = code; }
 
 void register_info(CLI::App& app);
 void register_pull(CLI::App& app);
+void register_tokenize(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_info(app);
   register_pull(app);
+  register_tokenize(app);
 }
 
 }  // namespace tessera::cli

@@ -1,0 +1,197 @@
+#include "tokenizer/bpe.h"
+
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
+
+namespace tessera::tok {
+namespace {
+
+uint64_t pair_key(int32_t a, int32_t b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
+
+struct Candidate {
+  uint32_t rank;
+  int32_t pos;
+  int32_t new_id;
+  // std::priority_queue is a max-heap: "less" means lower priority, i.e. a
+  // higher rank, then a later position.
+  bool operator<(const Candidate& o) const {
+    if (rank != o.rank) return rank > o.rank;
+    return pos > o.pos;
+  }
+};
+
+}  // namespace
+
+Bpe::Bpe(std::shared_ptr<const Vocab> vocab,
+         const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options)
+    : vocab_(std::move(vocab)), opt_(std::move(options)) {
+  if (opt_.unk_token) {
+    unk_id_ = vocab_->find(*opt_.unk_token);
+    if (!unk_id_) fail("tokenizer", "model.unk_token", "unknown token {:?} is not in the vocabulary", *opt_.unk_token);
+  }
+  merges_.reserve(merges.size() * 2);
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& [a, b] = merges[rank];
+    const auto ia = vocab_->find(a), ib = vocab_->find(b);
+    const auto ir = vocab_->find(a + b);
+    if (!ia || !ib || !ir) {
+      fail("tokenizer", fmt::format("merge {} ({:?} {:?})", rank, a, b),
+           "{} is not in the vocabulary", !ia ? fmt::format("{:?}", a)
+                                           : !ib ? fmt::format("{:?}", b)
+                                                 : fmt::format("{:?}", a + b));
+    }
+    // A later duplicate overwrites an earlier one, as in the reference.
+    merges_[pair_key(*ia, *ib)] = {static_cast<uint32_t>(rank), *ir};
+  }
+  const auto& table = byte_level_table();
+  for (int b = 0; b < 256; ++b) {
+    byte_char_id_[b] = vocab_->find(table.byte_to_utf8[b]).value_or(-1);
+    byte_fallback_id_[b] = vocab_->find(fmt::format("<0x{:02X}>", b)).value_or(-1);
+  }
+}
+
+std::optional<uint32_t> Bpe::merge_rank(int32_t a, int32_t b) const {
+  auto it = merges_.find(pair_key(a, b));
+  if (it == merges_.end()) return std::nullopt;
+  return it->second.first;
+}
+
+void Bpe::merge_all(std::vector<Symbol>& s) const {
+  std::vector<Candidate> storage;
+  storage.reserve(s.size() * 2);
+  std::priority_queue<Candidate> queue(std::less<Candidate>(), std::move(storage));
+  for (size_t i = 0; i + 1 < s.size(); ++i) {
+    auto it = merges_.find(pair_key(s[i].id, s[i + 1].id));
+    if (it != merges_.end()) queue.push({it->second.first, static_cast<int32_t>(i), it->second.second});
+  }
+  const int32_t n = static_cast<int32_t>(s.size());
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    Symbol& cur = s[top.pos];
+    if (cur.len == 0 || cur.next == -1) continue;
+    const int32_t next_pos = cur.next;
+    const Symbol right = s[next_pos];
+    // Stale entry: the pair at this position is no longer the one queued
+    // (the reference compares only the result id; so do we).
+    auto it = merges_.find(pair_key(cur.id, right.id));
+    if (it == merges_.end() || it->second.second != top.new_id) continue;
+    cur.id = top.new_id;
+    cur.len += right.len;
+    cur.next = right.next;
+    s[next_pos].len = 0;
+    if (right.next > -1 && right.next < n) s[right.next].prev = top.pos;
+    if (cur.prev >= 0) {
+      auto p = merges_.find(pair_key(s[cur.prev].id, cur.id));
+      if (p != merges_.end()) queue.push({p->second.first, cur.prev, p->second.second});
+    }
+    if (cur.next >= 0 && cur.next < n) {
+      auto q = merges_.find(pair_key(cur.id, s[cur.next].id));
+      if (q != merges_.end()) queue.push({q->second.first, top.pos, q->second.second});
+    }
+  }
+}
+
+bool Bpe::cached(std::string_view key, std::vector<int32_t>& out) const {
+  if (key.size() > kMaxCachedWordBytes) return false;
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto it = cache_.find(std::string(key));
+  if (it == cache_.end()) return false;
+  out.insert(out.end(), it->second.begin(), it->second.end());
+  return true;
+}
+
+void Bpe::finish(std::string_view key, std::vector<Symbol>& symbols, std::vector<int32_t>& out) const {
+  merge_all(symbols);
+  const size_t before = out.size();
+  for (const Symbol& sym : symbols)
+    if (sym.len != 0) out.push_back(sym.id);
+  if (key.size() <= kMaxCachedWordBytes) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (cache_.size() < kCacheCapacity)
+      cache_.emplace(std::string(key), std::vector<int32_t>(out.begin() + before, out.end()));
+  }
+}
+
+void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (opt_.ignore_merges) {
+    if (auto id = vocab_->find(word)) {
+      out.push_back(*id);
+      return;
+    }
+  }
+  if (cached(word, out)) return;
+  std::vector<Symbol> symbols;
+  symbols.reserve(word.size());
+  auto add = [&](int32_t id, uint32_t len) {
+    const int32_t idx = static_cast<int32_t>(symbols.size());
+    if (idx > 0) symbols.back().next = idx;
+    symbols.push_back({id, idx - 1, -1, len});
+  };
+  // A pending unknown: (bytes covered), flushed before the next known symbol.
+  std::optional<uint32_t> unk_len;
+  for (size_t i = 0; i < word.size();) {
+    size_t n = utf8_valid_len(word, i);
+    if (n == 0) n = utf8_invalid_len(word, i);  // callers pass valid text; be safe anyway
+    const std::string_view ch = word.substr(i, n);
+    i += n;
+    if (auto id = vocab_->find(ch)) {
+      if (unk_len) {
+        add(*unk_id_, *unk_len);
+        unk_len.reset();
+      }
+      add(*id, static_cast<uint32_t>(n));
+      continue;
+    }
+    if (opt_.byte_fallback) {
+      bool all = true;
+      for (unsigned char c : ch) all = all && byte_fallback_id_[c] >= 0;
+      if (all) {
+        for (unsigned char c : ch) add(byte_fallback_id_[c], 1);
+        continue;
+      }
+    }
+    if (unk_id_) {
+      if (unk_len && opt_.fuse_unk) {
+        *unk_len += static_cast<uint32_t>(n);
+      } else {
+        if (unk_len) add(*unk_id_, *unk_len);
+        unk_len = static_cast<uint32_t>(n);
+      }
+    }
+  }
+  if (unk_len) add(*unk_id_, *unk_len);
+  finish(word, symbols, out);
+}
+
+void Bpe::tokenize_bytes(std::string_view raw, std::vector<int32_t>& out) const {
+  if (raw.empty()) return;
+  bool simple = !opt_.ignore_merges;
+  for (unsigned char c : raw) simple = simple && byte_char_id_[c] >= 0;
+  if (!simple) {
+    // Rare (a byte missing from the alphabet, or ignore_merges): spell it out.
+    tokenize(byte_level_table().encode(raw), out);
+    return;
+  }
+  // Cache keys of this path are raw bytes; prefix them so they never collide
+  // with spelled words of tokenize().
+  thread_local std::string key;
+  key.assign(1, '\x01');
+  key.append(raw);
+  if (cached(key, out)) return;
+  std::vector<Symbol> symbols(raw.size());
+  const int32_t n = static_cast<int32_t>(raw.size());
+  for (int32_t i = 0; i < n; ++i)
+    symbols[i] = {byte_char_id_[static_cast<unsigned char>(raw[i])], i - 1, i + 1 < n ? i + 1 : -1, 1};
+  finish(key, symbols, out);
+}
+
+}  // namespace tessera::tok

@@ -1,0 +1,163 @@
+#include "tokenizer/pretokenizer.h"
+
+#include <algorithm>
+
+#include "tokenizer/utf8.h"
+
+namespace tessera::tok {
+namespace {
+
+struct Seg {
+  size_t b, e;
+  bool is_match;
+};
+
+const Regex& gpt2_regex() {
+  static const Regex re(kGpt2Pattern);
+  return re;
+}
+
+}  // namespace
+
+std::vector<std::string_view> split_by_matches(std::string_view text,
+                                               const std::vector<std::pair<size_t, size_t>>& matches,
+                                               SplitBehavior behavior, bool invert) {
+  // 1. Cover the text with alternating (gap, match) segments.
+  std::vector<Seg> segs;
+  size_t prev = 0;
+  for (auto [b, e] : matches) {
+    if (b != prev) segs.push_back({prev, b, invert});
+    segs.push_back({b, e, !invert});
+    prev = e;
+  }
+  if (prev != text.size()) segs.push_back({prev, text.size(), invert});
+  if (text.empty()) segs.push_back({0, 0, invert});
+
+  // 2. Decide which segments are kept and how they glue together
+  //    (`removed` marks dropped delimiter segments).
+  struct Out {
+    size_t b, e;
+    bool removed;
+  };
+  std::vector<Out> outs;
+  switch (behavior) {
+    case SplitBehavior::Isolated:
+      for (const auto& s : segs) outs.push_back({s.b, s.e, false});
+      break;
+    case SplitBehavior::Removed:
+      for (const auto& s : segs) outs.push_back({s.b, s.e, s.is_match});
+      break;
+    case SplitBehavior::Contiguous: {
+      bool previous_match = false;
+      for (const auto& s : segs) {
+        if (s.is_match == previous_match && !outs.empty()) outs.back().e = s.e;
+        else outs.push_back({s.b, s.e, false});
+        previous_match = s.is_match;
+      }
+      break;
+    }
+    case SplitBehavior::MergedWithPrevious: {
+      bool previous_match = false;
+      for (const auto& s : segs) {
+        if (s.is_match && !previous_match && !outs.empty()) outs.back().e = s.e;
+        else outs.push_back({s.b, s.e, false});
+        previous_match = s.is_match;
+      }
+      break;
+    }
+    case SplitBehavior::MergedWithNext: {
+      bool previous_match = false;
+      for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+        if (it->is_match && !previous_match && !outs.empty()) outs.back().b = it->b;
+        else outs.push_back({it->b, it->e, false});
+        previous_match = it->is_match;
+      }
+      std::reverse(outs.begin(), outs.end());
+      break;
+    }
+  }
+  std::vector<std::string_view> pieces;
+  for (const auto& o : outs)
+    if (!o.removed && o.e > o.b) pieces.push_back(text.substr(o.b, o.e - o.b));
+  return pieces;
+}
+
+void PreTokenizer::apply(Piece in, std::vector<Piece>& out) const {
+  std::vector<Piece> cur;
+  cur.push_back(std::move(in));
+  std::vector<Piece> next;
+  std::vector<std::pair<size_t, size_t>> matches;
+  for (const auto& st : steps) {
+    next.clear();
+    for (auto& p : cur) {
+      auto emit_split = [&](SplitBehavior beh, bool inv, bool byte_level) {
+        const auto parts = split_by_matches(p.text, matches, beh, inv);
+        for (size_t k = 0; k < parts.size(); ++k) {
+          const bool first = parts[k].data() == p.text.data();
+          next.push_back({std::string(parts[k]), p.at_start && first, byte_level});
+        }
+      };
+      switch (st.kind) {
+        case PreTokenizerStep::Kind::Split: {
+          matches.clear();
+          if (st.regex) {
+            st.regex->find_all(p.text, matches);
+          } else if (!st.literal.empty()) {
+            for (size_t pos = 0, hit; (hit = p.text.find(st.literal, pos)) != std::string::npos;
+                 pos = hit + st.literal.size())
+              matches.emplace_back(hit, hit + st.literal.size());
+          }
+          emit_split(st.behavior, st.invert, p.byte_level);
+          break;
+        }
+        case PreTokenizerStep::Kind::Digits: {
+          matches.clear();
+          for (size_t i = 0; i < p.text.size(); ++i)
+            if (p.text[i] >= '0' && p.text[i] <= '9') matches.emplace_back(i, i + 1);
+          emit_split(st.individual_digits ? SplitBehavior::Isolated : SplitBehavior::Contiguous, false,
+                     p.byte_level);
+          break;
+        }
+        case PreTokenizerStep::Kind::ByteLevel: {
+          if (st.add_prefix_space && (p.text.empty() || p.text[0] != ' ')) p.text.insert(0, " ");
+          if (st.use_regex) {
+            gpt2_regex().find_all(p.text, matches);
+            emit_split(SplitBehavior::Isolated, false, true);
+          } else {
+            p.byte_level = true;
+            if (!p.text.empty()) next.push_back(std::move(p));
+          }
+          break;
+        }
+        case PreTokenizerStep::Kind::Metaspace: {
+          std::string t;
+          t.reserve(p.text.size() + 8);
+          for (char c : p.text) {
+            if (c == ' ') t += st.replacement;
+            else t += c;
+          }
+          const bool starts = t.compare(0, st.replacement.size(), st.replacement) == 0;
+          if (!starts && (st.prepend_scheme == PrependScheme::Always ||
+                          (st.prepend_scheme == PrependScheme::First && p.at_start)))
+            t.insert(0, st.replacement);
+          p.text = std::move(t);
+          if (st.split) {
+            matches.clear();
+            for (size_t pos = 0, hit; (hit = p.text.find(st.replacement, pos)) != std::string::npos;
+                 pos = hit + st.replacement.size())
+              matches.emplace_back(hit, hit + st.replacement.size());
+            emit_split(SplitBehavior::MergedWithNext, false, p.byte_level);
+          } else if (!p.text.empty()) {
+            next.push_back(std::move(p));
+          }
+          break;
+        }
+      }
+    }
+    cur.swap(next);
+  }
+  for (auto& p : cur)
+    if (!p.text.empty()) out.push_back(std::move(p));
+}
+
+}  // namespace tessera::tok

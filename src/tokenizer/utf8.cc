@@ -1,0 +1,171 @@
+#include "tokenizer/utf8.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+
+namespace tessera::tok {
+namespace {
+
+// Expected sequence length for a lead byte and the allowed range of the first
+// continuation byte (the ranges that exclude overlongs, surrogates and code
+// points above U+10FFFF); 0 for bytes that cannot start a sequence.
+struct Lead {
+  uint8_t len, lo, hi;
+};
+
+Lead lead_of(uint8_t b) {
+  if (b < 0x80) return {1, 0, 0};
+  if (b >= 0xC2 && b <= 0xDF) return {2, 0x80, 0xBF};
+  if (b == 0xE0) return {3, 0xA0, 0xBF};
+  if (b == 0xED) return {3, 0x80, 0x9F};
+  if (b >= 0xE1 && b <= 0xEF) return {3, 0x80, 0xBF};
+  if (b == 0xF0) return {4, 0x90, 0xBF};
+  if (b >= 0xF1 && b <= 0xF3) return {4, 0x80, 0xBF};
+  if (b == 0xF4) return {4, 0x80, 0x8F};
+  return {0, 0, 0};
+}
+
+// Number of bytes of the sequence at s[i] that are valid so far (lead
+// included), and whether it is complete.
+size_t valid_run(std::string_view s, size_t i, bool* complete) {
+  const auto b = static_cast<uint8_t>(s[i]);
+  const Lead l = lead_of(b);
+  *complete = false;
+  if (l.len == 0) return 0;
+  if (l.len == 1) {
+    *complete = true;
+    return 1;
+  }
+  size_t n = 1;
+  for (; n < l.len; ++n) {
+    if (i + n >= s.size()) return n;
+    const auto c = static_cast<uint8_t>(s[i + n]);
+    const uint8_t lo = n == 1 ? l.lo : 0x80, hi = n == 1 ? l.hi : 0xBF;
+    if (c < lo || c > hi) return n;
+  }
+  *complete = true;
+  return n;
+}
+
+}  // namespace
+
+size_t utf8_valid_len(std::string_view s, size_t i) {
+  bool complete;
+  const size_t n = valid_run(s, i, &complete);
+  return complete ? n : 0;
+}
+
+size_t utf8_invalid_len(std::string_view s, size_t i) {
+  bool complete;
+  const size_t n = valid_run(s, i, &complete);
+  return n == 0 ? 1 : n;
+}
+
+uint32_t utf8_decode(std::string_view s, size_t i, size_t len) {
+  const auto b = static_cast<uint8_t>(s[i]);
+  if (len == 1) return b;
+  uint32_t cp = b & (0x7F >> len);
+  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
+  return cp;
+}
+
+void utf8_append(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+bool utf8_is_valid(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<uint8_t>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_valid_len(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string utf8_lossy(std::string_view s) {
+  if (utf8_is_valid(s)) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_valid_len(s, i);
+    if (n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      i += utf8_invalid_len(s, i);
+    }
+  }
+  return out;
+}
+
+size_t utf8_complete_prefix(std::string_view s) {
+  // A pending tail is at most 3 bytes: look back for the last lead byte.
+  const size_t n = s.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    const size_t i = n - back;
+    const auto b = static_cast<uint8_t>(s[i]);
+    if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking
+    bool complete;
+    const size_t run = valid_run(s, i, &complete);
+    // Incomplete but valid so far and running to the end: hold it back.
+    if (!complete && run > 0 && i + run == n) return i;
+    return n;
+  }
+  return n;
+}
+
+size_t utf8_count_chars(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+bool is_unicode_whitespace(uint32_t cp) {
+  switch (cp) {
+    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
+    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+      return true;
+    default:
+      return cp >= 0x2000 && cp <= 0x200A;
+  }
+}
+
+bool is_unicode_alphanumeric(uint32_t cp) {
+  if (cp < 0x80) return (cp >= '0' && cp <= '9') || ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z');
+  static pcre2_code* re = [] {
+    int err;
+    PCRE2_SIZE off;
+    const char* pat = "^[\\p{Alphabetic}\\p{Nd}\\p{Nl}\\p{No}]";
+    return pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pat), PCRE2_ZERO_TERMINATED,
+                         PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+  }();
+  if (re == nullptr) return false;
+  std::string buf;
+  utf8_append(buf, cp);
+  pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
+  const int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(buf.data()), buf.size(), 0, 0, md, nullptr);
+  pcre2_match_data_free(md);
+  return rc >= 0;
+}
+
+}  // namespace tessera::tok
