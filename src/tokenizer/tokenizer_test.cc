@@ -1,0 +1,196 @@
+// Tests of the assembled tokenizer: tokenizer.json and GGUF loading, the
+// encode pipeline, decoders, the streaming detokenizer and hostile input.
+#include <chrono>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "sources/gguf.h"
+#include "sources/gguf_writer_for_tests.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera::tok {
+namespace {
+
+using nlohmann::json;
+using namespace tessera::testing;
+using Ids = std::vector<int32_t>;
+
+// A tiny byte-level BPE: the 256-character alphabet, a few merges, and
+// Qwen-style added tokens.
+json byte_level_json() {
+  const auto& t = byte_level_table();
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[t.byte_to_utf8[b]] = b;
+  const std::vector<std::string> extra = {"he", "ll", "hell", "hello", "\xC4\xA0w", "\xC4\xA0wo"};
+  for (size_t i = 0; i < extra.size(); ++i) vocab[extra[i]] = 256 + static_cast<int>(i);
+  vocab["<|im_start|>"] = 263;
+  vocab["<|im_end|>"] = 264;
+  return {
+      {"model", {{"type", "BPE"}, {"vocab", vocab},
+                 {"merges", {"h e", "l l", "he ll", "hell o", "\xC4\xA0 w", "\xC4\xA0w o"}}}},
+      {"added_tokens",
+       {{{"id", 263}, {"content", "<|im_start|>"}, {"special", true}, {"normalized", false}},
+        {{"id", 264}, {"content", "<|im_end|>"}, {"special", true}, {"normalized", false}}}},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"post_processor", nullptr},
+  };
+}
+
+TEST(TokenizerJson, ByteLevelEncodeDecode) {
+  const auto tok = Tokenizer::from_json(byte_level_json(), nullptr, "test");
+  EXPECT_EQ(tok.kind(), "byte-level BPE");
+  // "hello" merges fully, " wo" too; "\n" is its own pre-token.
+  const Ids ids = tok.encode("hello<|im_end|> wo\n");
+  EXPECT_EQ(ids, (Ids{259, 264, 261, 10}));
+  EXPECT_EQ(tok.decode(ids), "hello<|im_end|> wo\n");
+  EXPECT_EQ(tok.token_to_piece(260), "\xC4\xA0w");
+}
+
+TEST(TokenizerJson, ExactIdsAroundSpecialTokens) {
+  const auto tok = Tokenizer::from_json(byte_level_json(), nullptr, "test");
+  EXPECT_EQ(tok.encode("<|im_start|>hello"), (Ids{263, 259}));
+  EXPECT_EQ(tok.encode("hello<|im_start|>"), (Ids{259, 263}));
+  // Not a token: plain bytes.
+  EXPECT_EQ(tok.encode("<|x|>"), (Ids{'<', '|', 'x', '|', '>'}));
+  EXPECT_EQ(tok.encode(""), Ids{});
+}
+
+TEST(TokenizerJson, ConfigFlagsRebuildBosEos) {
+  json cfg = {{"add_bos_token", true}, {"add_eos_token", true}, {"bos_token", "<|im_start|>"},
+              {"eos_token", {{"content", "<|im_end|>"}}}};
+  const auto tok = Tokenizer::from_json(byte_level_json(), &cfg, "test");
+  EXPECT_EQ(tok.encode("hello"), (Ids{263, 259, 264}));
+  EXPECT_EQ(tok.encode("hello", false), (Ids{259}));
+  EXPECT_EQ(tok.encode(""), (Ids{263, 264}));
+}
+
+TEST(TokenizerJson, InvalidUtf8IsRepairedNotFatal) {
+  const auto tok = Tokenizer::from_json(byte_level_json(), nullptr, "test");
+  // U+FFFD's three bytes, spelled through the byte alphabet.
+  EXPECT_EQ(tok.encode("\xff"), (Ids{0xEF, 0xBF, 0xBD}));
+  EXPECT_EQ(tok.encode("hello\xe4\xbd"), (Ids{259, 0xEF, 0xBF, 0xBD}));
+}
+
+TEST(TokenizerJson, UnsupportedComponentsAreRejected) {
+  json j = byte_level_json();
+  j["normalizer"] = {{"type", "NFKC"}};
+  EXPECT_THROW(Tokenizer::from_json(j, nullptr, "test"), Error);
+  j = byte_level_json();
+  j["model"]["type"] = "Unigram";
+  EXPECT_THROW(Tokenizer::from_json(j, nullptr, "test"), Error);
+  j = byte_level_json();
+  j["model"]["merges"].push_back("x yz");
+  EXPECT_THROW(Tokenizer::from_json(j, nullptr, "test"), Error);
+  EXPECT_THROW(Tokenizer::from_json(json::object(), nullptr, "test"), Error);
+}
+
+TEST(TokenizerJson, DecodeRejectsOutOfRangeIds) {
+  const auto tok = Tokenizer::from_json(byte_level_json(), nullptr, "test");
+  EXPECT_THROW(tok.decode({1, 100000}), Error);
+  EXPECT_THROW(tok.decode({-1}), Error);
+}
+
+TEST(TokenizerJson, TenMegabytesDoNotCrash) {
+  const auto tok = Tokenizer::from_json(byte_level_json(), nullptr, "test");
+  std::string big;
+  while (big.size() < 10u << 20) big += "hello world \xE4\xBD\xA0\t\n  <|im_end|>";
+  big += std::string(1 << 20, ' ');  // one 1 MB whitespace pre-token
+  const auto t0 = std::chrono::steady_clock::now();
+  const Ids ids = tok.encode(big);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  EXPECT_EQ(tok.decode(ids), big);
+}
+
+// A SentencePiece-style BPE vocabulary as a GGUF file (Llama pipeline).
+GgufFile spm_gguf(const std::string& arch) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  for (int b = 0; b < 256; ++b) tokens.push_back(fmt::format("<0x{:02X}>", b));
+  const std::vector<std::string> pieces = {"\xE2\x96\x81", "h", "i", "\xE2\x96\x81h", "\xE2\x96\x81hi", "hi"};
+  tokens.insert(tokens.end(), pieces.begin(), pieces.end());
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[0] = 2;
+  types[1] = types[2] = 3;
+  for (int b = 0; b < 256; ++b) types[3 + b] = 6;
+  std::vector<Val> scores;
+  for (size_t i = 0; i < tokens.size(); ++i) scores.push_back(v_f32(-static_cast<float>(i)));
+  GgufBuilder g;
+  g.kv("general.architecture", v_str(arch))
+      .kv("tokenizer.ggml.model", v_str("llama"))
+      .kv("tokenizer.ggml.tokens", v_str_array(tokens))
+      .kv("tokenizer.ggml.scores", v_array(GgufType::F32, scores))
+      .kv("tokenizer.ggml.token_type", v_i32_array(types))
+      .kv("tokenizer.ggml.bos_token_id", v_u32(1))
+      .kv("tokenizer.ggml.eos_token_id", v_u32(2));
+  return GgufFile::parse(MappedFile::from_bytes("spm.gguf", g.build().bytes));
+}
+
+TEST(TokenizerGguf, LlamaSentencePieceWithByteFallback) {
+  const auto tok = Tokenizer::from_gguf(spm_gguf("llama"));
+  EXPECT_EQ(tok.kind(), "SentencePiece BPE");
+  const int32_t base = 3 + 256;  // ▁ h i ▁h ▁hi hi
+  // BOS by default; Metaspace prepends ▁ to the first piece; é is not in the
+  // vocabulary: two byte-fallback tokens.
+  EXPECT_EQ(tok.encode("hi hi\xC3\xA9"), (Ids{1, base + 4, base + 4, 3 + 0xC3, 3 + 0xA9}));
+  EXPECT_EQ(tok.decode(tok.encode("hi hi\xC3\xA9")), "<s> hi hi\xC3\xA9");
+  EXPECT_EQ(tok.decode(tok.encode("hi", false)), "hi");  // Strip removes the prefix space
+  // A broken byte run decodes to one U+FFFD per byte token, as ByteFallback does.
+  EXPECT_EQ(tok.decode({3 + 0xC3, base + 1}), "\xEF\xBF\xBD" "h");
+}
+
+TEST(TokenizerGguf, GemmaPipelineHasNoPrefixSpace) {
+  const auto tok = Tokenizer::from_gguf(spm_gguf("gemma3"));
+  const int32_t base = 3 + 256;
+  EXPECT_EQ(tok.encode("hi hi", false), (Ids{base + 5, base + 4}));
+  EXPECT_EQ(tok.decode({base + 5, base + 4}), "hi hi");
+}
+
+TEST(TokenizerGguf, MissingTokenizerIsAnError) {
+  GgufBuilder g;
+  g.kv("general.architecture", v_str("llama"));
+  EXPECT_THROW(Tokenizer::from_gguf(GgufFile::parse(MappedFile::from_bytes("x.gguf", g.build().bytes))), Error);
+}
+
+std::vector<std::string> stream(const Tokenizer& tok, const Ids& ids) {
+  StreamingDetokenizer d(tok);
+  std::vector<std::string> out;
+  for (int32_t id : ids) out.push_back(d.push(id));
+  out.push_back(d.finish());
+  return out;
+}
+
+TEST(TokenizerStreaming, HoldsCharactersSplitAcrossByteTokens) {
+  const auto tok = Tokenizer::from_gguf(spm_gguf("llama"));
+  const int32_t base = 3 + 256;
+  // "hi" then 你 (E4 BD A0) as three byte tokens, then " hi".
+  const Ids ids = {base + 4, 3 + 0xE4, 3 + 0xBD, 3 + 0xA0, base + 4};
+  const auto chunks = stream(tok, ids);
+  EXPECT_EQ(chunks, (std::vector<std::string>{"hi", "", "", "\xE4\xBD\xA0", " hi", ""}));
+  std::string all;
+  for (const auto& c : chunks) all += c;
+  EXPECT_EQ(all, tok.decode(ids));
+  // Cut off mid-character: the tail is flushed as U+FFFD by finish().
+  EXPECT_EQ(stream(tok, {base + 4, 3 + 0xE4, 3 + 0xBD}),
+            (std::vector<std::string>{"hi", "", "", "\xEF\xBF\xBD"}));
+}
+
+TEST(TokenizerStreaming, ByteLevelMatchesDecode) {
+  const auto tok = Tokenizer::from_json(byte_level_json(), nullptr, "test");
+  const std::string text = "hello \xF0\x9F\x91\x8B world <|im_start|>\xE4\xBD\xA0";
+  const Ids ids = tok.encode(text);
+  std::string all;
+  for (const auto& c : stream(tok, ids)) {
+    EXPECT_TRUE(utf8_is_valid(c));
+    all += c;
+  }
+  EXPECT_EQ(all, text);
+  EXPECT_THROW(stream(tok, {1, 999999}), Error);
+}
+
+}  // namespace
+}  // namespace tessera::tok
