@@ -2,10 +2,11 @@
 // with transformers):
 //
 //   _tessera.render_chat_template(template, messages_json, add_generation_prompt=False,
-//                                 extra_json="{}", origin="chat_template") -> str
+//                                 extra_json="{}", origin="chat_template", max_iterations=0) -> str
 //       Renders `template` with the messages (a JSON array) and the extra
 //       template variables (a JSON object: bos_token, eos_token, tools,
-//       enable_thinking, ...). Unsupported template features, raise_exception
+//       enable_thinking, ...); max_iterations > 0 lowers the loop/macro-call
+//       bound (RenderLimits) for tests. Unsupported template features, raise_exception
 //       and bad input raise TesseraError.
 //   _tessera.find_chat_template(path) -> str | None
 #include <string>
@@ -25,11 +26,12 @@ void bind_chat_template(py::module_& m) {
   m.def(
       "render_chat_template",
       [](const std::string& source, const std::string& messages_json, bool add_generation_prompt,
-         const std::string& extra_json, const std::string& origin) {
+         const std::string& extra_json, const std::string& origin, uint64_t max_iterations) {
         py::gil_scoped_release release;
         const ChatTemplate tpl = ChatTemplate::parse(source, origin);
         ChatTemplateOptions opt;
         opt.add_generation_prompt = add_generation_prompt;
+        if (max_iterations) opt.limits.max_iterations = max_iterations;
         try {
           opt.extra = nlohmann::ordered_json::parse(extra_json);
         } catch (const nlohmann::json::exception& e) {
@@ -38,7 +40,7 @@ void bind_chat_template(py::module_& m) {
         return tpl.render_json(messages_json, opt);
       },
       py::arg("template"), py::arg("messages_json"), py::arg("add_generation_prompt") = false,
-      py::arg("extra_json") = "{}", py::arg("origin") = "chat_template");
+      py::arg("extra_json") = "{}", py::arg("origin") = "chat_template", py::arg("max_iterations") = 0);
 
   m.def(
       "find_chat_template",

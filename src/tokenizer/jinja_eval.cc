@@ -136,6 +136,7 @@ class Interpreter {
   Flow exec(const Body& body, const ScopePtr& scope, std::string& out);
   void exec_for(const Stmt& s, const ScopePtr& scope, std::string& out);
   void assign(const Stmt& s, const ScopePtr& scope, Value v);
+  void assign_names(const std::vector<std::string>& names, bool tuple, Scope& scope, const Value& v);
 
   // ------------------------------------------------------------ expressions
   Value eval(const Expr& e, const ScopePtr& scope);
@@ -344,15 +345,15 @@ Value builtin_strftime_now(Interpreter& in, List& a, KwArgs& kw) {
 
 class LoopCycle : public Callable {
  public:
-  explicit LoopCycle(int64_t index0) : index0_(index0) {}
+  explicit LoopCycle(std::shared_ptr<const int64_t> index0) : index0_(std::move(index0)) {}
   Value call(Interpreter& in, List args, KwArgs kwargs) const override {
     if (args.empty()) in.error("loop.cycle() needs at least one argument");
-    return args[static_cast<size_t>(index0_) % args.size()];
+    return args[static_cast<size_t>(*index0_) % args.size()];
   }
   std::string name() const override { return "loop.cycle"; }
 
  private:
-  int64_t index0_;
+  std::shared_ptr<const int64_t> index0_;
 };
 
 // Python-style index normalization for slices.
@@ -498,14 +499,17 @@ void Interpreter::assign(const Stmt& s, const ScopePtr& scope, Value v) {
     ns->namespace_attrs().set(Value::string(s.attr), std::move(v));
     return;
   }
-  if (s.targets.size() == 1 && !s.tuple_target) {
-    scope->set(s.targets[0], std::move(v));
+  assign_names(s.targets, s.tuple_target, *scope, v);
+}
+
+void Interpreter::assign_names(const std::vector<std::string>& names, bool tuple, Scope& scope, const Value& v) {
+  if (names.size() == 1 && !tuple) {
+    scope.set(names[0], v);
     return;
   }
   const List items = iterate(v);
-  if (items.size() != s.targets.size())
-    error("cannot unpack {} values into {} names", items.size(), s.targets.size());
-  for (size_t i = 0; i < items.size(); ++i) scope->set(s.targets[i], items[i]);
+  if (items.size() != names.size()) error("cannot unpack {} values into {} names", items.size(), names.size());
+  for (size_t i = 0; i < items.size(); ++i) scope.set(names[i], items[i]);
 }
 
 void Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, std::string& out) {
@@ -519,38 +523,43 @@ void Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, std::string& ou
       tick();
       auto probe = std::make_shared<Scope>();
       probe->parent = scope;
-      Stmt target;
-      target.targets = s.targets;
-      target.tuple_target = s.tuple_target;
-      assign(target, probe, item);
+      assign_names(s.targets, s.tuple_target, *probe, item);
       if (eval(*s.cond, probe).truthy()) kept.push_back(std::move(item));
     }
     items = std::move(kept);
   }
   const int64_t n = static_cast<int64_t>(items.size());
+  // One loop.cycle per loop, reading the current iteration.
+  auto cycle_index = std::make_shared<int64_t>(0);
+  const Value cycle = Value::callable(std::make_shared<LoopCycle>(cycle_index));
   for (int64_t i = 0; i < n; ++i) {
     tick();
     at(s.line, s.col);
     auto iter = std::make_shared<Scope>();
     iter->parent = scope;
+    static const Value kIndex0 = Value::string("index0"), kIndex = Value::string("index"),
+                       kRevindex0 = Value::string("revindex0"), kRevindex = Value::string("revindex"),
+                       kFirst = Value::string("first"), kLast = Value::string("last"),
+                       kLength = Value::string("length"), kDepth = Value::string("depth"),
+                       kDepth0 = Value::string("depth0"), kPrevitem = Value::string("previtem"),
+                       kNextitem = Value::string("nextitem"), kCycle = Value::string("cycle");
     Dict loop;
-    loop.set(Value::string("index0"), Value::integer(i));
-    loop.set(Value::string("index"), Value::integer(i + 1));
-    loop.set(Value::string("revindex0"), Value::integer(n - i - 1));
-    loop.set(Value::string("revindex"), Value::integer(n - i));
-    loop.set(Value::string("first"), Value::boolean(i == 0));
-    loop.set(Value::string("last"), Value::boolean(i == n - 1));
-    loop.set(Value::string("length"), Value::integer(n));
-    loop.set(Value::string("depth"), Value::integer(1));
-    loop.set(Value::string("depth0"), Value::integer(0));
-    if (i > 0) loop.set(Value::string("previtem"), items[static_cast<size_t>(i - 1)]);
-    if (i + 1 < n) loop.set(Value::string("nextitem"), items[static_cast<size_t>(i + 1)]);
-    loop.set(Value::string("cycle"), Value::callable(std::make_shared<LoopCycle>(i)));
+    loop.reserve(12);
+    loop.append(kIndex0, Value::integer(i));
+    loop.append(kIndex, Value::integer(i + 1));
+    loop.append(kRevindex0, Value::integer(n - i - 1));
+    loop.append(kRevindex, Value::integer(n - i));
+    loop.append(kFirst, Value::boolean(i == 0));
+    loop.append(kLast, Value::boolean(i == n - 1));
+    loop.append(kLength, Value::integer(n));
+    loop.append(kDepth, Value::integer(1));
+    loop.append(kDepth0, Value::integer(0));
+    if (i > 0) loop.append(kPrevitem, items[static_cast<size_t>(i - 1)]);
+    if (i + 1 < n) loop.append(kNextitem, items[static_cast<size_t>(i + 1)]);
+    *cycle_index = i;
+    loop.append(kCycle, cycle);
     iter->set("loop", Value::dict(std::move(loop)));
-    Stmt target;
-    target.targets = s.targets;
-    target.tuple_target = s.tuple_target;
-    assign(target, iter, items[static_cast<size_t>(i)]);
+    assign_names(s.targets, s.tuple_target, *iter, items[static_cast<size_t>(i)]);
     const Flow f = exec(s.bodies[0], iter, out);
     if (f == Flow::Break) break;
   }
@@ -892,8 +901,7 @@ Value Interpreter::binary(const std::string& op, const Value& l, const Value& r)
       out.insert(out.end(), r.as_list().begin(), r.as_list().end());
       return Value::list(std::move(out), l.is_tuple());
     }
-    if (l.is_string() || r.is_string())
-      error("can only concatenate str (not \"{}\") to str", l.is_string() ? r.type_name() : l.type_name());
+    if (l.is_string()) error("can only concatenate str (not \"{}\") to str", r.type_name());
     return unsupported();
   }
   if (op == "*") {
@@ -1026,8 +1034,8 @@ bool Interpreter::test(const std::string& name, const Value& v, const List& args
     }
     return cased;
   }
-  if (name == "filter") return need(1), args[0].is_string() && is_known_filter(args[0].as_string());
-  if (name == "test") return need(1), args[0].is_string() && is_known_test(args[0].as_string());
+  if (name == "filter") return need(0), v.is_string() && is_known_filter(v.as_string());
+  if (name == "test") return need(0), v.is_string() && is_known_test(v.as_string());
   error("unsupported Jinja feature: test '{}'", name);
 }
 

@@ -650,8 +650,10 @@ class Parser {
   }
 
   ExprPtr parse_call(ExprPtr node) {
-    auto e = make(Expr::Kind::Call, cur());
     DepthGuard guard(*this, cur());
+    auto e = make(Expr::Kind::Call, cur());
+    e->line = node->line;  // errors of a call point at what is called
+    e->col = node->col;
     e->args.push_back(std::move(node));
     parse_call_args(*e);
     return e;

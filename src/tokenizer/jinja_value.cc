@@ -106,6 +106,10 @@ void Dict::set(Value key, Value value) {
   items_.emplace_back(std::move(key), std::move(value));
 }
 
+void Dict::append(Value key, Value value) { items_.emplace_back(std::move(key), std::move(value)); }
+void Dict::reserve(size_t n) { items_.reserve(n); }
+size_t Dict::size() const { return items_.size(); }
+
 // ---------------------------------------------------------------- Value
 
 std::shared_ptr<const std::string> Value::empty_string() {

@@ -38,8 +38,11 @@ class Dict {
   const Value* find(std::string_view key) const;
   // Replaces the value of an existing key (keeping its position) or appends.
   void set(Value key, Value value);
+  // Appends without looking for an existing key (the caller knows it is new).
+  void append(Value key, Value value);
+  void reserve(size_t n);
   const std::vector<std::pair<Value, Value>>& items() const { return items_; }
-  size_t size() const { return items_.size(); }
+  size_t size() const;  // out of line: Value is incomplete here (clang)
 
  private:
   std::vector<std::pair<Value, Value>> items_;
