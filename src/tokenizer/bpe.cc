@@ -40,7 +40,9 @@ Bpe::Bpe(std::shared_ptr<const Vocab> vocab,
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
     const auto ia = vocab_->find(a), ib = vocab_->find(b);
-    const auto ir = vocab_->find(a + b);
+    thread_local std::string joined;
+    joined.assign(a).append(b);
+    const auto ir = vocab_->find(joined);
     if (!ia || !ib || !ir) {
       fail("tokenizer", fmt::format("merge {} ({:?} {:?})", rank, a, b),
            "{} is not in the vocabulary", !ia ? fmt::format("{:?}", a)

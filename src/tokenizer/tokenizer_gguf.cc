@@ -78,10 +78,11 @@ std::vector<size_t> char_bounds(const std::string& s) {
 }
 
 struct MergeCand {
-  uint32_t token;    // order of the merged token in the score table
   uint32_t lchars, rchars;
+  int32_t lid, rid;
   double score;
-  std::string l, r;
+  uint32_t lbytes;  // where the piece splits
+  uint32_t token;   // index into the score table
 };
 
 }  // namespace
@@ -94,20 +95,21 @@ std::vector<std::pair<std::string, std::string>> generate_merges_from_scores(
   cands.reserve(scores.size() * 2);
   for (uint32_t k = 0; k < scores.size(); ++k) {
     const auto& [piece, score] = scores[k];
+    const std::string_view pv(piece);
     const auto bounds = char_bounds(piece);
     const size_t nchars = bounds.size() - 1;
     const size_t first = cands.size();
     for (size_t idx = 1; idx < nchars; ++idx) {
-      std::string l = piece.substr(0, bounds[idx]), r = piece.substr(bounds[idx]);
-      if (vocab.find(l) && vocab.find(r))
-        cands.push_back({k, static_cast<uint32_t>(idx), static_cast<uint32_t>(nchars - idx), score,
-                         std::move(l), std::move(r)});
+      const auto l = vocab.find(pv.substr(0, bounds[idx]));
+      if (!l) continue;
+      const auto r = vocab.find(pv.substr(bounds[idx]));
+      if (!r) continue;
+      cands.push_back({static_cast<uint32_t>(idx), static_cast<uint32_t>(nchars - idx), *l, *r, score,
+                       static_cast<uint32_t>(bounds[idx]), k});
     }
     // Within one token: by (vocab[l], vocab[r]) ascending.
-    std::sort(cands.begin() + first, cands.end(), [&](const MergeCand& a, const MergeCand& b) {
-      const int32_t al = *vocab.find(a.l), bl = *vocab.find(b.l);
-      if (al != bl) return al < bl;
-      return *vocab.find(a.r) < *vocab.find(b.r);
+    std::sort(cands.begin() + first, cands.end(), [](const MergeCand& a, const MergeCand& b) {
+      return a.lid != b.lid ? a.lid < b.lid : a.rid < b.rid;
     });
   }
   // Python's stable sorted(..., reverse=True) on (score, len(l), len(r)).
@@ -118,7 +120,10 @@ std::vector<std::pair<std::string, std::string>> generate_merges_from_scores(
   });
   std::vector<std::pair<std::string, std::string>> merges;
   merges.reserve(cands.size());
-  for (auto& c : cands) merges.emplace_back(std::move(c.l), std::move(c.r));
+  for (const auto& c : cands) {
+    const std::string& piece = scores[c.token].first;
+    merges.emplace_back(piece.substr(0, c.lbytes), piece.substr(c.lbytes));
+  }
   return merges;
 }
 
@@ -137,6 +142,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
 
   Parts p;
   p.vocab = std::make_shared<Vocab>();
+  p.vocab->ids.reserve(tokens->size());
   std::vector<std::string> spelled(tokens->size());
   const bool gpt2 = *model == "gpt2";
   const bool spm = *model == "llama" || *model == "gemma4";

@@ -18,13 +18,19 @@ enum class TokenType : int32_t {
   Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
 };
 
+// Hash that also accepts string_view, so lookups need no temporary string.
+struct PieceHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 struct Vocab {
   std::vector<std::string> pieces;  // id -> piece ("" for ids with no piece)
-  std::unordered_map<std::string, int32_t> ids;  // piece -> id
+  std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>> ids;  // piece -> id
 
   size_t size() const { return pieces.size(); }
   std::optional<int32_t> find(std::string_view piece) const {
-    auto it = ids.find(std::string(piece));
+    auto it = ids.find(piece);
     if (it == ids.end()) return std::nullopt;
     return it->second;
   }
