@@ -10,3 +10,5 @@ __version__ = _core.__version__
 # Every tessera::Error raised through the bindings (a ValueError subclass).
 TesseraError = _core.TesseraError
 GgufFile = _core.GgufFile
+# Tokenizer.from_file(GGUF | tokenizer.json | HF dir): encode / decode exactly as Hugging Face.
+Tokenizer = _core.Tokenizer
