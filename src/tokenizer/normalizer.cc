@@ -1,6 +1,28 @@
 #include "tokenizer/normalizer.h"
 
+#include <cstdlib>
+
+#include <utf8proc.h>
+
 namespace tessera::tok {
+namespace {
+
+// `s` (valid UTF-8) in a Unicode normal form; ASCII is already normalized.
+std::string normal_form(const std::string& s, int options) {
+  bool ascii = true;
+  for (char c : s) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return s;
+  utf8proc_uint8_t* out = nullptr;
+  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                              static_cast<utf8proc_ssize_t>(s.size()), &out,
+                              static_cast<utf8proc_option_t>(UTF8PROC_STABLE | options));
+  if (n < 0) return s;  // cannot happen for valid UTF-8
+  std::string r(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+  std::free(out);
+  return r;
+}
+
+}  // namespace
 
 std::string Normalizer::apply(std::string s) const {
   for (const auto& st : steps) {
@@ -21,6 +43,10 @@ std::string Normalizer::apply(std::string s) const {
       case NormalizerStep::Kind::Prepend:
         if (!s.empty()) s.insert(0, st.content);
         break;
+      case NormalizerStep::Kind::NFC: s = normal_form(s, UTF8PROC_COMPOSE); break;
+      case NormalizerStep::Kind::NFD: s = normal_form(s, UTF8PROC_DECOMPOSE); break;
+      case NormalizerStep::Kind::NFKC: s = normal_form(s, UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
+      case NormalizerStep::Kind::NFKD: s = normal_form(s, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;
     }
   }
   return s;

@@ -1,8 +1,10 @@
-// Normalizers of tokenizer.json that SentencePiece-style vocabularies use:
-// Replace (a literal string, e.g. " " -> "▁" for Gemma), Prepend (e.g. "▁" for
-// legacy Llama; only on non-empty input) and Sequence (flattened into steps).
-// Unicode normal forms (NFC/NFKC) are not implemented: a tokenizer.json that
-// asks for them is rejected at load time rather than tokenized differently.
+// Normalizers of tokenizer.json: Replace (a literal string, e.g. " " -> "▁"
+// for Gemma), Prepend (e.g. "▁" for legacy Llama; only on non-empty input),
+// the Unicode normal forms NFC / NFD / NFKC / NFKD (Qwen2 / Qwen3 use NFC;
+// computed with utf8proc, whose Unicode tables may be a version apart from
+// the Rust crate HF uses: only characters assigned in between can differ) and
+// Sequence (flattened into steps). Others are rejected at load time rather
+// than tokenized differently.
 #pragma once
 
 #include <string>
@@ -11,7 +13,7 @@
 namespace tessera::tok {
 
 struct NormalizerStep {
-  enum class Kind { Replace, Prepend } kind;
+  enum class Kind { Replace, Prepend, NFC, NFD, NFKC, NFKD } kind;
   std::string pattern;  // Replace: the literal to find
   std::string content;  // Replace: replacement; Prepend: the prefix
 };

@@ -55,6 +55,12 @@ void add_normalizer(const Ctx& c, const json& n, Normalizer& out) {
     out.steps.push_back({NormalizerStep::Kind::Replace, pat, n.at("content").get<std::string>()});
   } else if (type == "Prepend") {
     out.steps.push_back({NormalizerStep::Kind::Prepend, "", n.at("prepend").get<std::string>()});
+  } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+    const auto kind = type == "NFC"    ? NormalizerStep::Kind::NFC
+                      : type == "NFD"  ? NormalizerStep::Kind::NFD
+                      : type == "NFKC" ? NormalizerStep::Kind::NFKC
+                                       : NormalizerStep::Kind::NFKD;
+    out.steps.push_back({kind, "", ""});
   } else {
     c.unsupported("normalizer " + type, n);
   }

@@ -79,7 +79,7 @@ TEST(TokenizerJson, InvalidUtf8IsRepairedNotFatal) {
 
 TEST(TokenizerJson, UnsupportedComponentsAreRejected) {
   json j = byte_level_json();
-  j["normalizer"] = {{"type", "NFKC"}};
+  j["normalizer"] = {{"type", "BertNormalizer"}};
   EXPECT_THROW(Tokenizer::from_json(j, nullptr, "test"), Error);
   j = byte_level_json();
   j["model"]["type"] = "Unigram";
@@ -88,6 +88,16 @@ TEST(TokenizerJson, UnsupportedComponentsAreRejected) {
   j["model"]["merges"].push_back("x yz");
   EXPECT_THROW(Tokenizer::from_json(j, nullptr, "test"), Error);
   EXPECT_THROW(Tokenizer::from_json(json::object(), nullptr, "test"), Error);
+}
+
+TEST(TokenizerJson, NfcNormalizerComposes) {
+  json j = byte_level_json();
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}};
+  const auto tok = Tokenizer::from_json(j, nullptr, "test");
+  const auto plain = Tokenizer::from_json(byte_level_json(), nullptr, "test");
+  // e + U+0301 becomes U+00E9 (C3 A9): two bytes instead of three.
+  EXPECT_EQ(tok.encode("e\xCC\x81"), (Ids{0xC3, 0xA9}));
+  EXPECT_EQ(plain.encode("e\xCC\x81"), (Ids{'e', 0xCC, 0x81}));
 }
 
 TEST(TokenizerJson, DecodeRejectsOutOfRangeIds) {

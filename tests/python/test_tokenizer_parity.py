@@ -126,7 +126,9 @@ LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
 
 def train_byte_level(split):
     from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import normalizers
     tok = tokenizers.Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()  # as Qwen2 / Qwen3's tokenizer.json
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(split), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
