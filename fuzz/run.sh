@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target in BUILD_DIR for SECONDS each, one after the
 # other, with a persistent corpus per target (fuzz/corpus-<target>, seeded
-# from fuzz/seeds/<target>). Prints one summary line per target.
+# from fuzz/seeds/<target> and from fuzz/regressions/<target>: inputs that once
+# found a bug). Prints one summary line per target.
 set -uo pipefail
 build=${1:?build dir}
 seconds=${2:-60}
@@ -12,7 +13,9 @@ for bin in "$build"/*_fuzz; do
   corpus="$here/corpus-$name"
   mkdir -p "$corpus"
   seeds=()
-  [ -d "$here/seeds/$name" ] && seeds=("$here/seeds/$name")
+  for d in "$here/seeds/$name" "$here/regressions/$name"; do
+    [ -d "$d" ] && seeds+=("$d")
+  done
   log="$build/$name.log"
   echo "[fuzz] $name for ${seconds}s (log: $log)"
   "$bin" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \

@@ -217,6 +217,8 @@ class HeaderHandler {
   // A value arrived that is not the start of a structure this state expects:
   // a scalar anywhere, or an object / array where the schema has none.
   bool value(const char* what) {
+    // Built once, before the switch (see fail() in core/error.h).
+    const std::string subject = tensor_subject(entry_.name);
     switch (state_) {
       case State::Start: fail(path_, "header", "must be a JSON object, got {}", what);
       case State::TopValue:
@@ -225,23 +227,25 @@ class HeaderHandler {
           return true;
         }
         if (in_metadata_key_) fail(path_, "__metadata__", "must be an object of strings, got {}", what);
-        fail(path_, tensor_subject(entry_.name), "entry must be an object, got {}", what);
+        fail(path_, subject, "entry must be an object, got {}", what);
       case State::EntryValue:
         switch (field_) {
-          case Field::Dtype: fail(path_, tensor_subject(entry_.name), "dtype must be a string, got {}", what);
-          case Field::Shape: fail(path_, tensor_subject(entry_.name), "shape must be an array, got {}", what);
+          case Field::Dtype: fail(path_, subject, "dtype must be a string, got {}", what);
+          case Field::Shape: fail(path_, subject, "shape must be an array, got {}", what);
           case Field::Offsets:
-            fail(path_, tensor_subject(entry_.name), "data_offsets must be an array, got {}", what);
+            fail(path_, subject, "data_offsets must be an array, got {}", what);
           case Field::Other: state_ = State::Entry; return true;  // a scalar under an unknown key
         }
         return true;
       case State::Shape:
-        fail(path_, tensor_subject(entry_.name), "shape entries must be non-negative integers, got {}", what);
+        fail(path_, subject, "shape entries must be non-negative integers, got {}", what);
       case State::Offsets:
-        fail(path_, tensor_subject(entry_.name), "data_offsets entries must be non-negative integers, got {}",
+        fail(path_, subject, "data_offsets entries must be non-negative integers, got {}",
              what);
-      case State::MetadataValue:
-        fail(path_, "__metadata__", "value of '{}' must be a string, got {}", printable(metadata_key_), what);
+      case State::MetadataValue: {
+        const std::string key = printable(metadata_key_);
+        fail(path_, "__metadata__", "value of '{}' must be a string, got {}", key, what);
+      }
       case State::Skip: return true;
       default: unexpected(what);
     }

@@ -468,3 +468,21 @@ TEST(SafetensorsCheckpoint, CorruptShardAndEmptyDirectory) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Found by safetensors_fuzz (clang ASan reported stack-use-after-scope while
+// unwinding from the error): an unknown key holding an array, so the entry
+// lacks data_offsets. Must be a plain Error.
+TEST(SafetensorsFile, FuzzRegressionUnknownArrayKeyThenMissingOffsets) {
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"b":{"dtype":"I64","shape":[2,3],)"
+      R"("data_offoffsets":[106,106]},"d":{"dtype":"BOOL","shape":[3],"data_offsets":[106,109]}}   )";
+  const Error e = header_error(header, std::vector<uint8_t>(120, 1));
+  EXPECT_EQ(e.subject(), "tensor 'b'");
+  EXPECT_NE(e.problem().find("data_offsets"), std::string::npos) << e.what();
+}
+
+}  // namespace
+}  // namespace tessera
