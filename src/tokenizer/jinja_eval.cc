@@ -153,9 +153,21 @@ class Interpreter {
   bool test(const std::string& name, const Value& subject, const List& args);
   Value method(const Value& self, const std::string& name, List args, KwArgs kwargs);
   std::string to_str(const Value& v) const {
+    if (contains_generator(v))
+      error("unsupported Jinja feature: printing a generator (Jinja prints its memory address); add '| list'");
     std::string s = py_str(v);
     check_size(s.size());
     return s;
+  }
+  static bool contains_generator(const Value& v) {
+    if (v.is_generator()) return true;
+    if (v.is_list())
+      for (const auto& e : v.as_list())
+        if (contains_generator(e)) return true;
+    if (v.is_dict())
+      for (const auto& [k, e] : v.as_dict().items())
+        if (contains_generator(e)) return true;
+    return false;
   }
   Value make_string(std::string s) const {
     check_size(s.size());
@@ -629,7 +641,7 @@ Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
     }
     case Expr::Kind::Slice: {
       const Value obj = eval(*e.args[0], scope);
-      Value parts[3];
+      Value parts[3] = {Value::none(), Value::none(), Value::none()};
       for (int i = 0; i < 3; ++i)
         if (e.args[1 + i]) parts[i] = eval(*e.args[1 + i], scope);
       at(e.line, e.col);
@@ -694,8 +706,8 @@ Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
       std::string s;
       for (const auto& a : e.args) {
         const Value v = eval(*a, scope);
-        s += py_str(v);
         at(e.line, e.col);
+        s += to_str(v);
         check_size(s.size());
       }
       return Value::string(std::move(s));
@@ -766,6 +778,7 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
     }
     case Value::Kind::List:
     case Value::Kind::String: {
+      if (obj.is_generator()) break;
       if (key.is_int() || key.is_bool()) {
         int64_t i = key.as_int();
         if (obj.is_list()) {
@@ -794,10 +807,13 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
 
 Value Interpreter::slice(const Value& obj, const Value& start, const Value& stop, const Value& step_v) {
   if (obj.is_undefined()) undefined_error(obj);
+  // Jinja compiles slices to plain Python subscripts (no getitem fallback).
+  if (!(obj.is_list() || obj.is_string()) || obj.is_generator())
+    error("'{}' object is not subscriptable", obj.type_name());
   for (const Value* p : {&start, &stop, &step_v})
-    if (!(p->is_undefined() || p->is_none() || p->is_int() || p->is_bool()))
+    if (!(p->is_none() || p->is_int() || p->is_bool()))
       error("slice indices must be integers or None, not '{}'", p->type_name());
-  const int64_t step = step_v.is_undefined() || step_v.is_none() ? 1 : step_v.as_int();
+  const int64_t step = step_v.is_none() ? 1 : step_v.as_int();
   if (step == 0) error("slice step cannot be zero");
   const auto pick = [&](int64_t len, auto&& take) {
     int64_t b, e;
@@ -986,6 +1002,11 @@ bool Interpreter::test(const std::string& name, const Value& v, const List& args
   const auto need = [&](size_t n) {
     if (args.size() != n) error("test '{}' takes {} argument(s), got {}", name, n, args.size());
   };
+  static const std::set<std::string> kNoArgs = {"defined", "undefined", "none", "boolean", "false", "true",
+                                                 "integer", "float", "number", "string", "mapping", "iterable",
+                                                 "sequence", "callable", "escaped", "odd", "even", "lower",
+                                                 "upper", "filter", "test"};
+  if (kNoArgs.count(name)) need(0);
   if (name == "defined") return !v.is_undefined();
   if (name == "undefined") return v.is_undefined();
   if (name == "none") return v.is_none();
@@ -998,8 +1019,8 @@ bool Interpreter::test(const std::string& name, const Value& v, const List& args
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.is_dict();
   if (name == "iterable") return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
-  if (name == "sequence") return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
-  if (name == "callable") return v.is_callable();
+  if (name == "sequence") return v.is_undefined() || v.is_string() || (v.is_list() && !v.is_generator()) || v.is_dict();
+  if (name == "callable") return v.is_callable() || v.is_undefined();  // Undefined has __call__
   if (name == "escaped") return false;
   if (name == "odd" || name == "even") {
     if (!(v.is_int() || v.is_bool())) error("test '{}' needs an integer, got '{}'", name, v.type_name());
@@ -1111,7 +1132,9 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
     switch (v.kind()) {
       case Value::Kind::Undefined: return Value::integer(0);
       case Value::Kind::String: return Value::integer(static_cast<int64_t>(utf8_length(v.as_string())));
-      case Value::Kind::List: return Value::integer(static_cast<int64_t>(v.as_list().size()));
+      case Value::Kind::List:
+        if (v.is_generator()) error("object of type 'generator' has no len()");
+        return Value::integer(static_cast<int64_t>(v.as_list().size()));
       case Value::Kind::Dict:
       case Value::Kind::Namespace: return Value::integer(static_cast<int64_t>(v.as_dict().size()));
       default: error("object of type '{}' has no len()", v.type_name());
@@ -1151,25 +1174,27 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
   }
   if (name == "items") {
     F(0, {});
-    if (v.is_undefined()) return Value::list({});
+    if (v.is_undefined()) return Value::generator({});
     if (!v.is_dict()) error("can only get item pairs from a mapping, not '{}'", v.type_name());
     List out;
     for (const auto& [k, e] : v.as_dict().items()) out.push_back(Value::list({k, e}, true));
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "list") return F(0, {}), Value::list(iterate(v));
   if (name == "first" || name == "last") {
     F(0, {});
+    if (name == "last" && v.is_generator()) error("'generator' object is not reversible");
     List items = iterate(v);
     if (items.empty()) return Value::undefined(fmt::format("No {} item, sequence was empty.", name));
     return name == "first" ? items.front() : items.back();
   }
   if (name == "reverse") {
     F(0, {});
-    if (v.is_string()) return slice(v, Value(), Value(), Value::integer(-1));
+    if (v.is_string()) return slice(v, Value::none(), Value::none(), Value::integer(-1));
+    if (v.is_generator()) error("'generator' object is not reversible");
     List items = iterate(v);
     std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
+    return Value::generator(std::move(items));  // reversed(...) is an iterator
   }
   if (name == "join") {
     F(2, {"d", "attribute"});
@@ -1292,7 +1317,7 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
           out.push_back(x);
         }
       }
-      return Value::list(std::move(out));
+      return Value::generator(std::move(out));
     }
     if (name == "max" || name == "min") {
       if (items.empty()) return Value::undefined(fmt::format("No {} item, sequence was empty.", name == "max" ? "largest" : "smallest"));
@@ -1328,14 +1353,14 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
         if (r.is_undefined() && dflt) r = *dflt;
         out.push_back(std::move(r));
       }
-      return Value::list(std::move(out));
+      return Value::generator(std::move(out));
     }
     if (a.empty() || !a[0].is_string()) error("filter 'map' needs a filter name or attribute=");
     const std::string fname = a[0].as_string();
     if (!is_known_filter(fname)) error("unsupported Jinja feature: filter '{}'", fname);
     List rest(a.begin() + 1, a.end());
     for (const auto& x : iterate(v)) out.push_back(filter(fname, x, rest, kw));
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
     if (!kw.empty()) error("filter '{}' takes no keyword arguments", name);
@@ -1360,7 +1385,7 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
       const bool r = tname.empty() ? subject.truthy() : test(tname, subject, targs);
       if (r == keep_if) out.push_back(x);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "attr") {
     F(1, {"name"});
@@ -1376,6 +1401,7 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
     else if (width->is_string()) ind = width->as_string();
     else ind = std::string(static_cast<size_t>(std::clamp<int64_t>(width->as_int(), 0, 1024)), ' ');
     const bool first = opt_bool(1, "first", false), blank = opt_bool(2, "blank", false);
+    if (!v.is_string()) error("filter 'indent' needs a string, not '{}'", v.type_name());
     const std::vector<std::string> lines = py_splitlines(py_str(v) + "\n");
     std::string rv;
     if (blank) {
@@ -1421,7 +1447,7 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
         while (static_cast<int64_t>(cur.size()) < n->as_int()) cur.push_back(*fill);
       out.push_back(Value::list(std::move(cur)));
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   error("unsupported Jinja feature: filter '{}'", name);
 }
@@ -1679,6 +1705,7 @@ Value Interpreter::method(const Value& self, const std::string& name, List a, Kw
     if (a.empty() || !a[0].is_int()) error("str.{}() needs an integer width", name);
     const int64_t width = std::min<int64_t>(a[0].as_int(), static_cast<int64_t>(lim_.max_output_bytes));
     std::string fill = name == "zfill" ? "0" : a.size() > 1 ? str_arg(1, "2") : " ";
+    if (utf8_length(fill) != 1) error("the fill character must be exactly one character long");
     const int64_t len = static_cast<int64_t>(utf8_length(s));
     if (width <= len) return self;
     const int64_t pad = width - len;

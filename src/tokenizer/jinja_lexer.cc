@@ -287,6 +287,9 @@ class Lexer {
     std::string text;
     for (size_t i = start; i < pos_; ++i)
       if (src_[i] != '_') text += src_[i];
+    // Jinja's integers: no leading zeros (0, 00 are fine; 01 is a syntax error).
+    if (!is_float && text.size() > 1 && text[0] == '0' && text.find_first_not_of('0') != std::string::npos)
+      error(start, "leading zeros in integer literal '{}'", text);
     push(is_float ? TokenKind::Float : TokenKind::Integer, text, start);
   }
 

@@ -180,13 +180,14 @@ class Parser {
 
   StmtPtr parse_if(const Token& tag) {
     auto s = new_stmt(Stmt::Kind::If, tag);
-    s->conds.push_back(parse_tuple(false));
+    // Jinja parses if/elif tests without conditional expressions.
+    s->conds.push_back(parse_tuple(false, /*no_condexpr=*/true));
     expect_block_end("if");
     while (true) {
       std::string end;
       s->bodies.push_back(parse_body({"elif", "else", "endif"}, &end));
       if (end == "elif") {
-        s->conds.push_back(parse_tuple(false));
+        s->conds.push_back(parse_tuple(false, /*no_condexpr=*/true));
         expect_block_end("elif");
       } else if (end == "else") {
         expect_block_end("else");
@@ -617,7 +618,7 @@ class Parser {
     }
     expect_op("]");
     if (colons == 0) {
-      if (!parts[0]) error(at, "empty subscript");
+      if (!parts[0]) parts[0] = make(Expr::Kind::Tuple, at);  // x[] is x[()] in Jinja
       auto e = make(Expr::Kind::Item, at);
       e->args.push_back(std::move(node));
       e->args.push_back(std::move(parts[0]));

@@ -158,6 +158,11 @@ Value Value::list(List items, bool tuple) {
   v.list_ = std::make_shared<const List>(std::move(items));
   return v;
 }
+Value Value::generator(List items) {
+  Value v = list(std::move(items));
+  v.generator_ = true;
+  return v;
+}
 Value Value::dict(Dict d) {
   Value v;
   v.kind_ = Kind::Dict;
@@ -245,6 +250,7 @@ bool Value::equals(const Value& o) const {
     case Kind::None: return true;
     case Kind::String: return *s_ == *o.s_;
     case Kind::List: {
+      if (generator_ || o.generator_) return list_ == o.list_ && generator_ == o.generator_;
       if (tuple_ != o.tuple_ || list_->size() != o.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i)
         if (!(*list_)[i].equals((*o.list_)[i])) return false;
@@ -272,7 +278,7 @@ std::string Value::type_name() const {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::String: return "str";
-    case Kind::List: return tuple_ ? "tuple" : "list";
+    case Kind::List: return generator_ ? "generator" : tuple_ ? "tuple" : "list";
     case Kind::Dict: return "dict";
     case Kind::Namespace: return "Namespace";
     case Kind::Callable: return "function";
@@ -397,6 +403,7 @@ std::string py_repr(const Value& v) {
       }
       return out + "}";
     }
+    case Value::Kind::Undefined: return "Undefined";
     default: return py_str(v);
   }
 }
@@ -481,6 +488,10 @@ static bool json_dump(std::string& out, const Value& v, const JsonDumpOptions& o
     }
     case Value::Kind::String: json_string(out, v.as_string(), opt.ensure_ascii); return true;
     case Value::Kind::List: {
+      if (v.is_generator()) {
+        if (bad) *bad = "generator";
+        return false;
+      }
       const List& items = v.as_list();
       if (items.empty()) {
         out += "[]";

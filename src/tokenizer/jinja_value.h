@@ -71,6 +71,10 @@ class Value {
   static Value floating(double f);
   static Value string(std::string s);
   static Value list(List items, bool tuple = false);
+  // What map/select/reject/selectattr/rejectattr return in Jinja: a one-shot
+  // generator. Iterable like a list, but len(), indexing, slicing, reversed()
+  // and printing fail or differ, so they are errors here.
+  static Value generator(List items);
   static Value dict(Dict d);
   static Value namespace_(Dict attrs);
   static Value callable(std::shared_ptr<const Callable> c);
@@ -87,6 +91,7 @@ class Value {
   bool is_string() const { return kind_ == Kind::String; }
   bool is_list() const { return kind_ == Kind::List; }
   bool is_tuple() const { return kind_ == Kind::List && tuple_; }
+  bool is_generator() const { return kind_ == Kind::List && generator_; }
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_namespace() const { return kind_ == Kind::Namespace; }
   bool is_callable() const { return kind_ == Kind::Callable; }
@@ -112,6 +117,7 @@ class Value {
   Kind kind_ = Kind::Undefined;
   bool b_ = false;
   bool tuple_ = false;
+  bool generator_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::shared_ptr<const std::string> s_ = empty_string();

@@ -294,6 +294,25 @@ SNIPPETS = [
     "{% set y = 1 %}{% macro show() %}{{ y }}{% endmacro %}{% set y = 2 %}{{ show() }}{% macro inner() %}{% set y = 9 %}{{ y }}{% endmacro %}{{ inner() }}{{ y }}",
     "{%- macro fmt(v) -%}\n  {%- if v is mapping -%}{ {%- for k, x in v | dictsort -%}{{ k }}:{{ fmt(x) }}{{ ',' if not loop.last }}{%- endfor -%} }\n  {%- elif v is string -%}'{{ v }}'\n  {%- else -%}{{ v }}{%- endif -%}\n{%- endmacro -%}\n{{ fmt({'b': {'y': 1, 'x': 'z'}, 'a': true}) }}",
     "{% generation %}gen {{ 1 }}{% endgeneration %}",
+    # corner cases found by differential fuzzing
+    "{{ [1, u, 2] }} {{ none[] }} {{ u is callable }} {{ msgs | map(attribute='role') | list | length }} {{ 00 }}",
+    "{% if 1 %}a{% elif 2 %}b{% endif %}{{ (msgs | selectattr('role', 'eq', 'user') | first).content }}",
+]
+
+# Templates Jinja refuses (syntax or runtime): Tessera must refuse them too.
+REFUSED = [
+    "{% if a if b else c %}x{% endif %}",
+    "{{ 0001 }}",
+    "{{ msgs | map(attribute='role') | length }}",
+    "{{ msgs | selectattr('role') | last }}",
+    "{{ x[1:] }}",
+    "{{ u[1:] }}",
+    "{{ [1][u:] }}",
+    "{{ 3 | indent }}",
+    "{{ 'a'.center(5, 'xy') }}",
+    "{{ 1 is none 2 }}",
+    "{{ d | items | length }}",
+    "{{ [1, 2] | reverse | tojson }}",
 ]
 
 SNIPPET_VARS = {
@@ -317,6 +336,15 @@ def test_engine_snippets(index):
     extra["msgs"] = messages
     got = core.render_chat_template(template, "[]", False, json.dumps(extra))
     assert got == want
+
+
+@pytest.mark.parametrize("index", range(len(REFUSED)))
+def test_engine_refuses_what_jinja_refuses(index):
+    template = REFUSED[index]
+    with pytest.raises(Exception):
+        jinja_reference(template, SNIPPET_VARS)
+    with pytest.raises(TesseraError):
+        core.render_chat_template(template, "[]", False, json.dumps(SNIPPET_VARS))
 
 
 def test_strftime_now_and_raise_exception():
@@ -369,7 +397,7 @@ def test_hostile_templates_stop_at_a_limit(index):
         core.render_chat_template(template, "[]", False, "{}", "hostile", 1_000_000)
 
 
-def test_iteration_limit_default():
+def test_iteration_limit_is_named():
     template = "{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}"
     with pytest.raises(TesseraError, match="loop iterations"):
         core.render_chat_template(template, "[]", False, "{}", "hostile", 100_000)
