@@ -7,11 +7,12 @@
 // model's tokenizer adds them). MODEL is a GGUF file, a tokenizer.json, a
 // directory holding tokenizer.json, or a pulled model name.
 //
-// Hook for chat templates: `--chat FILE.json` is reserved for rendering a
-// conversation with the model's chat template (src/tokenizer/chat_template*)
-// before tokenizing; see render_chat_hook below.
+// `--chat FILE.json` renders a conversation with the model's chat template
+// (src/tokenizer/chat_template*) and tokenizes the result without adding
+// special tokens again; see render_chat_hook below.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "sources/model_registry.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera::cli {
@@ -43,11 +45,47 @@ std::string resolve_tokenizer_path(const std::string& name_or_path) {
 
 namespace {
 
-// The chat-template engineer fills this in: given the model path and a JSON
-// conversation file, return the rendered prompt text (or nullopt when chat
-// templates are not available yet).
-std::optional<std::string> render_chat_hook(const std::string& /*model_path*/, const std::string& /*chat_file*/) {
-  return std::nullopt;
+// Renders the conversation in `chat_file` with the model's own chat template
+// (tokenizer/chat_template.h), as transformers' apply_chat_template(tokenize=False).
+// The file holds a JSON list of OpenAI-style messages, or an object
+// {"messages": [...], "add_generation_prompt": bool, "tools": [...], ...} whose
+// other keys become template variables (enable_thinking, ...).
+// add_generation_prompt defaults to false, as in transformers.
+std::optional<std::string> render_chat_hook(const std::string& model_path, const std::string& chat_file,
+                                            const tok::Tokenizer& tok) {
+  namespace fs = std::filesystem;
+  std::optional<std::string> source = find_chat_template(model_path);
+  std::string origin = model_path;
+  std::error_code ec;
+  if (!source && fs::is_regular_file(model_path, ec)) {  // tokenizer.json: its directory
+    const fs::path dir = fs::path(model_path).parent_path();
+    source = find_chat_template(dir.empty() ? "." : dir.string());
+    origin = dir.string();
+  }
+  if (!source) fail(model_path, "chat template", "the model has no chat template");
+  const ChatTemplate tpl = ChatTemplate::parse(*source, origin + ": chat template");
+  nlohmann::ordered_json chat;
+  try {
+    std::ifstream in(chat_file, std::ios::binary);
+    if (!in) fail(chat_file, "--chat", "cannot open for reading");
+    chat = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail(chat_file, "--chat", "invalid JSON: {}", e.what());
+  }
+  ChatTemplateOptions opt;
+  if (tok.bos_id()) opt.bos_token = tok.token_to_piece(*tok.bos_id());
+  if (tok.eos_id()) opt.eos_token = tok.token_to_piece(*tok.eos_id());
+  nlohmann::ordered_json messages = chat;
+  if (chat.is_object()) {
+    if (!chat.contains("messages")) fail(chat_file, "--chat", "expected a list of messages or an object with \"messages\"");
+    messages = chat["messages"];
+    for (const auto& [k, v] : chat.items()) {
+      if (k == "messages") continue;
+      if (k == "add_generation_prompt") opt.add_generation_prompt = v.is_boolean() && v.get<bool>();
+      else opt.extra[k] = v;
+    }
+  }
+  return tpl.render(messages, opt);
 }
 
 std::string printable(const std::string& piece) {
@@ -71,13 +109,15 @@ void register_tokenize(CLI::App& app) {
     const auto tok = tok::Tokenizer::from_file(path);
     std::string input = text;
     if (!chat.empty()) {
-      auto rendered = render_chat_hook(path, chat);
+      auto rendered = render_chat_hook(path, chat, tok);
       if (!rendered) fail(chat, "--chat", "chat templates are not available in this build yet");
       input = *rendered;
     } else if (json) {
       input.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     }
-    const auto ids = tok.encode(input, !no_special);
+    // A rendered chat already holds its special tokens: apply_chat_template
+    // tokenizes it with add_special_tokens=False.
+    const auto ids = tok.encode(input, !no_special && chat.empty());
     if (json) {
       fmt::print("{}\n", nlohmann::json{{"ids", ids}}.dump());
       return;

@@ -408,3 +408,26 @@ def test_messages_must_be_objects():
         core.render_chat_template("{{ messages }}", "[1]", False, "{}")
     with pytest.raises(TesseraError, match="invalid JSON"):
         core.render_chat_template("{{ messages }}", "[", False, "{}")
+
+
+# ---------------------------------------------------------------- CLI
+
+def test_cli_tokenize_chat_renders_with_the_models_template(pulled_model_path, tmp_path):
+    from conftest import run_tessera
+
+    gguf_path = pulled_model_path("smollm2-135m-instruct")
+    messages = CONVERSATIONS["multi_system"]
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": messages, "add_generation_prompt": True}))
+    got = json.loads(run_tessera("tokenize", gguf_path, "--chat", chat, "--json").stdout)["ids"]
+    # The same ids as tokenizing the rendered text without adding special tokens
+    # (what apply_chat_template(tokenize=True) does).
+    template = (TEMPLATES / "smollm2.jinja").read_text(encoding="utf-8")
+    text = reference(template, messages, True, {})
+    want = json.loads(run_tessera("tokenize", gguf_path, "--json", "--no-special", input=text).stdout)["ids"]
+    assert got == want
+    assert got[:1] == [1]  # <|im_start|> from the template, not added again
+    no_template = tmp_path / "list.json"
+    no_template.write_text("{\"not\": \"messages\"}")
+    proc = run_tessera("tokenize", gguf_path, "--chat", no_template, check=False)
+    assert proc.returncode == 2 and "messages" in proc.stderr
