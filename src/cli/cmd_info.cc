@@ -36,12 +36,19 @@ void print_human(const nlohmann::json& j) {
   fmt::print("layers          {} ({})\n", s["num_layers"].get<int64_t>(), layers);
   fmt::print("hidden          {}  ffn {}  vocab {}\n", s["hidden_size"].get<int64_t>(),
              s["intermediate_size"].get<int64_t>(), s["vocab_size"].get<int64_t>());
-  fmt::print("attention       {} heads, {} kv heads, head_dim {}{}\n",
+  // Gemma 4: full-attention layers with their own head size / KV heads.
+  const int64_t global_head_dim = s.value("global_head_dim", int64_t{0});
+  const int64_t global_kv_heads = s.value("global_num_kv_heads", int64_t{0});
+  const bool own_global = (global_head_dim > 0 && global_head_dim != s["head_dim"].get<int64_t>()) ||
+                          (global_kv_heads > 0 && global_kv_heads != s["num_kv_heads"].get<int64_t>());
+  fmt::print("attention       {} heads, {} kv heads, head_dim {}{}{}\n",
              s["num_heads"].get<int64_t>(), s["num_kv_heads"].get<int64_t>(),
              s["head_dim"].get<int64_t>(),
              s["sliding_window"].get<int64_t>() > 0
                  ? fmt::format(", sliding window {}", s["sliding_window"].get<int64_t>())
-                 : "");
+                 : "",
+             own_global ? fmt::format("; full attention {} kv heads, head_dim {}", global_kv_heads, global_head_dim)
+                        : "");
   fmt::print("rope theta      {}\n", s["rope"]["theta"].get<double>());
   fmt::print("context length  {}\n", j["context_length"].get<int64_t>());
   std::string formats;

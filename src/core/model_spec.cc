@@ -2,6 +2,32 @@
 
 namespace tessera {
 
+int64_t layer_head_dim(const ModelSpec& s, int64_t layer) {
+  const bool full = s.layer_types.at(static_cast<size_t>(layer)) == LayerKind::FullAttention;
+  return full && s.global_head_dim > 0 ? s.global_head_dim : s.head_dim;
+}
+
+int64_t layer_num_kv_heads(const ModelSpec& s, int64_t layer) {
+  const bool full = s.layer_types.at(static_cast<size_t>(layer)) == LayerKind::FullAttention;
+  return full && s.global_num_kv_heads > 0 ? s.global_num_kv_heads : s.num_kv_heads;
+}
+
+bool layer_shares_kv(const ModelSpec& s, int64_t layer) {
+  return s.num_kv_shared_layers > 0 && layer >= s.num_layers - s.num_kv_shared_layers && layer < s.num_layers;
+}
+
+int64_t layer_intermediate_size(const ModelSpec& s, int64_t layer) {
+  return s.double_wide_mlp && layer_shares_kv(s, layer) ? 2 * s.intermediate_size : s.intermediate_size;
+}
+
+int64_t kv_source_layer(const ModelSpec& s, int64_t layer) {
+  const LayerKind kind = s.layer_types.at(static_cast<size_t>(layer));
+  if (!layer_shares_kv(s, layer)) return layer;
+  for (int64_t j = s.num_layers - s.num_kv_shared_layers - 1; j >= 0; --j)
+    if (s.layer_types[static_cast<size_t>(j)] == kind) return j;
+  return -1;
+}
+
 const char* architecture_name(Architecture a) {
   switch (a) {
     case Architecture::Llama: return "llama";

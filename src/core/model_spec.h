@@ -36,7 +36,7 @@ struct RopeScaling {
 
 struct RopeSpec {
   double theta = 10000.0;
-  double partial_rotary_factor = 1.0;  // fraction of head_dim that is rotated
+  double partial_rotary_factor = 1.0;  // fraction of the layer's head size (layer_head_dim) that is rotated
   bool neox_style = true;              // rotate halves (HF) vs interleaved pairs
   RopeScaling scaling;
 };
@@ -50,13 +50,14 @@ struct ModelSpec {
   int64_t intermediate_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;
+  int64_t num_kv_heads = 0;  // of every attention layer but Gemma 4 full-attention ones (see below)
+  int64_t head_dim = 0;      // likewise
   int64_t context_length = 0;  // max_position_embeddings
 
   double norm_eps = 1e-6;
   bool norm_weight_plus_one = false;  // Gemma: y = x_hat * (1 + w)
   bool qk_norm = false;               // RMSNorm on q and k per head (Qwen3, Gemma 3)
+  bool v_norm = false;                // RMSNorm without weight on v per head (Gemma 4): v / rms(v)
   bool attention_bias = false;        // bias on q/k/v projections (Qwen2)
   bool tie_word_embeddings = false;
   bool scale_embeddings = false;      // Gemma: embeddings * sqrt(hidden_size)
@@ -83,8 +84,44 @@ struct ModelSpec {
   int64_t linear_value_head_dim = 0;
   int64_t linear_conv_kernel = 0;
   int64_t hidden_size_per_layer_input = 0;  // Gemma 4 per-layer embeddings
-  int64_t num_kv_shared_layers = 0;         // Gemma 4 KV sharing
+
+  // Gemma 4 attention and MLP geometry that differs between layers. Use the
+  // layer_* functions below rather than reading these directly.
+  //
+  // global_head_dim, global_num_kv_heads: head size and KV head count of the
+  //   FullAttention layers (their q/k/v/o projections, q/k/v norms and RoPE use
+  //   them); 0 means "same as head_dim / num_kv_heads", as in every other model.
+  //   Gemma 4 E2B: sliding layers 256-wide heads, full layers 512-wide.
+  //
+  // num_kv_shared_layers = n: the last n layers (i >= num_layers - n) compute only
+  //   q. Each attends over the keys and values (after k/v norm and RoPE) that the
+  //   last earlier layer of the same LayerKind, j < num_layers - n, computed for
+  //   the same positions; kv_source_layer() gives j. They have no k/v projections.
+  //
+  // attention_k_eq_v: FullAttention layers have no v projection. With
+  //   k = x·Wk (per head): keys = RoPE(k_norm(k)), values = v_norm(k).
+  //   Sliding layers keep their own v projection.
+  //
+  // double_wide_mlp: the KV-sharing layers (the last num_kv_shared_layers) have
+  //   an MLP twice as wide: gate/up x → 2·intermediate_size, down back to hidden.
+  //   False whenever num_kv_shared_layers is 0.
+  int64_t global_head_dim = 0;
+  int64_t global_num_kv_heads = 0;
+  int64_t num_kv_shared_layers = 0;
+  bool attention_k_eq_v = false;
+  bool double_wide_mlp = false;
 };
+
+// Per-layer geometry (0 <= layer < num_layers), resolving the Gemma 4 fields above.
+int64_t layer_head_dim(const ModelSpec& s, int64_t layer);
+int64_t layer_num_kv_heads(const ModelSpec& s, int64_t layer);
+int64_t layer_intermediate_size(const ModelSpec& s, int64_t layer);
+// True for the last num_kv_shared_layers layers, which reuse an earlier layer's KV.
+bool layer_shares_kv(const ModelSpec& s, int64_t layer);
+// The layer whose keys and values `layer` attends over: itself, or for a
+// KV-sharing layer the last non-sharing layer of the same LayerKind (-1 if there
+// is none, which spec_from_* never produces).
+int64_t kv_source_layer(const ModelSpec& s, int64_t layer);
 
 const char* architecture_name(Architecture a);
 const char* layer_kind_name(LayerKind k);

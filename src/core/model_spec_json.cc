@@ -39,6 +39,7 @@ nlohmann::json model_spec_to_json(const ModelSpec& s) {
       {"norm_eps", s.norm_eps},
       {"norm_weight_plus_one", s.norm_weight_plus_one},
       {"qk_norm", s.qk_norm},
+      {"v_norm", s.v_norm},
       {"attention_bias", s.attention_bias},
       {"tie_word_embeddings", s.tie_word_embeddings},
       {"scale_embeddings", s.scale_embeddings},
@@ -59,7 +60,11 @@ nlohmann::json model_spec_to_json(const ModelSpec& s) {
       {"linear_value_head_dim", s.linear_value_head_dim},
       {"linear_conv_kernel", s.linear_conv_kernel},
       {"hidden_size_per_layer_input", s.hidden_size_per_layer_input},
+      {"global_head_dim", s.global_head_dim},
+      {"global_num_kv_heads", s.global_num_kv_heads},
       {"num_kv_shared_layers", s.num_kv_shared_layers},
+      {"attention_k_eq_v", s.attention_k_eq_v},
+      {"double_wide_mlp", s.double_wide_mlp},
   };
   return j;
 }

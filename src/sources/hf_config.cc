@@ -202,22 +202,46 @@ std::string source_architecture(const Reader& r, const char* def) {
   return v->empty() ? std::string(def) : (*v)[0].get<std::string>();
 }
 
+// Per-layer attention geometry taken from `per_layer_config` (Gemma 4): the
+// head_dim / num_key_value_heads override of each layer, nullopt where none.
+struct LayerGeometry {
+  std::vector<std::optional<int64_t>> head_dim, kv_heads;
+};
+
 // transformers' heterogeneous configs: `per_layer_config` maps a layer index to
 // field overrides. Overrides equal to the global value are dropped (as
-// transformers does); any other one would give layers different shapes, which
-// ModelSpec cannot express.
-void check_per_layer_config(const Reader& r, const ModelSpec& s) {
+// transformers does). With `geometry`, head_dim and num_key_value_heads
+// overrides are recorded there for the caller to check; any other override
+// would give layers different shapes, which ModelSpec cannot express.
+void check_per_layer_config(const Reader& r, const ModelSpec& s, LayerGeometry* geometry = nullptr) {
   const json* v = r.find("per_layer_config");
   if (v == nullptr || v->is_null()) return;
   if (!v->is_object()) r.error("per_layer_config", "must be an object of layer index to overrides, got {}", shown(*v));
+  if (geometry) {
+    geometry->head_dim.assign(static_cast<size_t>(s.num_layers), std::nullopt);
+    geometry->kv_heads.assign(static_cast<size_t>(s.num_layers), std::nullopt);
+  }
+  std::map<int64_t, std::string> keys;  // layer -> key; "7" and "07" name the same layer
   for (const auto& [idx, overrides] : v->items()) {
-    const std::string subject = "per_layer_config." + idx;
     int64_t layer = -1;
     const auto [end, ec] = std::from_chars(idx.data(), idx.data() + idx.size(), layer);
     if (ec != std::errc() || end != idx.data() + idx.size() || layer < 0 || layer >= s.num_layers)
-      r.error(subject, "key must be a layer index in [0, {})", s.num_layers);
+      r.error("per_layer_config." + idx, "key must be a layer index in [0, {})", s.num_layers);
+    // transformers keeps whichever comes last in the file; a JSON object has no order.
+    if (const auto [it, inserted] = keys.emplace(layer, idx); !inserted)
+      r.error("per_layer_config." + idx, "names layer {} again (also '{}')", layer, it->second);
+  }
+  for (const auto& [layer, idx] : keys) {
+    const json& overrides = (*v)[idx];
+    const std::string subject = "per_layer_config." + idx;
     if (!overrides.is_object()) r.error(subject, "must be an object of overrides, got {}", shown(overrides));
     for (const auto& [field, value] : overrides.items()) {
+      if (geometry && (field == "head_dim" || field == "num_key_value_heads")) {
+        const std::string key = subject + "." + field;
+        const int64_t n = r.check_size(key, r.as_integer(key, value));
+        (field == "head_dim" ? geometry->head_dim : geometry->kv_heads)[static_cast<size_t>(layer)] = n;
+        continue;
+      }
       json global;
       if (field == "head_dim") {
         global = s.head_dim;
@@ -234,8 +258,9 @@ void check_per_layer_config(const Reader& r, const ModelSpec& s) {
 }
 
 // The fields shared by every class: sizes, heads, head_dim, norm eps, activation,
-// tokens, tying.
-void read_common(const Reader& r, const ClassDefaults& d, ModelSpec& s) {
+// tokens, tying. `per_layer_config` is checked here unless the class reads it
+// itself (Gemma 4).
+void read_common(const Reader& r, const ClassDefaults& d, ModelSpec& s, bool check_per_layer = true) {
   s.source_architecture = source_architecture(r, d.class_name);
   s.vocab_size = r.size("vocab_size", d.vocab);
   s.hidden_size = r.size("hidden_size", d.hidden);
@@ -282,7 +307,7 @@ void read_common(const Reader& r, const ClassDefaults& d, ModelSpec& s) {
   s.activation = d.act_key ? parse_activation(r, d.act_key, d.act) : Activation::SiLU;
   s.tie_word_embeddings = r.boolean("tie_word_embeddings", d.tie);
   read_token_ids(r, d, s);
-  check_per_layer_config(r, s);
+  if (check_per_layer) check_per_layer_config(r, s);
 }
 
 // layer_types, with transformers' legacy renames ("attention" -> "full_attention",
@@ -328,7 +353,8 @@ const char* rope_layer_key(LayerKind k) {
 // After transformers' standardization a RoPE parameter dict holds rope_type,
 // rope_theta, optionally partial_rotary_factor and the scaling keys of its type.
 // The inverse frequencies are, for rotated dimension pairs i = 0 .. d/2 - 1 with
-// d = int(head_dim · partial_rotary_factor):
+// d = int(head_dim · partial_rotary_factor), head_dim being the layer's head size
+// (layer_head_dim(): global_head_dim for Gemma 4 full-attention layers):
 //   default      θ^(-2i/d)
 //   linear       θ^(-2i/d) / factor
 //   dynamic      NTK: θ is raised for sequences longer than max_position_embeddings
@@ -405,7 +431,7 @@ RopeSpec read_rope(const Reader& r, int64_t max_positions, bool fill_original_ma
                                                   : get_mscale(sc.factor, 1.0);
     }
   } else if (type == "proportional") {
-    sc.factor = r.nullable_number("factor", 1.0).value_or(1.0);
+    sc.factor = r.number("factor", 1.0);  // null reaches the model's division as None
     if (!(sc.factor > 0)) r.error("factor", "must be positive, got {}", sc.factor);
   } else if (type == "longrope") {
     r.error("rope_type", "'longrope' is not supported (ModelSpec has no per-dimension short/long factors)");
@@ -416,18 +442,47 @@ RopeSpec read_rope(const Reader& r, int64_t max_positions, bool fill_original_ma
   return rope;
 }
 
-// transformers rejects a fully rotated odd head_dim above 4 (validate_rope).
-void check_rotary_dim(const Reader& r, const ModelSpec& s, const RopeSpec& rope) {
-  if (s.head_dim > 4 && s.head_dim % 2 != 0 &&
-      static_cast<int64_t>(static_cast<double>(s.head_dim) * rope.partial_rotary_factor) == s.head_dim)
-    r.error("head_dim", "RoPE needs an even rotary dimension, got head_dim {} with partial_rotary_factor {}",
-            s.head_dim, rope.partial_rotary_factor);
+bool has_attention(const ModelSpec& s) {
+  return has_kind(s.layer_types, LayerKind::FullAttention) || has_kind(s.layer_types, LayerKind::SlidingAttention);
+}
+
+// What the modeling code does with the RoPE of layers whose heads are `head_dim`
+// wide (`head_key` names that size in errors). Only Qwen 3.5's attention rotates
+// part of a head; everywhere else cos/sin multiply the whole head, so:
+//   'proportional' spans the whole head (zero frequencies past the factor);
+//   'default' is computed by the model's rotary embedding over the whole head,
+//     ignoring partial_rotary_factor, so the factor becomes 1;
+//   any other type with a factor < 1 gives cos/sin narrower than the head, on
+//     which transformers' model fails: refused.
+// The rotated width must be even (pairs). `applied`: some layer uses this RoPE;
+// without one (no attention layers) the model builds it but never applies it.
+void fit_rope_to_head(const Reader& rope_reader, const Reader& r, const ModelSpec& s, RopeSpec& rope,
+                      int64_t head_dim, const char* head_key, bool applied) {
+  const std::string& type = rope.scaling.type;
+  const bool partial_rotary = s.arch == Architecture::Qwen3_5;
+  if (!partial_rotary && type == "default") rope.partial_rotary_factor = 1.0;
+  const int64_t rotated = type == "proportional"
+                              ? head_dim
+                              : static_cast<int64_t>(static_cast<double>(head_dim) * rope.partial_rotary_factor);
+  // Building the model, dynamic NTK RoPE raises θ to the power d/(d - 2).
+  if (type == "dynamic" && rotated == 2)
+    r.error(head_key, "dynamic RoPE needs a rotary dimension other than 2, got head size {} with "
+                      "partial_rotary_factor {}", head_dim, rope.partial_rotary_factor);
+  if (!applied) return;
+  if (!partial_rotary && type != "proportional" && rope.partial_rotary_factor != 1.0)
+    rope_reader.error("partial_rotary_factor",
+                      "{} is not supported with rope_type '{}': {}'s attention rotates the whole head (only "
+                      "'proportional' RoPE leaves part of it unturned)",
+                      rope.partial_rotary_factor, type, architecture_name(s.arch));
+  if (rotated % 2 != 0)
+    r.error(head_key, "RoPE needs an even rotary dimension, got head size {} with partial_rotary_factor {}", head_dim,
+            rope.partial_rotary_factor);
 }
 
 // The RoPE of a class that keeps transformers' generic convert_rope_params_to_dict:
 // `rope_scaling` (legacy) wins over `rope_parameters`; top-level `rope_theta` and
-// `partial_rotary_factor` fill keys the dict lacks; the dict may be nested by
-// layer type. Sets s.rope and, for sliding layers with their own entry, s.rope_local.
+// `partial_rotary_factor` fill keys the dict lacks. Sets s.rope; a dict nested by
+// layer type is refused (these models have one rotary embedding).
 void read_generic_rope(const Reader& r, ModelSpec& s, double default_theta,
                        std::optional<double> default_partial_rotary, bool class_has_layer_types = true) {
   json params = json::object();
@@ -463,34 +518,15 @@ void read_generic_rope(const Reader& r, ModelSpec& s, double default_theta,
   for (const auto& [k, _] : params.items())
     if (used.count(k)) nested = true;
 
-  if (!nested) {
-    standardize(params);
-    if (top_original > 0) params["original_max_position_embeddings"] = top_original;
-    s.rope = read_rope(Reader(params, r.file(), r.subject(key) + "."), s.context_length, true);
-    check_rotary_dim(r, s, s.rope);
-    return;
-  }
-  // Nested: one dict per layer type; attention layers need theirs.
-  bool have_full = false;
-  for (const LayerKind k : {LayerKind::FullAttention, LayerKind::SlidingAttention}) {
-    if (!has_kind(s.layer_types, k)) continue;
-    const char* name = rope_layer_key(k);
-    if (!params.contains(name) || params[name].is_null())
-      r.error(key, "is nested by layer type but has no entry for '{}' layers", name);
-    json d = params[name];
-    if (!d.is_object()) r.error(key + "." + name, "must be an object, got {}", shown(d));
-    standardize(d);
-    const RopeSpec rope = read_rope(Reader(d, r.file(), r.subject(key) + "." + name + "."), s.context_length, true);
-    check_rotary_dim(r, s, rope);
-    if (k == LayerKind::FullAttention) {
-      s.rope = rope;
-      have_full = true;
-    } else if (have_full) {
-      s.rope_local = rope;
-    } else {
-      s.rope = rope;  // only sliding layers: their RoPE is the model's RoPE
-    }
-  }
+  // These models build one rotary embedding from rope_parameters["rope_type"],
+  // which a dict keyed by layer type lacks: transformers' model fails on it.
+  if (nested) r.error(key, "is nested by layer type, but {} has one RoPE for all layers", architecture_name(s.arch));
+
+  standardize(params);
+  if (top_original > 0) params["original_max_position_embeddings"] = top_original;
+  const Reader pr(params, r.file(), r.subject(key) + ".");
+  s.rope = read_rope(pr, s.context_length, true);
+  fit_rope_to_head(pr, r, s, s.rope, s.head_dim, "head_dim", has_attention(s));
 }
 
 // Sliding window shared by the Qwen 2/3 family: `sliding_window` only counts when
@@ -675,32 +711,99 @@ ModelSpec read_gemma3(const Reader& r) {
   };
   set_theta("full_attention", "rope_theta", 1000000.0);
   set_theta("sliding_attention", "rope_local_base_freq", 10000.0);
-  const RopeSpec full =
-      read_rope(Reader(params["full_attention"], r.file(), r.subject("rope_parameters.full_attention.")),
-                s.context_length, true);
-  const RopeSpec local =
-      read_rope(Reader(params["sliding_attention"], r.file(), r.subject("rope_parameters.sliding_attention.")),
-                s.context_length, true);
-  if (has_kind(s.layer_types, LayerKind::FullAttention)) check_rotary_dim(r, s, full);
-  if (has_kind(s.layer_types, LayerKind::SlidingAttention)) check_rotary_dim(r, s, local);
-  s.rope = full;
-  s.rope_local = local;
+  // The model's RoPE initializers re-run standardize_rope_params, which fills a
+  // missing partial_rotary_factor from a top-level one ('default' RoPE ignores it).
+  if (r.present_non_null("partial_rotary_factor")) {
+    const double prf = r.number("partial_rotary_factor", 1.0);
+    for (const char* name : {"full_attention", "sliding_attention"})
+      if (!params[name].contains("partial_rotary_factor")) params[name]["partial_rotary_factor"] = prf;
+  }
+  // Gemma3RotaryEmbedding (and transformers' RoPE validation) only reads the
+  // entries of layer types the model has: the model's RoPE is the full-attention
+  // one, rope_local the sliding one when there are both.
+  bool have_full = false;
+  for (const LayerKind k : {LayerKind::FullAttention, LayerKind::SlidingAttention}) {
+    if (!has_kind(s.layer_types, k)) continue;
+    const char* name = rope_layer_key(k);
+    const Reader pr(params[name], r.file(), r.subject(std::string("rope_parameters.") + name + "."));
+    RopeSpec rope = read_rope(pr, s.context_length, true);
+    fit_rope_to_head(pr, r, s, rope, s.head_dim, "head_dim", true);
+    if (k == LayerKind::FullAttention) {
+      s.rope = rope;
+      have_full = true;
+    } else if (have_full) {
+      s.rope_local = rope;
+    } else {
+      s.rope = rope;
+    }
+  }
   return s;
+}
+
+// Gemma 4 attention geometry: head_dim / num_kv_heads of the sliding layers and
+// global_head_dim / global_num_kv_heads of the full-attention layers.
+//
+// Without `per_layer_config` (the Hub's config.json files), Gemma4TextConfig gives
+// every full-attention layer head_dim = `global_head_dim` (default 512) and, only
+// when attention_k_eq_v, num_key_value_heads = `num_global_key_value_heads` unless
+// that is null. With one (transformers 5 writes it, possibly empty) those two keys
+// are ignored and its head_dim / num_key_value_heads overrides are the truth; the
+// model's rotary embedding needs all layers of a type to agree (transformers fails
+// otherwise). Any other override must equal the global value.
+void read_gemma4_geometry(const Reader& r, ModelSpec& s) {
+  int64_t full_head_dim = s.head_dim;
+  int64_t full_kv_heads = s.num_kv_heads;
+  const bool explicit_layers = r.present("per_layer_config");
+  if (!explicit_layers) {
+    full_head_dim = r.size("global_head_dim", 512);
+    if (s.attention_k_eq_v)
+      full_kv_heads = r.nullable_size("num_global_key_value_heads", std::nullopt).value_or(s.num_kv_heads);
+  } else {
+    LayerGeometry g;
+    check_per_layer_config(r, s, &g);
+    std::optional<std::pair<int64_t, int64_t>> kind_geometry[2];  // [sliding, full]
+    for (size_t i = 0; i < s.layer_types.size(); ++i) {
+      const int64_t hd = g.head_dim.empty() ? s.head_dim : g.head_dim[i].value_or(s.head_dim);
+      const int64_t kv = g.kv_heads.empty() ? s.num_kv_heads : g.kv_heads[i].value_or(s.num_kv_heads);
+      const bool full = s.layer_types[i] == LayerKind::FullAttention;
+      auto& seen = kind_geometry[full ? 1 : 0];
+      if (!seen) {
+        seen = {hd, kv};
+      } else if (*seen != std::pair{hd, kv}) {
+        r.error("per_layer_config." + std::to_string(i),
+                "gives {} layer {} head_dim {} and {} KV heads, but an earlier one has {} and {}; layers of one "
+                "type must agree",
+                layer_kind_name(s.layer_types[i]), i, hd, kv, seen->first, seen->second);
+      }
+    }
+    if (kind_geometry[0]) std::tie(s.head_dim, s.num_kv_heads) = *kind_geometry[0];
+    std::tie(full_head_dim, full_kv_heads) = *kind_geometry[1];  // the last layer is always full attention
+  }
+  for (const int64_t kv : {s.num_kv_heads, full_kv_heads})
+    if (s.num_heads % kv != 0)
+      r.error(explicit_layers ? "per_layer_config" : kv == s.num_kv_heads ? "num_key_value_heads"
+                                                                          : "num_global_key_value_heads",
+              "{} KV heads do not divide num_attention_heads {}", kv, s.num_heads);
+  s.global_head_dim = full_head_dim;
+  s.global_num_kv_heads = full_kv_heads;
 }
 
 // Gemma 4 (text): plain RMSNorm weights (x̂·w), q/k norms plus a weightless v norm,
 // attention scale 1 (the norms set the scale), embeddings × √hidden_size,
 // optional per-layer input embeddings, and the last num_kv_shared_layers layers
 // reusing the KV of the last earlier layer of the same type. Full-attention layers
-// default to their own head size (global_head_dim) and proportional RoPE.
+// have their own head size and KV heads (read_gemma4_geometry), may share the k
+// projection for v (attention_k_eq_v), and default to proportional RoPE; the
+// KV-sharing layers may have a double-wide MLP. Mixture-of-experts is refused.
 ModelSpec read_gemma4(const Reader& r) {
   static const ClassDefaults d{
       "Gemma4ForCausalLM", 262144, 2304, 9216, 30, 8, 4, false, ClassDefaults::HeadDim::Field, 256,
       131072, "rms_norm_eps", 1e-6, "hidden_activation", "gelu_pytorch_tanh", 2, 1, true, false};
   ModelSpec s;
   s.arch = Architecture::Gemma4;
-  read_common(r, d, s);
+  read_common(r, d, s, /*check_per_layer=*/false);
   s.qk_norm = true;
+  s.v_norm = true;
   s.norm_weight_plus_one = false;
   s.scale_embeddings = true;
   s.query_pre_attn_scalar = 1.0;  // Gemma4TextAttention.scaling = 1.0
@@ -751,28 +854,19 @@ ModelSpec read_gemma4(const Reader& r) {
                 layer_kind_name(*it));
   }
 
-  // Features ModelSpec cannot express yet: refuse rather than mis-describe the model.
   if (r.boolean("enable_moe_block", false))
     r.error("enable_moe_block", "true is not supported (ModelSpec has no mixture-of-experts)");
-  if (r.boolean("attention_k_eq_v", false))
-    r.error("attention_k_eq_v", "true is not supported (ModelSpec has no K=V attention)");
-  if (r.boolean("use_double_wide_mlp", false) && s.num_kv_shared_layers > 0)
-    r.error("use_double_wide_mlp", "true is not supported (ModelSpec has one intermediate_size for all layers)");
-  // Without an explicit per_layer_config, transformers gives full-attention layers
-  // head_dim = global_head_dim (default 512); with one (even empty, as transformers
-  // 5 writes it), that is already spelled out there and checked by read_common.
-  if (!r.present("per_layer_config")) {
-    const int64_t global_head_dim = r.size("global_head_dim", 512);
-    if (has_kind(s.layer_types, LayerKind::FullAttention) && global_head_dim != s.head_dim)
-      r.error("global_head_dim", "{} differs from head_dim {}; ModelSpec has one head_dim for all layers",
-              global_head_dim, s.head_dim);
-  }
+  s.attention_k_eq_v = r.boolean("attention_k_eq_v", false);
+  // Gemma4TextMLP doubles only the KV-sharing layers' width.
+  s.double_wide_mlp = r.boolean("use_double_wide_mlp", false) && s.num_kv_shared_layers > 0;
+  read_gemma4_geometry(r, s);
 
-  // Gemma4TextConfig keeps rope_parameters as given (no rope_theta merging). A
-  // `rope_scaling` key goes through the deprecated setter and replaces
+  // Gemma4TextConfig keeps rope_parameters as given (the model standardizes them,
+  // see below). A `rope_scaling` key goes through the deprecated setter and replaces
   // rope_parameters with a flat dict, which the per-layer-type RoPE then cannot
-  // read; transformers fails on it, so it is refused here. The default is 10k default RoPE for sliding layers and 1M
-  // proportional RoPE over a quarter of the head for full layers.
+  // read; transformers fails on it, so it is refused here. The default is 10k default
+  // RoPE for sliding layers and 1M proportional RoPE over a quarter of the (512-wide)
+  // full-attention head.
   json params = json{{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
                      {"full_attention",
                       {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}}}};
@@ -782,21 +876,39 @@ ModelSpec read_gemma4(const Reader& r) {
     params = *r.find("rope_parameters");
     if (!params.is_object()) r.error("rope_parameters", "must be an object, got {}", shown(params));
   }
-  bool have_full = false;
+  // transformers validates each entry as given (the keys its type requires;
+  // rope_theta only for 'llama3' and 'proportional'). Gemma4TextRotaryEmbedding
+  // then initializes the layer types in the order full_attention,
+  // sliding_attention: its own 'default' initializer reads the entry as it is,
+  // every other one first runs standardize_rope_params, which fills the missing
+  // rope_theta (null without a top-level one) and partial_rotary_factor of all
+  // entries from top-level keys of those names.
+  bool standardized = false;
   for (const LayerKind k : {LayerKind::FullAttention, LayerKind::SlidingAttention}) {
     if (!has_kind(s.layer_types, k)) continue;
     const char* name = rope_layer_key(k);
     if (!params.contains(name) || !params[name].is_object())
       r.error("rope_parameters", "needs an object entry for '{}' layers", name);
-    const RopeSpec rope = read_rope(Reader(params[name], r.file(), r.subject(std::string("rope_parameters.") + name + ".")),
-                                    s.context_length, false);
+    json& entry = params[name];
+    const json& type = entry.contains("rope_type") ? entry["rope_type"] : entry.value("type", json("default"));
+    if (type != "default") standardized = true;
+    if (standardized) {
+      const bool theta_required = type == "llama3" || type == "proportional";
+      if (!entry.contains("rope_theta") && !theta_required && r.present("rope_theta"))
+        entry["rope_theta"] = *r.find("rope_theta");
+      if (!entry.contains("partial_rotary_factor") && r.present_non_null("partial_rotary_factor"))
+        entry["partial_rotary_factor"] = *r.find("partial_rotary_factor");
+    }
+    const Reader pr(entry, r.file(), r.subject(std::string("rope_parameters.") + name + "."));
+    RopeSpec rope = read_rope(pr, s.context_length, false);
     if (k == LayerKind::FullAttention) {
+      // Full-attention layers' RoPE spans their own (global_head_dim wide) heads.
+      fit_rope_to_head(pr, r, s, rope, s.global_head_dim,
+                       r.present("per_layer_config") ? "per_layer_config" : "global_head_dim", true);
       s.rope = rope;
-      have_full = true;
-    } else if (have_full) {
-      s.rope_local = rope;
     } else {
-      s.rope = rope;
+      fit_rope_to_head(pr, r, s, rope, s.head_dim, "head_dim", true);
+      s.rope_local = rope;  // the last layer is always full attention: s.rope is the full one
     }
   }
   return s;

@@ -7,7 +7,14 @@
 // `rope_scaling` next to `rope_parameters`, Gemma 3 `rope_local_base_freq` and
 // `sliding_window_pattern`, LFM2 `full_attn_idxs`, `block_ff_dim`, `tie_embedding`),
 // and the derived values (head_dim = hidden_size / num_attention_heads when absent,
-// num_key_value_heads = num_attention_heads when null, default layer_types).
+// num_key_value_heads = num_attention_heads when null, default layer_types). Where
+// the model transformers builds differs from its config, the spec describes the
+// model: e.g. 'default' RoPE covers the whole head except in Qwen 3.5, and Gemma 4
+// full-attention layers have their own head size and KV heads (global_head_dim,
+// per_layer_config). Configs whose model transformers cannot build (cos/sin
+// narrower than the head, KV heads that do not divide the query heads, ...) are
+// errors. tests/python/test_hf_config_parity.py checks all of this against
+// transformers on named and random configs.
 //
 // Supported model_type values: llama, qwen2, qwen3, qwen3_5_text, qwen3_5 (text part
 // of the multimodal config), gemma3_text, gemma3 (text part), gemma4_text, gemma4
