@@ -1,8 +1,10 @@
 """Tessera: on-device LLM inference runtime (Python bindings)."""
 
-try:  # installed wheel: the extension lives inside the package
+import importlib.util as _util
+
+if _util.find_spec(__name__ + "._tessera") is not None:  # installed wheel
     from . import _tessera as _core
-except ImportError:  # in-tree build: build/python is on PYTHONPATH
+else:  # in-tree build: build/python is on PYTHONPATH (a broken module still raises)
     import _tessera as _core
 
 __version__ = _core.__version__
@@ -12,3 +14,13 @@ TesseraError = _core.TesseraError
 GgufFile = _core.GgufFile
 # Tokenizer.from_file(GGUF | tokenizer.json | HF dir): encode / decode exactly as Hugging Face.
 Tokenizer = _core.Tokenizer
+
+
+def spec_from_hf_config(config: "dict | str") -> dict:
+    """ModelSpec of a Hugging Face config.json, as a dict with model_spec_to_json's
+    field names. `config` is the parsed config (a dict) or its JSON text; every
+    problem the C++ reader reports raises TesseraError."""
+    import json
+
+    text = config if isinstance(config, str) else json.dumps(config)
+    return json.loads(_core.spec_from_hf_config(text))

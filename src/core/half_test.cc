@@ -56,7 +56,9 @@ TEST(Half, F16EncodeRoundsToNearestEven) {
 TEST(Half, Bf16RoundTripAndRounding) {
   for (uint32_t h = 0; h <= 0xffff; ++h) {
     const float f = bf16_to_f32(static_cast<uint16_t>(h));
-    if (!std::isnan(f)) ASSERT_EQ(f32_to_bf16(f), h);
+    if (!std::isnan(f)) {
+      ASSERT_EQ(f32_to_bf16(f), h);
+    }
   }
   EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);  // exact tie 1 + 2^-8 -> even (1.0)
   EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);  // tie 1 + 3*2^-8 -> even (1 + 2^-6)
