@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <locale.h>
+#include <wctype.h>
 #include <set>
 
 #include <fmt/format.h>
@@ -62,11 +64,6 @@ std::string ascii_lower(std::string s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return s;
 }
-std::string ascii_upper(std::string s) {
-  for (char& c : s)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return s;
-}
 
 // Python str.strip family. chars == nullptr: whitespace.
 std::string py_strip(const std::string& s, const std::string* chars, bool left, bool right) {
@@ -84,6 +81,50 @@ std::string py_strip(const std::string& s, const std::string* chars, bool left, 
   std::string out;
   for (size_t i = b; i < e; ++i) utf8_append(out, cps[i]);
   return out;
+}
+
+// Python's str.upper()/lower() with the C.UTF-8 locale's simple case mappings,
+// which equal Python's for every code point except the multi-character
+// (SpecialCasing) ones and the context-dependent final sigma: those return
+// the offending code point so the caller reports them instead of guessing.
+bool special_casing(uint32_t cp, bool upper) {
+  static const uint32_t kSpecial[] = {
+      0xdf,   0x130,  0x149,  0x1f0,  0x390,  0x3b0,  0x587,  0x1e96, 0x1e97, 0x1e98, 0x1e99, 0x1e9a, 0x1f50,
+      0x1f52, 0x1f54, 0x1f56, 0x1fb2, 0x1fb3, 0x1fb4, 0x1fb6, 0x1fb7, 0x1fbc, 0x1fc2, 0x1fc3, 0x1fc4, 0x1fc6,
+      0x1fc7, 0x1fcc, 0x1fd2, 0x1fd3, 0x1fd6, 0x1fd7, 0x1fe2, 0x1fe3, 0x1fe4, 0x1fe6, 0x1fe7, 0x1ff2, 0x1ff3,
+      0x1ff4, 0x1ff6, 0x1ff7, 0x1ffc, 0xfb00, 0xfb01, 0xfb02, 0xfb03, 0xfb04, 0xfb05, 0xfb06, 0xfb13, 0xfb14,
+      0xfb15, 0xfb16, 0xfb17};
+  if (cp >= 0x1f80 && cp <= 0x1faf) return true;
+  if (!upper && cp == 0x3a3) return true;  // final sigma
+  for (uint32_t x : kSpecial)
+    if (x == cp) return true;
+  return false;
+}
+
+locale_t utf8_locale() {
+  static const locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  return loc;
+}
+
+// Returns the first code point it cannot map like Python (0 when none).
+uint32_t py_case(const std::string& s, bool upper, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < s.size();) {
+    const uint32_t cp = utf8_decode(s, i);
+    if (cp < 0x80) {
+      out += static_cast<char>(upper ? (cp >= 'a' && cp <= 'z' ? cp - 32 : cp) : (cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
+      continue;
+    }
+    if (cp >= 0xdc80 && cp <= 0xdcff) {
+      utf8_append(out, cp);
+      continue;
+    }
+    const locale_t loc = utf8_locale();
+    if (!loc || special_casing(cp, upper)) return cp;
+    utf8_append(out, static_cast<uint32_t>(upper ? towupper_l(static_cast<wint_t>(cp), loc)
+                                                 : towlower_l(static_cast<wint_t>(cp), loc)));
+  }
+  return 0;
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
@@ -168,6 +209,16 @@ class Interpreter {
       for (const auto& [k, e] : v.as_dict().items())
         if (contains_generator(e)) return true;
     return false;
+  }
+  std::string case_map(const std::string& s, bool upper) const {
+    std::string out;
+    if (const uint32_t bad = py_case(s, upper, out)) {
+      std::string ch;
+      utf8_append(ch, bad);
+      error("unsupported Jinja feature: {}() of '{}' (U+{:04X}: Python's mapping is not one-to-one)",
+            upper ? "upper" : "lower", ch, bad);
+    }
+    return out;
   }
   Value make_string(std::string s) const {
     check_size(s.size());
@@ -1121,11 +1172,35 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
     const std::string cs = chars && !chars->is_none() ? py_str(*chars) : std::string();
     return Value::string(py_strip(py_str(v), chars && !chars->is_none() ? &cs : nullptr, true, true));
   }
-  if (name == "upper") return F(0, {}), Value::string(ascii_upper(py_str(v)));
-  if (name == "lower") return F(0, {}), Value::string(ascii_lower(py_str(v)));
-  if (name == "capitalize" || name == "title") {
+  if (name == "upper") return F(0, {}), Value::string(case_map(py_str(v), true));
+  if (name == "lower") return F(0, {}), Value::string(case_map(py_str(v), false));
+  if (name == "capitalize") return F(0, {}), method(Value::string(py_str(v)), name, {}, {});
+  if (name == "title") {
+    // Jinja's do_title: words start after runs of [-\s({[<]; each word gets
+    // item[0].upper() + item[1:].lower().
     F(0, {});
-    return method(Value::string(py_str(v)), name, {}, {});
+    const std::string text = py_str(v);
+    std::string out, word;
+    const auto flush = [&] {
+      if (word.empty()) return;
+      size_t i = 0;
+      const uint32_t first = utf8_decode(word, i);
+      std::string head;
+      utf8_append(head, first);
+      out += case_map(head, true) + case_map(word.substr(i), false);
+      word.clear();
+    };
+    for (size_t i = 0; i < text.size();) {
+      const uint32_t cp = utf8_decode(text, i);
+      if (cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_isspace(cp)) {
+        flush();
+        utf8_append(out, cp);
+      } else {
+        utf8_append(word, cp);
+      }
+    }
+    flush();
+    return Value::string(std::move(out));
   }
   if (name == "length" || name == "count") {
     F(0, {});
@@ -1586,13 +1661,18 @@ Value Interpreter::method(const Value& self, const std::string& name, List a, Kw
     for (auto& p : parts) out.push_back(Value::string(std::move(p)));
     return Value::list(std::move(out));
   }
-  if (name == "upper") return M(0, {}), Value::string(ascii_upper(s));
-  if (name == "lower" || name == "casefold") return M(0, {}), Value::string(ascii_lower(s));
+  if (name == "upper") return M(0, {}), Value::string(case_map(s, true));
+  if (name == "lower") return M(0, {}), Value::string(case_map(s, false));
   if (name == "capitalize") {
     M(0, {});
-    std::string out = ascii_lower(s);
-    if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
-    return Value::string(std::move(out));
+    if (s.empty()) return self;
+    size_t i = 0;
+    const uint32_t first = utf8_decode(s, i);
+    if ((first >= 0x1c4 && first <= 0x1cc) || (first >= 0x1f1 && first <= 0x1f3))
+      error("unsupported Jinja feature: capitalize() of a titlecase digraph");
+    std::string head;
+    utf8_append(head, first);
+    return Value::string(case_map(head, true) + case_map(s.substr(i), false));
   }
   if (name == "title") {
     // Jinja's title filter and str.title agree for ASCII words separated by spaces.

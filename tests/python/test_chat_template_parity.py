@@ -294,6 +294,9 @@ SNIPPETS = [
     "{% set y = 1 %}{% macro show() %}{{ y }}{% endmacro %}{% set y = 2 %}{{ show() }}{% macro inner() %}{% set y = 9 %}{{ y }}{% endmacro %}{{ inner() }}{{ y }}",
     "{%- macro fmt(v) -%}\n  {%- if v is mapping -%}{ {%- for k, x in v | dictsort -%}{{ k }}:{{ fmt(x) }}{{ ',' if not loop.last }}{%- endfor -%} }\n  {%- elif v is string -%}'{{ v }}'\n  {%- else -%}{{ v }}{%- endif -%}\n{%- endmacro -%}\n{{ fmt({'b': {'y': 1, 'x': 'z'}, 'a': true}) }}",
     "{% generation %}gen {{ 1 }}{% endgeneration %}",
+    # case mappings beyond ASCII, Jinja's title filter
+    "{{ 'Zürich ÉTÉ ñandú Ωmega'.upper() }} {{ 'ÀÉÎ ΩΜΕΓΑ ДОМ'.lower() }} {{ 'éCOLE'.capitalize() }} {{ 'ça va' | upper }}",
+    "{{ \"don't stop-me (now) <b>x\" | title }} {{ 'éLAN vital' | title }}",
     # corner cases found by differential fuzzing
     "{{ [1, u, 2] }} {{ none[] }} {{ u is callable }} {{ msgs | map(attribute='role') | list | length }} {{ 00 }}",
     "{% if 1 %}a{% elif 2 %}b{% endif %}{{ (msgs | selectattr('role', 'eq', 'user') | first).content }}",
@@ -314,6 +317,12 @@ REFUSED = [
     "{{ d | items | length }}",
     "{{ [1, 2] | reverse | tojson }}",
 ]
+
+# Python maps these to several characters (or by context): refused, not guessed.
+@pytest.mark.parametrize("template", ["{{ 'Straße' | upper }}", "{{ 'ΑΣ'.lower() }}", "{{ 'ﬁ'.upper() }}"])
+def test_case_mappings_python_does_not_map_one_to_one_are_refused(template):
+    with pytest.raises(TesseraError, match="unsupported Jinja feature"):
+        core.render_chat_template(template, "[]", False, "{}")
 
 SNIPPET_VARS = {
     "d": {"a": 1, "b": "two", "c": [1.5, None, True], "é": "ü"},
