@@ -829,7 +829,7 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
     }
     case Value::Kind::List:
     case Value::Kind::String: {
-      if (obj.is_generator()) break;
+      if (obj.is_generator() || obj.dict_view_kind()) break;
       if (key.is_int() || key.is_bool()) {
         int64_t i = key.as_int();
         if (obj.is_list()) {
@@ -859,7 +859,7 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
 Value Interpreter::slice(const Value& obj, const Value& start, const Value& stop, const Value& step_v) {
   if (obj.is_undefined()) undefined_error(obj);
   // Jinja compiles slices to plain Python subscripts (no getitem fallback).
-  if (!(obj.is_list() || obj.is_string()) || obj.is_generator())
+  if (!(obj.is_list() || obj.is_string()) || obj.is_generator() || obj.dict_view_kind())
     error("'{}' object is not subscriptable", obj.type_name());
   for (const Value* p : {&start, &stop, &step_v})
     if (!(p->is_none() || p->is_int() || p->is_bool()))
@@ -929,11 +929,26 @@ Value Interpreter::binary(const std::string& op, const Value& l, const Value& r)
     if (op == "//" || op == "%") {
       if (r.as_double() == 0) error("{}", op == "//" ? "integer division or modulo by zero" : "modulo by zero");
       if (fl) {
+        // CPython's float_divmod.
         const double a = l.as_double(), b = r.as_double();
-        double m = std::fmod(a, b);
-        if (m != 0 && ((m < 0) != (b < 0))) m += b;
-        if (op == "%") return Value::floating(m);
-        return Value::floating(std::floor((a - m) / b + 0.5) == (a - m) / b ? (a - m) / b : std::floor(a / b));
+        double mod = std::fmod(a, b);
+        double div = (a - mod) / b;
+        if (mod != 0) {
+          if ((b < 0) != (mod < 0)) {
+            mod += b;
+            div -= 1.0;
+          }
+        } else {
+          mod = std::copysign(0.0, b);
+        }
+        double floordiv;
+        if (div != 0) {
+          floordiv = std::floor(div);
+          if (div - floordiv > 0.5) floordiv += 1.0;
+        } else {
+          floordiv = std::copysign(0.0, a / b);
+        }
+        return Value::floating(op == "%" ? mod : floordiv);
       }
       const int64_t a = l.as_int(), b = r.as_int();
       if (a == INT64_MIN && b == -1) error("integer overflow in {}", op);
@@ -1547,7 +1562,7 @@ Value Interpreter::method(const Value& self, const std::string& name, List a, Kw
       if (name == "items") out.push_back(Value::list({k, v}, true));
       else out.push_back(name == "keys" ? k : v);
     }
-    return Value::list(std::move(out));
+    return Value::dict_view(std::move(out), name == "items" ? "dict_items" : name == "keys" ? "dict_keys" : "dict_values");
   }
   // str methods
   const std::string& s = self.as_string();

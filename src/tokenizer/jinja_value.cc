@@ -163,6 +163,11 @@ Value Value::generator(List items) {
   v.generator_ = true;
   return v;
 }
+Value Value::dict_view(List items, const char* kind) {
+  Value v = list(std::move(items));
+  v.view_ = kind;
+  return v;
+}
 Value Value::dict(Dict d) {
   Value v;
   v.kind_ = Kind::Dict;
@@ -250,7 +255,7 @@ bool Value::equals(const Value& o) const {
     case Kind::None: return true;
     case Kind::String: return *s_ == *o.s_;
     case Kind::List: {
-      if (generator_ || o.generator_) return list_ == o.list_ && generator_ == o.generator_;
+      if (generator_ || o.generator_ || view_ || o.view_) return list_ == o.list_;
       if (tuple_ != o.tuple_ || list_->size() != o.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i)
         if (!(*list_)[i].equals((*o.list_)[i])) return false;
@@ -278,7 +283,7 @@ std::string Value::type_name() const {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::String: return "str";
-    case Kind::List: return generator_ ? "generator" : tuple_ ? "tuple" : "list";
+    case Kind::List: return view_ ? view_ : generator_ ? "generator" : tuple_ ? "tuple" : "list";
     case Kind::Dict: return "dict";
     case Kind::Namespace: return "Namespace";
     case Kind::Callable: return "function";
@@ -381,6 +386,10 @@ std::string py_repr(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::String: return py_string_repr(v.as_string());
     case Value::Kind::List: {
+      if (v.dict_view_kind()) {
+        Value plain = Value::list(v.as_list());
+        return std::string(v.dict_view_kind()) + "(" + py_repr(plain) + ")";
+      }
       std::string out = v.is_tuple() ? "(" : "[";
       const List& items = v.as_list();
       for (size_t i = 0; i < items.size(); ++i) {
@@ -488,8 +497,8 @@ static bool json_dump(std::string& out, const Value& v, const JsonDumpOptions& o
     }
     case Value::Kind::String: json_string(out, v.as_string(), opt.ensure_ascii); return true;
     case Value::Kind::List: {
-      if (v.is_generator()) {
-        if (bad) *bad = "generator";
+      if (v.is_generator() || v.dict_view_kind()) {
+        if (bad) *bad = v.type_name();
         return false;
       }
       const List& items = v.as_list();

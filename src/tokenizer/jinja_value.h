@@ -75,6 +75,9 @@ class Value {
   // generator. Iterable like a list, but len(), indexing, slicing, reversed()
   // and printing fail or differ, so they are errors here.
   static Value generator(List items);
+  // dict.items() / keys() / values(): iterable with a len(), printed as
+  // dict_items([...]), not subscriptable, not JSON.
+  static Value dict_view(List items, const char* kind);
   static Value dict(Dict d);
   static Value namespace_(Dict attrs);
   static Value callable(std::shared_ptr<const Callable> c);
@@ -92,6 +95,7 @@ class Value {
   bool is_list() const { return kind_ == Kind::List; }
   bool is_tuple() const { return kind_ == Kind::List && tuple_; }
   bool is_generator() const { return kind_ == Kind::List && generator_; }
+  const char* dict_view_kind() const { return kind_ == Kind::List ? view_ : nullptr; }  // "dict_items", ...
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_namespace() const { return kind_ == Kind::Namespace; }
   bool is_callable() const { return kind_ == Kind::Callable; }
@@ -118,6 +122,7 @@ class Value {
   bool b_ = false;
   bool tuple_ = false;
   bool generator_ = false;
+  const char* view_ = nullptr;
   int64_t i_ = 0;
   double f_ = 0;
   std::shared_ptr<const std::string> s_ = empty_string();
