@@ -196,6 +196,9 @@ class Interpreter {
   std::string to_str(const Value& v) const {
     if (contains_generator(v))
       error("unsupported Jinja feature: printing a generator (Jinja prints its memory address); add '| list'");
+    if (v.is_callable() && v.as_callable().repr().empty())
+      error("unsupported Jinja feature: printing the function '{}' (Python prints its memory address)",
+            v.as_callable().name());
     std::string s = py_str(v);
     check_size(s.size());
     return s;
@@ -268,6 +271,7 @@ class Macro : public Callable {
  public:
   Macro(const Stmt& def, std::weak_ptr<Scope> scope) : def_(def), scope_(std::move(scope)) {}
   std::string name() const override { return def_.name; }
+  std::string repr() const override { return "<Macro '" + def_.name + "'>"; }
   Value call(Interpreter& in, List args, KwArgs kwargs) const override {
     ScopePtr parent = scope_.lock();
     if (!parent) in.error("macro '{}' called after its scope ended", def_.name);

@@ -437,7 +437,10 @@ std::string py_str(const Value& v) {
       }
       return out + "}>";
     }
-    case Value::Kind::Callable: return "<function " + v.as_callable().name() + ">";
+    case Value::Kind::Callable: {
+      std::string r = v.as_callable().repr();
+      return r.empty() ? "<function " + v.as_callable().name() + ">" : r;
+    }
   }
   return "";
 }

@@ -57,6 +57,9 @@ class Callable {
   virtual ~Callable() = default;
   virtual Value call(Interpreter& interp, List args, KwArgs kwargs) const = 0;
   virtual std::string name() const = 0;
+  // Python's str() of it when that is deterministic (macros: "<Macro 'f'>");
+  // empty when Python would print a memory address.
+  virtual std::string repr() const { return {}; }
 };
 
 class Value {

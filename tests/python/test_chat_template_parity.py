@@ -294,6 +294,7 @@ SNIPPETS = [
     "{% set y = 1 %}{% macro show() %}{{ y }}{% endmacro %}{% set y = 2 %}{{ show() }}{% macro inner() %}{% set y = 9 %}{{ y }}{% endmacro %}{{ inner() }}{{ y }}",
     "{%- macro fmt(v) -%}\n  {%- if v is mapping -%}{ {%- for k, x in v | dictsort -%}{{ k }}:{{ fmt(x) }}{{ ',' if not loop.last }}{%- endfor -%} }\n  {%- elif v is string -%}'{{ v }}'\n  {%- else -%}{{ v }}{%- endif -%}\n{%- endmacro -%}\n{{ fmt({'b': {'y': 1, 'x': 'z'}, 'a': true}) }}",
     "{% generation %}gen {{ 1 }}{% endgeneration %}",
+    "{% macro greet() %}x{% endmacro %}{{ greet }} {{ greet | upper }} {{ greet ~ '' }}",
     "{{ 7.5 // 2 }} {{ -7.5 // 2 }} {{ 7.5 % -2 }} {{ -0.0 // 1 }} {{ 0.0 % -3 }} {{ 1e300 // 3.0 }} {{ 5 % 2.5 }}",
     "{{ d.items() }} {{ d.keys() }} {{ d.values() | list }} {{ d.items() | length }} {{ d.keys()[0] is defined }} {{ 'a' in d.keys() }}",
     # case mappings beyond ASCII, Jinja's title filter
