@@ -370,6 +370,7 @@ Dict dict_from_args(Interpreter& in, const char* what, List& a, KwArgs& kw) {
   Dict d;
   if (a.size() > 1) in.error("{} expected at most 1 positional argument, got {}", what, a.size());
   if (a.size() == 1) {
+    if (a[0].is_undefined()) in.undefined_error(a[0]);  // dict() looks up .keys on it
     if (a[0].is_dict()) {
       d = a[0].as_dict();
     } else {

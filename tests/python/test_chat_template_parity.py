@@ -319,6 +319,7 @@ REFUSED = [
     "{{ 1 is none 2 }}",
     "{{ d | items | length }}",
     "{{ [1, 2] | reverse | tojson }}",
+    "{{ dict(u) }}",
 ]
 
 # Python maps these to several characters (or by context): refused, not guessed.
