@@ -8,8 +8,9 @@
 // directory holding tokenizer.json, or a pulled model name.
 //
 // `--chat FILE.json` renders a conversation with the model's chat template
-// (src/tokenizer/chat_template*) and tokenizes the result without adding
-// special tokens again; see render_chat_hook below.
+// (src/tokenizer/chat_template*) and prints the text; with --json it prints
+// {"text": ..., "ids": [...]}, the ids of the rendered text tokenized without
+// adding special tokens again (apply_chat_template(tokenize=True)).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -51,8 +52,8 @@ namespace {
 // {"messages": [...], "add_generation_prompt": bool, "tools": [...], ...} whose
 // other keys become template variables (enable_thinking, ...).
 // add_generation_prompt defaults to false, as in transformers.
-std::optional<std::string> render_chat_hook(const std::string& model_path, const std::string& chat_file,
-                                            const tok::Tokenizer& tok) {
+std::string render_chat(const std::string& model_path, const std::string& chat_file,
+                        const tok::Tokenizer& tok) {
   namespace fs = std::filesystem;
   std::optional<std::string> source = find_chat_template(model_path);
   std::string origin = model_path;
@@ -103,15 +104,17 @@ void register_tokenize(CLI::App& app) {
   cmd->add_option("text", text, "Text to tokenize (with --json: read from stdin instead)");
   cmd->add_flag("--json", json, "Read the text from stdin, print {\"ids\": [...]}");
   cmd->add_flag("--no-special", no_special, "Do not add BOS/EOS (add_special_tokens=False)");
-  cmd->add_option("--chat", chat, "Conversation JSON to render with the chat template first");
+  cmd->add_option("--chat", chat, "Render this conversation JSON (OpenAI-style messages) with the model's chat template and print the text (with --json: text and ids)");
   cmd->callback([] {
     const std::string path = resolve_tokenizer_path(model);
     const auto tok = tok::Tokenizer::from_file(path);
     std::string input = text;
     if (!chat.empty()) {
-      auto rendered = render_chat_hook(path, chat, tok);
-      if (!rendered) fail(chat, "--chat", "chat templates are not available in this build yet");
-      input = *rendered;
+      input = render_chat(path, chat, tok);
+      if (!json) {  // the rendered conversation itself
+        fmt::print("{}", input);
+        return;
+      }
     } else if (json) {
       input.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     }
@@ -119,7 +122,9 @@ void register_tokenize(CLI::App& app) {
     // tokenizes it with add_special_tokens=False.
     const auto ids = tok.encode(input, !no_special && chat.empty());
     if (json) {
-      fmt::print("{}\n", nlohmann::json{{"ids", ids}}.dump());
+      nlohmann::json out = {{"ids", ids}};
+      if (!chat.empty()) out["text"] = input;
+      fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
     for (int32_t id : ids) fmt::print("{:>8}  {}\n", id, printable(tok.token_to_piece(id)));

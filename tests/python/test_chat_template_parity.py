@@ -432,11 +432,15 @@ def test_cli_tokenize_chat_renders_with_the_models_template(pulled_model_path, t
     messages = CONVERSATIONS["multi_system"]
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps({"messages": messages, "add_generation_prompt": True}))
-    got = json.loads(run_tessera("tokenize", gguf_path, "--chat", chat, "--json").stdout)["ids"]
-    # The same ids as tokenizing the rendered text without adding special tokens
-    # (what apply_chat_template(tokenize=True) does).
+    out = json.loads(run_tessera("tokenize", gguf_path, "--chat", chat, "--json").stdout)
+    got = out["ids"]
+    # Without --json: the rendered text itself, equal to transformers' rendering.
     template = (TEMPLATES / "smollm2.jinja").read_text(encoding="utf-8")
     text = reference(template, messages, True, {})
+    assert run_tessera("tokenize", gguf_path, "--chat", chat).stdout == text
+    assert out["text"] == text
+    # The same ids as tokenizing the rendered text without adding special tokens
+    # (what apply_chat_template(tokenize=True) does).
     want = json.loads(run_tessera("tokenize", gguf_path, "--json", "--no-special", input=text).stdout)["ids"]
     assert got == want
     assert got[:1] == [1]  # <|im_start|> from the template, not added again
