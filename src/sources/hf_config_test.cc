@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/temp_dir_for_tests.h"
+
 #include "core/error.h"
 
 namespace tessera {
@@ -626,27 +628,6 @@ TEST(HfConfigRope, DefaultRopeRotatesTheWholeHead) {
 // Files.
 // ---------------------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("tessera_hf_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name, std::ios::binary) << text;
-  }
-
- private:
-  fs::path path_;
-};
 
 TEST(HfConfigFile, ReadsDirectoryOrFile) {
   TempDir dir;

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/temp_dir_for_tests.h"
+
 #include "core/error.h"
 #include "sources/safetensors_writer_for_tests.h"
 
@@ -46,25 +48,6 @@ Error header_error(const std::string& header, const std::vector<uint8_t>& data =
   return parse_error(safetensors_raw(header, data));
 }
 
-// A fresh directory under the system temp dir, removed with its contents.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("tessera_st_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 TEST(SafetensorsFile, ReadsEveryDtype) {
   const std::vector<std::pair<std::string, DType>> dtypes = {
