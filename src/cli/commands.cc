@@ -11,11 +11,15 @@ void set_exit_code(int code) { g_exit_code = code; }
 void register_info(CLI::App& app);
 void register_pull(CLI::App& app);
 void register_tokenize(CLI::App& app);
+void register_run(CLI::App& app);
+void register_chat(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_info(app);
   register_pull(app);
   register_tokenize(app);
+  register_run(app);
+  register_chat(app);
 }
 
 }  // namespace tessera::cli

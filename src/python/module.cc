@@ -12,4 +12,5 @@ PYBIND11_MODULE(_tessera, m) {
   bind_spec(m);
   bind_chat_template(m);
   bind_tokenizer(m);
+  bind_model(m);
 }

@@ -1,0 +1,96 @@
+// tessera run MODEL -p "prompt" [-n N] [--temp T ...] [--seed S] [--threads N] [--chat] [--json]
+//
+// Generates a continuation of the prompt and streams it to stdout; prefill and
+// decode speeds go to stderr. --chat renders the prompt as a user message
+// (after --system) with the model's chat template. --prompt-ids 1,2,3 feeds
+// token ids directly. --json prints one object instead of streaming:
+// {"prompt_ids", "ids", "text", "finish_reason", "prefill_tok_s", "decode_tok_s", "ttft_ms"}.
+#include <charconv>
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/generation_flags.h"
+#include "core/error.h"
+#include "runtime/chat.h"
+#include "runtime/session.h"
+
+namespace tessera::cli {
+
+namespace {
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    int32_t v = 0;
+    const char* b = text.data() + i;
+    const char* e = text.data() + j;
+    while (b < e && *b == ' ') ++b;
+    auto [ptr, ec] = std::from_chars(b, e, v);
+    if (ec != std::errc() || ptr != e) fail("--prompt-ids", text.substr(i, j - i), "not a token id");
+    ids.push_back(v);
+    i = j + 1;
+  }
+  if (ids.empty()) fail("--prompt-ids", "", "no token ids given");
+  return ids;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto* cmd = app.add_subcommand("run", "Generate text from a prompt");
+  static GenerationFlags flags;
+  static std::string prompt, prompt_ids;
+  static bool chat = false, json = false;
+  flags.add_to(*cmd);
+  cmd->add_option("-p,--prompt", prompt, "Prompt text");
+  cmd->add_option("--prompt-ids", prompt_ids, "Prompt as comma-separated token ids (instead of -p)");
+  cmd->add_flag("--chat", chat, "Apply the model's chat template to the prompt");
+  cmd->add_flag("--json", json, "Print one JSON object (ids, text, speeds) instead of streaming");
+  cmd->callback([] {
+    if (prompt.empty() == prompt_ids.empty()) fail("options", "prompt", "give exactly one of -p/--prompt and --prompt-ids");
+    const GenerateOptions options = flags.options();
+    auto model = flags.load_model();
+    Session session(*model, flags.ctx);
+    std::vector<int32_t> ids;
+    if (!prompt_ids.empty()) {
+      if (chat) fail("options", "--chat", "cannot be combined with --prompt-ids");
+      ids = parse_ids(prompt_ids);
+    } else if (chat) {
+      nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+      if (!flags.system.empty()) messages.push_back({{"role", "system"}, {"content", flags.system}});
+      messages.push_back({{"role", "user"}, {"content", prompt}});
+      ids = chat_prompt_ids(*model, messages);
+    } else {
+      ids = model->require_tokenizer().encode(prompt, true);
+    }
+    if (json) {
+      const GenerateResult r = generate(session, ids, options);
+      nlohmann::ordered_json out;
+      out["prompt_ids"] = ids;
+      out["ids"] = r.ids;
+      out["text"] = r.text;
+      out["finish_reason"] = r.finish_reason;
+      out["prefill_tok_s"] = r.prefill_tok_s();
+      out["decode_tok_s"] = r.decode_tok_s();
+      out["ttft_ms"] = r.ttft_ms;
+      fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return;
+    }
+    const GenerateResult r = generate(session, ids, options, [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    fmt::print("\n");
+    std::fflush(stdout);
+    print_speed(r);
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,60 @@
+#include "cli/generation_flags.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace tessera::cli {
+
+void GenerationFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("model", model, "GGUF path, HF checkpoint directory, or pulled model name")->required();
+  cmd.add_option("-n,--max-tokens", max_tokens, "Tokens to generate at most (>= 1)")->capture_default_str();
+  cmd.add_option("--temp", temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
+  cmd.add_option("--top-k", top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  cmd.add_option("--top-p", top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  cmd.add_option("--min-p", min_p, "Drop tokens below min_p x the top probability (0 = off)")->capture_default_str();
+  cmd.add_option("--repeat-penalty", repeat_penalty, "Repetition penalty (1 = off)")->capture_default_str();
+  cmd.add_option("--repeat-last-n", repeat_last_n, "Tokens the penalty looks back over (-1 = all)")->capture_default_str();
+  cmd.add_option("--seed", seed, "Sampling seed (same seed and settings, same output)")->capture_default_str();
+  cmd.add_option("--stop", stop, "Stop before this string (repeatable)");
+  cmd.add_flag("--ignore-eos", ignore_eos, "Do not stop at end-of-sequence tokens");
+  cmd.add_option("-t,--threads", threads, "Threads (results are identical for any count)")->capture_default_str();
+  cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
+  cmd.add_option("-b,--batch", batch, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
+  cmd.add_option("--chunks", chunks, "Split the layers into this many programs")->capture_default_str();
+  cmd.add_option("--system", system, "System prompt (chat template)");
+}
+
+std::unique_ptr<Model> GenerationFlags::load_model() const {
+  if (ctx < 0) fail("options", "--ctx", "must be >= 0, got {}", ctx);
+  if (batch < 0) fail("options", "--batch", "must be >= 0, got {}", batch);
+  LoadOptions o;
+  o.threads = threads;
+  o.build.chunks = chunks;
+  return Model::load(model, o);
+}
+
+GenerateOptions GenerationFlags::options() const {
+  GenerateOptions o;
+  o.max_tokens = max_tokens;
+  o.sampling.temperature = temperature;
+  o.sampling.top_k = top_k;
+  o.sampling.top_p = top_p;
+  o.sampling.min_p = min_p;
+  o.sampling.repeat_penalty = repeat_penalty;
+  o.sampling.repeat_last_n = repeat_last_n;
+  o.sampling.seed = seed;
+  o.stop_strings = stop;
+  o.ignore_eos = ignore_eos;
+  o.max_tokens_per_call = batch;
+  o.sampling.validate();
+  if (max_tokens < 1) fail("options", "--max-tokens", "must be at least 1, got {}", max_tokens);
+  return o;
+}
+
+void print_speed(const GenerateResult& r) {
+  fmt::print(stderr, "\nprefill {} tok ({:.1f} tok/s) | decode {} tok ({:.1f} tok/s) | ttft {:.1f} ms | {}\n",
+             r.prompt_tokens, r.prefill_tok_s(), r.decode_steps, r.decode_tok_s(), r.ttft_ms, r.finish_reason);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,32 @@
+// The one dot product every reference kernel uses, with a fixed summation
+// order so that its result is the same bits on every machine, for every
+// thread count and every way a sequence is split into chunks:
+//
+//   lane j (0..15) accumulates a[i]*b[i] for i ≡ j (mod 16), in increasing i;
+//   the 16 lanes are then added as a balanced tree (pairs, then pairs of pairs).
+//
+// Multiplies and adds are separate roundings (the build uses -ffp-contract=off),
+// so no FMA changes the bits. The 16 independent lanes let the compiler
+// vectorize the loop at any width without reassociating anything.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::ref {
+
+inline float reduce_lanes16(float* acc) {
+  for (int width = 8; width >= 1; width /= 2)
+    for (int j = 0; j < width; ++j) acc[j] = acc[j] + acc[j + width];
+  return acc[0];
+}
+
+inline float dot(const float* a, const float* b, int64_t n) {
+  float acc[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += a[i + j] * b[i + j];
+  for (int j = 0; i + j < n; ++j) acc[j] += a[i + j] * b[i + j];
+  return reduce_lanes16(acc);
+}
+
+}  // namespace tessera::ref

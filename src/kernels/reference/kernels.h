@@ -1,0 +1,76 @@
+// Reference kernels: plain C++, f32 arithmetic, fixed summation order (dot.h).
+// They define what every op computes; each optimized kernel is tested against
+// its twin here. Row-major layouts throughout: activations are [rows, width],
+// a linear layer's weight is [out_features, in_features] as in PyTorch.
+#pragma once
+
+#include <cstdint>
+
+#include "core/model_spec.h"
+
+namespace tessera::ref {
+
+// out[t, :] = table[ids[t], :] * scale.  Throws Error for an id outside [0, vocab).
+void embed(const float* table, int64_t vocab, int64_t width, const int32_t* ids, int64_t rows, float scale,
+           float* out);
+
+// RMSNorm of each row of `width` values:
+//   y = x / sqrt(mean(x²) + eps) · w        (plus_one = false: Llama, Qwen)
+//   y = x / sqrt(mean(x²) + eps) · (1 + w)  (plus_one = true: Gemma)
+// w == nullptr means no weight (Gemma 4's v_norm). x and y may alias.
+void rms_norm(const float* x, const float* w, int64_t rows, int64_t width, float eps, bool plus_one, float* y);
+
+// y[t, n] = Σ_k x[t, k] · w[n, k] (+ bias[n]); rows [n_begin, n_end) of the
+// output only, so callers can split the output features across threads and
+// get the same bits whatever the split.
+void linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t out,
+            int64_t n_begin, int64_t n_end, float* y);
+
+// Rotary position embedding applied in place to `heads` heads of `head_dim`
+// per row. cos/sin are [rows, rot_dim/2] for this row's position. Only the
+// first rot_dim values of a head rotate (partial rotary). neox: pairs
+// (i, i + rot_dim/2) as in HF's rotate_half; otherwise interleaved pairs
+// (2i, 2i+1) as in the original GPT-J / llama.cpp "normal" mode.
+void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_dim, bool neox, const float* cos,
+          const float* sin);
+
+// The keys and values one attention op can see, in position order: `past`
+// positions [past_begin, past_end) read from a cache laid out as
+// [capacity][kv_heads · head_dim] with position p at slot p % capacity, then
+// the chunk's own rows (positions past_end .. past_end + rows - 1).
+struct KvSpan {
+  const float* past_k = nullptr;
+  const float* past_v = nullptr;
+  int64_t capacity = 0;
+  int64_t past_begin = 0, past_end = 0;
+  const float* new_k = nullptr;  // [rows][kv_heads · head_dim]
+  const float* new_v = nullptr;
+};
+
+struct AttentionShape {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t window = 0;    // 0: full causal; else query at p sees keys p-window+1 .. p
+  float scale = 1.0f;    // applied to q·k
+  float softcap = 0.0f;  // 0: off; else s = softcap · tanh(s / softcap)
+};
+
+// Causal grouped-query attention for `rows` queries at positions
+// past_end + t. q: [rows][heads · head_dim]; out likewise. Query head h reads
+// KV head h / (heads / kv_heads). Heads [h_begin, h_end) only (thread split).
+// Scores, softmax and the weighted sum run in position order.
+void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionShape& shape, int64_t h_begin,
+               int64_t h_end, float* out);
+
+// a[i] = act(gate[i]) · up[i] for n values (SiLU or GELU with tanh approximation).
+void gated_activation(Activation act, const float* gate, const float* up, int64_t n, float* out);
+
+// y[i] += x[i]
+void add_in_place(float* y, const float* x, int64_t n);
+
+// x[i] = cap · tanh(x[i] / cap)
+void softcap(float* x, int64_t n, float cap);
+
+// Index of the largest value; the lowest index among equal maxima.
+int64_t argmax(const float* x, int64_t n);
+
+}  // namespace tessera::ref

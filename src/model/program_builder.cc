@@ -1,0 +1,147 @@
+#include "model/program_builder.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace tessera::model {
+
+int ProgramBuilder::value(const std::string& name, int64_t cols, ValueType type, RowsKind rows) {
+  const int existing = p_.find_value(name);
+  if (existing >= 0) {
+    const Value& v = p_.values[existing];
+    if (v.cols != cols || v.type != type || v.rows != rows)
+      fail(p_.name, name, "value redeclared with a different shape ({} vs {} columns)", v.cols, cols);
+    return existing;
+  }
+  p_.values.push_back(Value{name, type, rows, cols});
+  return static_cast<int>(p_.values.size()) - 1;
+}
+
+void ProgramBuilder::input(int id) { p_.inputs.push_back(id); }
+void ProgramBuilder::output(int id) { p_.outputs.push_back(id); }
+
+Op& ProgramBuilder::add(OpKind kind, std::vector<int> inputs, std::vector<int> outputs,
+                        std::vector<std::string> weights) {
+  Op op;
+  op.kind = kind;
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  op.weights = std::move(weights);
+  p_.ops.push_back(std::move(op));
+  return p_.ops.back();
+}
+
+std::string layer_weight(int64_t layer, const std::string& suffix) {
+  return fmt::format("model.layers.{}.{}", layer, suffix);
+}
+
+int64_t rotary_dim(const ModelSpec& s, int64_t layer) {
+  const bool local = s.layer_types[layer] == LayerKind::SlidingAttention && s.rope_local;
+  const RopeSpec& r = local ? *s.rope_local : s.rope;
+  int64_t d = static_cast<int64_t>(static_cast<double>(layer_head_dim(s, layer)) * r.partial_rotary_factor);
+  return d - d % 2;
+}
+
+void build_embedding(ProgramBuilder& b, const ModelSpec& s) {
+  const int ids = b.value("ids", 1, ValueType::I32);
+  b.input(ids);
+  const int x = b.value("x", s.hidden_size);
+  Op& op = b.add(OpKind::Embed, {ids}, {x}, {"model.embed_tokens.weight"});
+  // Gemma multiplies by sqrt(hidden_size) rounded to the weights' dtype (f32 here).
+  op.scale = s.scale_embeddings ? static_cast<float>(std::sqrt(static_cast<double>(s.hidden_size))) : 1.0f;
+}
+
+void build_head(ProgramBuilder& b, const ModelSpec& s) {
+  const int x = b.value("x", s.hidden_size);
+  const int xs = b.value("x_selected", s.hidden_size, ValueType::F32, RowsKind::LogitRows);
+  b.add(OpKind::SelectRows, {x}, {xs});
+  Op& norm = b.add(OpKind::RmsNorm, {xs}, {xs}, {"model.norm.weight"});
+  norm.eps = static_cast<float>(s.norm_eps);
+  norm.plus_one = s.norm_weight_plus_one;
+  const int logits = b.value("logits", s.vocab_size, ValueType::F32, RowsKind::LogitRows);
+  b.add(OpKind::Linear, {xs}, {logits},
+        {s.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"});
+  if (s.final_logit_softcap > 0) {
+    Op& cap = b.add(OpKind::Softcap, {logits}, {logits});
+    cap.softcap = static_cast<float>(s.final_logit_softcap);
+  }
+  b.output(logits);
+}
+
+void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const std::string& weight_name,
+                    int64_t layer) {
+  Op& op = b.add(OpKind::RmsNorm, {x}, {y}, {layer_weight(layer, weight_name)});
+  op.eps = static_cast<float>(s.norm_eps);
+  op.plus_one = s.norm_weight_plus_one;
+  op.layer = layer;
+}
+
+void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, float softcap) {
+  const int64_t hd = layer_head_dim(s, layer);
+  const int64_t kvh = layer_num_kv_heads(s, layer);
+  const int64_t qw = s.num_heads * hd, kvw = kvh * hd;
+  const bool sliding = s.layer_types[layer] == LayerKind::SlidingAttention;
+  const bool local_rope = sliding && s.rope_local.has_value();
+  const int64_t rot = rotary_dim(s, layer);
+  const int q = b.value("q", qw), k = b.value("k", kvw), v = b.value("v", kvw);
+  const std::string table = local_rope ? "rope_local" : "rope";
+  const int cos = b.value(table + ".cos", rot / 2), sin = b.value(table + ".sin", rot / 2);
+  const int positions = b.value("positions", 1, ValueType::I32);
+
+  auto proj = [&](int dst, const char* name) {
+    std::vector<std::string> w = {layer_weight(layer, fmt::format("self_attn.{}.weight", name))};
+    if (s.attention_bias && std::string(name) != "o_proj")
+      w.push_back(layer_weight(layer, fmt::format("self_attn.{}.bias", name)));
+    b.add(OpKind::Linear, {in}, {dst}, std::move(w)).layer = layer;
+  };
+  proj(q, "q_proj");
+  proj(k, "k_proj");
+  proj(v, "v_proj");
+  if (s.qk_norm) {
+    for (auto [id, name] : {std::pair{q, "q_norm"}, std::pair{k, "k_norm"}}) {
+      Op& op = b.add(OpKind::RmsNorm, {id}, {id}, {layer_weight(layer, fmt::format("self_attn.{}.weight", name))});
+      op.eps = static_cast<float>(s.norm_eps);
+      op.plus_one = s.norm_weight_plus_one;
+      op.group = hd;
+      op.layer = layer;
+    }
+  }
+  for (auto [id, heads] : {std::pair{q, s.num_heads}, std::pair{k, kvh}}) {
+    Op& op = b.add(OpKind::Rope, {id, cos, sin}, {id});
+    op.heads = heads;
+    op.head_dim = hd;
+    op.rot_dim = rot;
+    op.neox = (local_rope ? *s.rope_local : s.rope).neox_style;
+    op.layer = layer;
+  }
+  const int attn = b.value("attn", qw);
+  Op& a = b.add(OpKind::Attention, {q, k, v, positions}, {attn});
+  a.layer = a.kv_layer = layer;
+  a.heads = s.num_heads;
+  a.kv_heads = kvh;
+  a.head_dim = hd;
+  a.window = sliding ? s.sliding_window : 0;
+  const double scalar = s.query_pre_attn_scalar > 0 ? s.query_pre_attn_scalar : static_cast<double>(hd);
+  a.scale = static_cast<float>(1.0 / std::sqrt(scalar));
+  a.softcap = softcap;
+  Op& store = b.add(OpKind::KvStore, {k, v, positions}, {});
+  store.layer = store.kv_layer = layer;
+  store.window = a.window;
+  b.add(OpKind::Linear, {attn}, {out}, {layer_weight(layer, "self_attn.o_proj.weight")}).layer = layer;
+}
+
+void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out) {
+  const int64_t inter = layer_intermediate_size(s, layer);
+  const int gate = b.value("gate", inter), up = b.value("up", inter);
+  b.add(OpKind::Linear, {in}, {gate}, {layer_weight(layer, "mlp.gate_proj.weight")}).layer = layer;
+  b.add(OpKind::Linear, {in}, {up}, {layer_weight(layer, "mlp.up_proj.weight")}).layer = layer;
+  Op& act = b.add(OpKind::GatedActivation, {gate, up}, {gate});
+  act.activation = s.activation;
+  act.layer = layer;
+  b.add(OpKind::Linear, {gate}, {out}, {layer_weight(layer, "mlp.down_proj.weight")}).layer = layer;
+}
+
+}  // namespace tessera::model

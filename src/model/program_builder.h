@@ -1,0 +1,56 @@
+// The helpers every architecture builder composes: a Program under
+// construction (values by name, ops in order) and the blocks most decoder
+// layers share — embedding, attention with its KV, gated MLP, output head.
+// Each architecture's own file (llama.cc, gemma3.cc) says how a layer is put
+// together from these; build_programs (builders.h) turns that into one program
+// per chunk and per tokens-per-call variant.
+#pragma once
+
+#include <string>
+
+#include "core/model_spec.h"
+#include "graph/program.h"
+
+namespace tessera::model {
+
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(Program& p) : p_(p) {}
+
+  // The id of value `name`, created with `cols` columns if new.
+  int value(const std::string& name, int64_t cols, ValueType type = ValueType::F32,
+            RowsKind rows = RowsKind::Tokens);
+  void input(int id);
+  void output(int id);
+  Op& add(OpKind kind, std::vector<int> inputs, std::vector<int> outputs, std::vector<std::string> weights = {});
+
+  Program& program() { return p_; }
+
+ private:
+  Program& p_;
+};
+
+// "model.layers.{layer}.{suffix}"
+std::string layer_weight(int64_t layer, const std::string& suffix);
+
+// ids → "x" (the residual stream), scaled by sqrt(hidden) where the spec says so.
+void build_embedding(ProgramBuilder& b, const ModelSpec& s);
+// "x" → "logits" for the selected rows: final norm, lm_head (or the tied
+// embedding), final softcap.
+void build_head(ProgramBuilder& b, const ModelSpec& s);
+
+// Self-attention of `layer` on normalized input `in`; result (after o_proj) in
+// value `out`. Projections with bias where the spec says so, per-head q/k
+// RMSNorm when spec.qk_norm, RoPE from the global or local table, KV stored
+// after attention. `softcap` caps the attention scores (0: off); the caller
+// says whether its architecture applies spec.attn_logit_softcap.
+void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, float softcap);
+// down(act(gate(in)) · up(in)) → out.
+void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out);
+// y = rms_norm(x) with the layer norm weight `weight_name` and the spec's form.
+void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const std::string& weight_name,
+                    int64_t layer);
+
+int64_t rotary_dim(const ModelSpec& s, int64_t layer);
+
+}  // namespace tessera::model

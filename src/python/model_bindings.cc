@@ -1,0 +1,99 @@
+// Python bindings of the runtime, enough to drive a model token by token and
+// compare it with transformers:
+//
+//   m = _tessera.Model(path, threads=1, chunks=1, prefill_sizes=[8, 32, 128])
+//   m.vocab_size, m.stop_token_ids, m.programs_json()
+//   s = _tessera.Session(m, context_length=0)
+//   s.forward(ids, all_logits=True, max_tokens_per_call=0) -> float32 ndarray [rows, vocab]
+//   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False) -> dict
+//   s.length, s.reset(), s.truncate(n)
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "graph/program.h"
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+
+namespace py = pybind11;
+
+void bind_model(py::module_& m) {
+  using namespace tessera;
+  register_tessera_error(m);
+
+  py::class_<Model>(m, "Model")
+      .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes) {
+             py::gil_scoped_release release;
+             LoadOptions o;
+             o.threads = threads;
+             o.build.chunks = chunks;
+             o.build.prefill_sizes = std::move(prefill_sizes);
+             return Model::load(path, o);
+           }),
+           py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 1,
+           py::arg("prefill_sizes") = std::vector<int64_t>{8, 32, 128})
+      .def_property_readonly("vocab_size", [](const Model& x) { return x.spec().vocab_size; })
+      .def_property_readonly("stop_token_ids", [](const Model& x) { return x.stop_token_ids(); })
+      .def("programs_json", [](const Model& x) {
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
+        for (const Program& p : x.programs().programs) j.push_back(program_to_json(p));
+        return j.dump();
+      });
+
+  py::class_<Session>(m, "Session")
+      .def(py::init<const Model&, int64_t>(), py::arg("model"), py::arg("context_length") = 0,
+           py::keep_alive<1, 2>())
+      .def(
+          "forward",
+          [](Session& s, const std::vector<int32_t>& ids, bool all_logits, int64_t per_call) {
+            std::vector<float> logits;
+            {
+              py::gil_scoped_release release;
+              logits = s.forward(ids, all_logits ? LogitsWanted::All : LogitsWanted::Last, per_call);
+            }
+            const int64_t vocab = s.model().spec().vocab_size;
+            const int64_t rows = static_cast<int64_t>(logits.size()) / vocab;
+            py::array_t<float> out({rows, vocab});
+            std::copy(logits.begin(), logits.end(), out.mutable_data());
+            return out;
+          },
+          py::arg("ids"), py::arg("all_logits") = true, py::arg("max_tokens_per_call") = 0)
+      .def(
+          "generate",
+          [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, float temperature, int64_t top_k,
+             float top_p, float min_p, float repeat_penalty, uint64_t seed, bool ignore_eos,
+             std::vector<std::string> stop) {
+            GenerateOptions o;
+            o.max_tokens = max_tokens;
+            o.sampling.temperature = temperature;
+            o.sampling.top_k = top_k;
+            o.sampling.top_p = top_p;
+            o.sampling.min_p = min_p;
+            o.sampling.repeat_penalty = repeat_penalty;
+            o.sampling.seed = seed;
+            o.ignore_eos = ignore_eos;
+            o.stop_strings = std::move(stop);
+            GenerateResult r;
+            {
+              py::gil_scoped_release release;
+              r = generate(s, ids, o);
+            }
+            py::dict d;
+            d["ids"] = r.ids;
+            d["text"] = r.text;
+            d["finish_reason"] = r.finish_reason;
+            return d;
+          },
+          py::arg("ids"), py::arg("max_tokens"), py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
+          py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repeat_penalty") = 1.0f, py::arg("seed") = 0,
+          py::arg("ignore_eos") = false, py::arg("stop") = std::vector<std::string>{})
+      .def_property_readonly("length", &Session::length)
+      .def("reset", &Session::reset)
+      .def("truncate", &Session::truncate);
+}

@@ -1,0 +1,112 @@
+#include "runtime/generate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "core/error.h"
+#include "tokenizer/detokenizer.h"
+
+namespace tessera {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Length of the longest suffix of `text` that is a proper prefix of a stop string.
+size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const std::string& s : stops)
+    for (size_t n = std::min(text.size(), s.size() - 1); n > hold; --n)
+      if (text.substr(text.size() - n) == std::string_view(s).substr(0, n)) {
+        hold = n;
+        break;
+      }
+  return hold;
+}
+
+}  // namespace
+
+GenerateResult generate(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
+                        const std::function<bool(std::string_view)>& on_text) {
+  const Model& model = session.model();
+  if (options.max_tokens < 1) fail("request", "max_tokens", "must be at least 1, got {}", options.max_tokens);
+  options.sampling.validate();
+  for (const std::string& s : options.stop_strings)
+    if (s.empty()) fail("request", "stop", "stop strings must not be empty");
+  if (prompt.empty()) fail("request", "prompt", "no new prompt tokens to run");
+  const tok::Tokenizer* tok = model.tokenizer();
+  if (!tok && !options.stop_strings.empty())
+    fail(model.path(), "stop", "stop strings need a tokenizer and the model has none");
+  if (static_cast<int64_t>(prompt.size()) + session.length() >= session.context_length())
+    fail("request", "prompt", "{} prompt tokens (+{} in context) leave no room to generate within the context length {}",
+         prompt.size(), session.length(), session.context_length());
+
+  GenerateResult r;
+  r.prompt_tokens = static_cast<int64_t>(prompt.size());
+  Sampler sampler(options.sampling);
+  std::optional<tok::StreamingDetokenizer> detok;
+  if (tok) detok.emplace(*tok);
+  const int64_t vocab = model.spec().vocab_size;
+  const std::vector<int32_t>& stop_ids = model.stop_token_ids();
+  std::vector<int32_t> context = session.history();
+  context.insert(context.end(), prompt.begin(), prompt.end());
+  std::string pending;  // decoded text not yet handed out
+
+  const auto start = Clock::now();
+  std::vector<float> logits = session.forward(prompt, LogitsWanted::Last, options.max_tokens_per_call);
+  r.prefill_seconds = seconds_since(start);
+
+  bool cancelled = false;
+  auto emit = [&](std::string_view text) {
+    r.text.append(text);
+    if (on_text && !text.empty() && !on_text(text)) cancelled = true;
+  };
+  const auto decode_start = Clock::now();
+  for (;;) {
+    const int32_t id = sampler.sample(logits.data(), vocab, context);
+    if (r.ids.empty()) r.ttft_ms = seconds_since(start) * 1000.0;
+    r.ids.push_back(id);
+    context.push_back(id);
+    const bool is_stop = !options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end();
+    if (is_stop) {
+      r.finish_reason = "eos";
+      break;
+    }
+    if (detok) {
+      pending += detok->push(id);
+      size_t cut = std::string::npos;
+      for (const std::string& s : options.stop_strings) cut = std::min(cut, pending.find(s));
+      if (cut != std::string::npos) {
+        emit(std::string_view(pending).substr(0, cut));
+        pending.clear();
+        r.finish_reason = "stop";
+        break;
+      }
+      const size_t hold = held_back(pending, options.stop_strings);
+      emit(std::string_view(pending).substr(0, pending.size() - hold));
+      pending.erase(0, pending.size() - hold);
+    }
+    if (cancelled) {
+      r.finish_reason = "cancelled";
+      break;
+    }
+    if (static_cast<int64_t>(r.ids.size()) >= options.max_tokens) {
+      r.finish_reason = "length";
+      break;
+    }
+    if (session.length() + 1 > session.context_length()) {
+      r.finish_reason = "context";
+      break;
+    }
+    logits = session.forward(std::span<const int32_t>(&r.ids.back(), 1));
+    ++r.decode_steps;
+  }
+  r.decode_seconds = seconds_since(decode_start);
+  if (detok && r.finish_reason != "stop") emit(pending + detok->finish());
+  return r;
+}
+
+}  // namespace tessera

@@ -1,0 +1,46 @@
+// Text generation on a Session: prefill the new prompt tokens in batched
+// calls, then decode one token per call, sampling each (sampler.h), until a
+// stop token, a stop string, max_tokens or the end of the context.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+
+namespace tessera {
+
+struct GenerateOptions {
+  int64_t max_tokens = 128;  // >= 1
+  SamplingParams sampling;
+  std::vector<std::string> stop_strings;  // generation ends before the first occurrence
+  bool ignore_eos = false;                // keep going past stop tokens
+  int64_t max_tokens_per_call = 0;        // prefill call size (0: largest variant)
+};
+
+struct GenerateResult {
+  std::vector<int32_t> ids;    // generated tokens (including a final stop token)
+  std::string text;            // their text, cut before a stop string; no stop token text
+  std::string finish_reason;   // "eos" | "stop" | "length" | "context" | "cancelled"
+  int64_t prompt_tokens = 0;   // tokens prefilled by this call
+  double prefill_seconds = 0, decode_seconds = 0;
+  double ttft_ms = 0;          // start to first generated token
+  int64_t decode_steps = 0;    // forward calls of one token
+
+  double prefill_tok_s() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
+  double decode_tok_s() const { return decode_seconds > 0 ? decode_steps / decode_seconds : 0; }
+};
+
+// Appends `prompt` (the tokens not yet in the session, at least one) and
+// generates; the generated tokens but the last are then in the session too. on_text receives text as it
+// becomes final (text that might start a stop string is held back); returning
+// false cancels. Throws Error for bad options or a prompt that does not fit.
+GenerateResult generate(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
+                        const std::function<bool(std::string_view)>& on_text = {});
+
+}  // namespace tessera

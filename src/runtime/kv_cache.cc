@@ -1,0 +1,74 @@
+#include "runtime/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace tessera {
+
+KvCache::KvCache(const ModelSpec& spec, int64_t context_length) : context_length_(context_length) {
+  if (context_length < 1) fail("options", "context length", "must be positive, got {}", context_length);
+  layers_.resize(spec.num_layers);
+  for (int64_t l = 0; l < spec.num_layers; ++l) {
+    Layer& L = layers_[l];
+    L.width = layer_num_kv_heads(spec, l) * layer_head_dim(spec, l);
+    L.ring = spec.layer_types[l] == LayerKind::SlidingAttention && spec.sliding_window < context_length;
+    L.capacity = L.ring ? spec.sliding_window : context_length;
+  }
+}
+
+ref::KvSpan KvCache::span(int64_t layer, int64_t window, const float* new_k, const float* new_v) const {
+  const Layer& L = layers_[layer];
+  ref::KvSpan s;
+  s.past_k = L.k.data();
+  s.past_v = L.v.data();
+  s.capacity = L.capacity;
+  s.past_end = length_;
+  s.past_begin = window > 0 ? std::max<int64_t>(0, length_ - window + 1) : 0;
+  s.new_k = new_k;
+  s.new_v = new_v;
+  return s;
+}
+
+void KvCache::store(int64_t layer, const float* k, const float* v, int64_t rows) {
+  Layer& L = layers_[layer];
+  if (length_ + rows > context_length_)
+    fail("session", "context", "{} tokens would exceed the context length {}", length_ + rows, context_length_);
+  const int64_t needed = L.ring ? L.capacity : length_ + rows;
+  const int64_t have = static_cast<int64_t>(L.k.size()) / std::max<int64_t>(1, L.width);
+  if (needed > have) {
+    const int64_t slots = L.ring ? L.capacity : std::min(L.capacity, std::max(needed, std::max<int64_t>(64, have * 2)));
+    L.k.resize(slots * L.width);
+    L.v.resize(slots * L.width);
+    if (L.ring) L.slot_position.assign(static_cast<size_t>(slots), -1);
+  }
+  const int64_t first = L.ring ? std::max<int64_t>(0, rows - L.capacity) : 0;
+  for (int64_t t = first; t < rows; ++t) {
+    const int64_t slot = (length_ + t) % L.capacity;
+    std::memcpy(&L.k[slot * L.width], k + t * L.width, sizeof(float) * L.width);
+    std::memcpy(&L.v[slot * L.width], v + t * L.width, sizeof(float) * L.width);
+    if (L.ring) L.slot_position[slot] = length_ + t;
+  }
+}
+
+bool KvCache::truncate(int64_t n) {
+  if (n >= length_) return n == length_;
+  for (const Layer& L : layers_) {
+    if (!L.ring) continue;
+    // A query at n needs positions n-capacity+1 .. n-1 in their slots; later
+    // positions (now being forgotten) may have overwritten some of them.
+    for (int64_t p = std::max<int64_t>(0, n - L.capacity + 1); p < n; ++p)
+      if (L.slot_position[p % L.capacity] != p) return false;
+  }
+  length_ = n;
+  return true;
+}
+
+uint64_t KvCache::bytes_allocated() const {
+  uint64_t b = 0;
+  for (const Layer& L : layers_) b += (L.k.capacity() + L.v.capacity()) * sizeof(float);
+  return b;
+}
+
+}  // namespace tessera

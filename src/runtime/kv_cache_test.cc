@@ -1,0 +1,338 @@
+#include "runtime/kv_cache.h"
+
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/model_spec.h"
+#include "kernels/reference/kernels.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kWindow = 4;
+constexpr int64_t kContext = 16;
+constexpr int64_t kWidth = 2;  // num_kv_heads (1) · head_dim (2)
+
+// Layer 0: full attention; layer 1: sliding window of 4.
+ModelSpec two_layer_spec() {
+  ModelSpec s;
+  s.num_layers = 2;
+  s.layer_types = {LayerKind::FullAttention, LayerKind::SlidingAttention};
+  s.sliding_window = kWindow;
+  s.num_kv_heads = 1;
+  s.head_dim = 2;
+  s.num_heads = 2;
+  s.hidden_size = 4;
+  s.context_length = kContext;
+  return s;
+}
+
+// Random keys and values for positions 0 .. n-1 ([n][kWidth] each).
+struct Rows {
+  std::vector<float> k, v;
+};
+Rows make_rows(std::mt19937& rng, int64_t n) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  Rows r;
+  r.k.resize(n * kWidth);
+  r.v.resize(n * kWidth);
+  for (float& x : r.k) x = d(rng);
+  for (float& x : r.v) x = d(rng);
+  return r;
+}
+
+// Checks that span(layer, window) shows the positions [want_begin, length) at slot p % capacity.
+void expect_span_holds(const KvCache& kv, int64_t layer, int64_t window, int64_t want_begin, const Rows& all) {
+  const ref::KvSpan s = kv.span(layer, window, nullptr, nullptr);
+  SCOPED_TRACE(testing::Message() << "layer " << layer << " length " << kv.length());
+  EXPECT_EQ(s.past_end, kv.length());
+  EXPECT_EQ(s.past_begin, want_begin);
+  EXPECT_EQ(s.capacity, kv.layer_capacity(layer));
+  for (int64_t p = s.past_begin; p < s.past_end; ++p)
+    for (int64_t i = 0; i < kWidth; ++i) {
+      const int64_t slot = p % s.capacity;
+      ASSERT_EQ(s.past_k[slot * kWidth + i], all.k[p * kWidth + i]) << "k at position " << p;
+      ASSERT_EQ(s.past_v[slot * kWidth + i], all.v[p * kWidth + i]) << "v at position " << p;
+    }
+}
+
+TEST(KvCache, LayerCapacity) {
+  const ModelSpec spec = two_layer_spec();
+  KvCache kv(spec, kContext);
+  EXPECT_EQ(kv.layer_capacity(0), kContext);
+  EXPECT_EQ(kv.layer_capacity(1), kWindow);
+  EXPECT_EQ(kv.length(), 0);
+  EXPECT_EQ(kv.context_length(), kContext);
+  // A window at least as long as the context needs no ring.
+  KvCache small(spec, 3);
+  EXPECT_EQ(small.layer_capacity(0), 3);
+  EXPECT_EQ(small.layer_capacity(1), 3);
+}
+
+TEST(KvCache, RejectsNonPositiveContext) {
+  const ModelSpec spec = two_layer_spec();
+  EXPECT_THROW(KvCache(spec, 0), Error);
+  EXPECT_THROW(KvCache(spec, -5), Error);
+}
+
+TEST(KvCache, StoreOneAtATimeThenSpan) {
+  std::mt19937 rng(1);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  for (int64_t p = 0; p < kContext; ++p) {
+    for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, &all.k[p * kWidth], &all.v[p * kWidth], 1);
+    kv.advance(1);
+    ASSERT_EQ(kv.length(), p + 1);
+    expect_span_holds(kv, 0, 0, 0, all);
+    expect_span_holds(kv, 1, kWindow, std::max<int64_t>(0, kv.length() - kWindow + 1), all);
+  }
+}
+
+TEST(KvCache, SpanPassesNewRowsThrough) {
+  KvCache kv(two_layer_spec(), kContext);
+  const float nk[2] = {1, 2}, nv[2] = {3, 4};
+  const ref::KvSpan s = kv.span(1, kWindow, nk, nv);
+  EXPECT_EQ(s.new_k, nk);
+  EXPECT_EQ(s.new_v, nv);
+  EXPECT_EQ(s.past_begin, 0);
+  EXPECT_EQ(s.past_end, 0);
+}
+
+TEST(KvCache, StoreChunksThenSpan) {
+  std::mt19937 rng(2);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  for (int64_t n : {3, 2, 5, 1, 4, 1}) {
+    const int64_t p = kv.length();
+    for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, &all.k[p * kWidth], &all.v[p * kWidth], n);
+    kv.advance(n);
+    expect_span_holds(kv, 0, 0, 0, all);
+    expect_span_holds(kv, 1, kWindow, std::max<int64_t>(0, kv.length() - kWindow + 1), all);
+  }
+  EXPECT_EQ(kv.length(), kContext);
+}
+
+TEST(KvCache, StoringMoreThanWindowKeepsLastWindow) {
+  std::mt19937 rng(3);
+  const Rows all = make_rows(rng, kContext);
+  for (int64_t start : {0, 2}) {
+    KvCache kv(two_layer_spec(), kContext);
+    if (start > 0) {
+      for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, all.k.data(), all.v.data(), start);
+      kv.advance(start);
+    }
+    const int64_t n = 7;  // > window
+    for (int64_t layer = 0; layer < 2; ++layer)
+      kv.store(layer, &all.k[start * kWidth], &all.v[start * kWidth], n);
+    kv.advance(n);
+    const int64_t len = start + n;
+    // The ring holds exactly the last `window` positions, each at p % window.
+    const ref::KvSpan s = kv.span(1, kWindow, nullptr, nullptr);
+    for (int64_t p = len - kWindow; p < len; ++p)
+      for (int64_t i = 0; i < kWidth; ++i) {
+        EXPECT_EQ(s.past_k[(p % kWindow) * kWidth + i], all.k[p * kWidth + i]) << "start " << start << " p " << p;
+        EXPECT_EQ(s.past_v[(p % kWindow) * kWidth + i], all.v[p * kWidth + i]) << "start " << start << " p " << p;
+      }
+    expect_span_holds(kv, 0, 0, 0, all);
+  }
+}
+
+TEST(KvCache, ExceedingContextThrows) {
+  std::mt19937 rng(4);
+  const Rows all = make_rows(rng, kContext + 1);
+  {
+    KvCache kv(two_layer_spec(), kContext);
+    EXPECT_THROW(kv.store(0, all.k.data(), all.v.data(), kContext + 1), Error);
+    EXPECT_THROW(kv.store(1, all.k.data(), all.v.data(), kContext + 1), Error);
+  }
+  {
+    KvCache kv(two_layer_spec(), kContext);
+    for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, all.k.data(), all.v.data(), 10);
+    kv.advance(10);
+    EXPECT_THROW(kv.store(0, all.k.data(), all.v.data(), 7), Error);
+    EXPECT_THROW(kv.store(1, all.k.data(), all.v.data(), 7), Error);
+    EXPECT_NO_THROW(kv.store(0, &all.k[10 * kWidth], &all.v[10 * kWidth], 6));
+    EXPECT_NO_THROW(kv.store(1, &all.k[10 * kWidth], &all.v[10 * kWidth], 6));
+    kv.advance(6);
+    EXPECT_THROW(kv.store(0, all.k.data(), all.v.data(), 1), Error);
+    EXPECT_THROW(kv.store(1, all.k.data(), all.v.data(), 1), Error);
+  }
+}
+
+// Fills both layers with positions 0 .. n-1 one call at a time.
+void fill(KvCache& kv, const Rows& all, int64_t n) {
+  for (int64_t p = kv.length(); p < n; ++p) {
+    for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, &all.k[p * kWidth], &all.v[p * kWidth], 1);
+    kv.advance(1);
+  }
+}
+
+TEST(KvCache, TruncateToCurrentLengthIsTrue) {
+  std::mt19937 rng(5);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  EXPECT_TRUE(kv.truncate(0));
+  fill(kv, all, 10);
+  EXPECT_TRUE(kv.truncate(10));
+  EXPECT_EQ(kv.length(), 10);
+}
+
+TEST(KvCache, TruncateWithinRingIsTrueAndKeepsContents) {
+  std::mt19937 rng(6);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  fill(kv, all, 10);  // ring holds positions 6..9
+  // A query at 9 needs 6..8: all still in the ring.
+  ASSERT_TRUE(kv.truncate(9));
+  EXPECT_EQ(kv.length(), 9);
+  expect_span_holds(kv, 0, 0, 0, all);
+  expect_span_holds(kv, 1, kWindow, 9 - kWindow + 1, all);
+}
+
+TEST(KvCache, TruncatePastRingIsFalseAndChangesNothing) {
+  std::mt19937 rng(7);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  fill(kv, all, 10);  // ring holds positions 6..9
+  // A query at 8 needs 5..7; 5 was overwritten by 9.
+  for (int64_t n : {8, 5, 3, 1}) {
+    EXPECT_FALSE(kv.truncate(n)) << n;
+    EXPECT_EQ(kv.length(), 10) << n;
+  }
+  expect_span_holds(kv, 1, kWindow, 10 - kWindow + 1, all);
+  kv.clear();
+  EXPECT_EQ(kv.length(), 0);
+}
+
+TEST(KvCache, TruncateWithoutWrapIsTrue) {
+  std::mt19937 rng(8);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  fill(kv, all, 4);  // ring holds 0..3, nothing overwritten yet
+  for (int64_t n : {3, 2, 1}) {
+    ASSERT_TRUE(kv.truncate(n)) << n;
+    EXPECT_EQ(kv.length(), n);
+    expect_span_holds(kv, 1, kWindow, std::max<int64_t>(0, n - kWindow + 1), all);
+  }
+}
+
+TEST(KvCache, TruncateThenStoreOverwrites) {
+  std::mt19937 rng(9);
+  const Rows all = make_rows(rng, kContext);
+  const Rows other = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  fill(kv, all, 10);
+  ASSERT_TRUE(kv.truncate(9));
+  // Position 9 recomputed with different values.
+  Rows mixed = all;
+  std::memcpy(&mixed.k[9 * kWidth], &other.k[9 * kWidth], sizeof(float) * kWidth);
+  std::memcpy(&mixed.v[9 * kWidth], &other.v[9 * kWidth], sizeof(float) * kWidth);
+  for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, &mixed.k[9 * kWidth], &mixed.v[9 * kWidth], 1);
+  kv.advance(1);
+  expect_span_holds(kv, 0, 0, 0, mixed);
+  expect_span_holds(kv, 1, kWindow, 10 - kWindow + 1, mixed);
+}
+
+// Two truncations in a row, with nothing stored between them. After the first,
+// the ring still physically holds 6..9 (slot 1 holds position 9, not 5), so a
+// query at 8, which needs 5..7, can no longer be served.
+TEST(KvCache, RepeatedTruncateDoesNotClaimOverwrittenPositions) {
+  std::mt19937 rng(10);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  fill(kv, all, 10);  // ring: positions 6..9
+  ASSERT_TRUE(kv.truncate(9));
+  const bool ok = kv.truncate(8);
+  if (ok) {
+    // If truncate claims success, the span must really show positions 5..7.
+    expect_span_holds(kv, 1, kWindow, 8 - kWindow + 1, all);
+  }
+  EXPECT_FALSE(ok) << "position 5 was overwritten by position 9 before the first truncate";
+}
+
+// A query at position 0 needs no cached keys, so truncating to 0 can always succeed.
+TEST(KvCache, TruncateToZeroAlwaysPossible) {
+  std::mt19937 rng(11);
+  const Rows all = make_rows(rng, kContext);
+  KvCache kv(two_layer_spec(), kContext);
+  fill(kv, all, 10);
+  EXPECT_TRUE(kv.truncate(0));
+  EXPECT_EQ(kv.length(), 0);
+}
+
+TEST(KvCache, RingMemoryStaysBounded) {
+  std::mt19937 rng(12);
+  {
+    const Rows all = make_rows(rng, kContext);
+    KvCache kv(two_layer_spec(), kContext);
+    fill(kv, all, kContext);
+    // Full layer: at most 16 slots; ring: 4. Allow 2x slack for vector growth.
+    const uint64_t exact = (kContext + kWindow) * kWidth * 2 * sizeof(float);
+    EXPECT_GE(kv.bytes_allocated(), exact);
+    EXPECT_LE(kv.bytes_allocated(), 2 * exact);
+  }
+  {
+    // A model of sliding layers only, long context: memory does not grow with length.
+    ModelSpec spec = two_layer_spec();
+    spec.layer_types = {LayerKind::SlidingAttention, LayerKind::SlidingAttention};
+    const int64_t ctx = 1000;
+    const Rows all = make_rows(rng, ctx);
+    KvCache kv(spec, ctx);
+    EXPECT_EQ(kv.layer_capacity(0), kWindow);
+    fill(kv, all, kWindow);
+    const uint64_t after_window = kv.bytes_allocated();
+    EXPECT_LE(after_window, 2u * 2 * kWindow * kWidth * 2 * sizeof(float));
+    fill(kv, all, ctx);
+    EXPECT_EQ(kv.bytes_allocated(), after_window);
+    expect_span_holds(kv, 0, kWindow, ctx - kWindow + 1, all);
+  }
+}
+
+// End to end: attention through the cache's spans, call by call, equals one
+// call over the whole sequence, bit for bit, for both layer kinds.
+TEST(KvCache, ChunkedAttentionThroughCacheMatchesOneCall) {
+  std::mt19937 rng(13);
+  const Rows all = make_rows(rng, kContext);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  ref::AttentionShape sh;
+  sh.heads = 2;
+  sh.kv_heads = 1;
+  sh.head_dim = 2;
+  sh.scale = 0.7f;
+  const int64_t qw = sh.heads * sh.head_dim;
+  std::vector<float> q(kContext * qw);
+  for (float& x : q) x = d(rng);
+
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    const int64_t window = layer == 0 ? 0 : kWindow;
+    sh.window = window;
+    float dummy = 0;
+    ref::KvSpan one;
+    one.past_k = one.past_v = &dummy;
+    one.capacity = 1;
+    one.new_k = all.k.data();
+    one.new_v = all.v.data();
+    std::vector<float> whole(q.size());
+    ref::attention(q.data(), kContext, one, sh, 0, sh.heads, whole.data());
+
+    KvCache kv(two_layer_spec(), kContext);
+    std::vector<float> chunked(q.size(), std::numeric_limits<float>::quiet_NaN());
+    for (int64_t n : {3, 1, 6, 1, 1, 4}) {
+      const int64_t p = kv.length();
+      const ref::KvSpan s = kv.span(layer, window, &all.k[p * kWidth], &all.v[p * kWidth]);
+      ref::attention(&q[p * qw], n, s, sh, 0, sh.heads, &chunked[p * qw]);
+      kv.store(layer, &all.k[p * kWidth], &all.v[p * kWidth], n);
+      kv.advance(n);
+    }
+    ASSERT_EQ(kv.length(), kContext);
+    EXPECT_EQ(std::memcmp(whole.data(), chunked.data(), sizeof(float) * whole.size()), 0) << "layer " << layer;
+  }
+}
+
+}  // namespace
+}  // namespace tessera

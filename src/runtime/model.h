@@ -1,0 +1,65 @@
+// A loaded model: spec, programs bound to f32 weights, tokenizer, chat
+// template, stop tokens and the thread pool. Immutable once loaded; any
+// number of Sessions (session.h) run on it, one at a time.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "graph/program.h"
+#include "model/builders.h"
+#include "runtime/executor.h"
+#include "runtime/rope_table.h"
+#include "runtime/thread_pool.h"
+#include "sources/weight_loader.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera {
+
+struct LoadOptions {
+  int threads = 1;
+  model::BuildOptions build;
+  bool progress = false;  // progress bar on stderr while weights load
+};
+
+class Model {
+ public:
+  // `name_or_path`: a GGUF file, an HF checkpoint directory or a pulled model
+  // name. Throws Error naming what is wrong (unknown name, unsupported
+  // architecture, missing or misshapen tensor, ...).
+  static std::unique_ptr<Model> load(const std::string& name_or_path, const LoadOptions& options = {});
+
+  const std::string& path() const { return path_; }
+  const ModelSpec& spec() const { return spec_; }
+  const ProgramSet& programs() const { return programs_; }
+  const BoundProgram& bound(size_t program_index) const { return bound_[program_index]; }
+  // Null when the source has no tokenizer (an HF directory without tokenizer.json).
+  const tok::Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
+  const tok::Tokenizer& require_tokenizer() const;
+  // The model's own template, or the known one for its architecture; null if neither.
+  const ChatTemplate* chat_template() const { return chat_template_ ? &*chat_template_ : nullptr; }
+  // Token ids that end generation (config / GGUF eos and end-of-turn tokens).
+  const std::vector<int32_t>& stop_token_ids() const { return stop_ids_; }
+  const RopeTable& rope(bool local) const { return local && rope_local_ ? *rope_local_ : *rope_; }
+  bool has_local_rope() const { return rope_local_.has_value(); }
+  ThreadPool& pool() const { return *pool_; }
+  uint64_t weight_bytes() const { return weights_.bytes(); }
+
+ private:
+  std::string path_;
+  ModelSpec spec_;
+  ProgramSet programs_;
+  WeightStore weights_;
+  std::vector<BoundProgram> bound_;
+  std::optional<tok::Tokenizer> tokenizer_;
+  std::optional<ChatTemplate> chat_template_;
+  std::vector<int32_t> stop_ids_;
+  std::optional<RopeTable> rope_, rope_local_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,123 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace tessera {
+
+Session::Session(const Model& model, int64_t context_length)
+    : model_(model),
+      kv_(model.spec(), context_length > 0 ? context_length : model.spec().context_length),
+      workspaces_(model.programs().programs.size()) {
+  if (context_length > model.spec().context_length && model.spec().context_length > 0)
+    fail(model.path(), "context length", "{} exceeds the model's maximum of {} positions", context_length,
+         model.spec().context_length);
+}
+
+void Session::reset() {
+  kv_.clear();
+  history_.clear();
+}
+
+bool Session::truncate(int64_t n) {
+  if (n < 0 || n > length()) fail("session", "truncate", "position {} is outside 0..{}", n, length());
+  if (kv_.truncate(n)) {
+    history_.resize(static_cast<size_t>(n));
+    return true;
+  }
+  reset();
+  return false;
+}
+
+const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsWanted wanted,
+                                           int64_t max_tokens_per_call) {
+  const ModelSpec& s = model_.spec();
+  if (ids.empty()) fail("session", "input", "no tokens to run");
+  if (length() + static_cast<int64_t>(ids.size()) > context_length())
+    fail("session", "context", "{} tokens after the {} already in context exceed the context length {}", ids.size(),
+         length(), context_length());
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= s.vocab_size)
+      fail("input", "token ids", "token id {} at index {} is outside the vocabulary [0, {})", ids[i], i, s.vocab_size);
+
+  const ProgramSet& set = model_.programs();
+  const int64_t largest = set.prefill_sizes.empty() ? 1 : set.prefill_sizes.back();
+  const int64_t per_call = max_tokens_per_call > 0 ? std::min(max_tokens_per_call, largest) : largest;
+  const bool all = wanted == LogitsWanted::All;
+  const int64_t vocab = s.vocab_size;
+  logits_.assign(static_cast<size_t>((all ? ids.size() : 1) * vocab), 0.0f);
+  size_t done = 0;
+  while (done < ids.size()) {
+    const int64_t n = std::min<int64_t>(per_call, static_cast<int64_t>(ids.size() - done));
+    const bool last_call = done + n == ids.size();
+    float* out = all ? logits_.data() + done * vocab : (last_call ? logits_.data() : nullptr);
+    run_call(ids.subspan(done, n), all, out);
+    done += n;
+  }
+  history_.insert(history_.end(), ids.begin(), ids.end());
+  return logits_;
+}
+
+void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const ProgramSet& set = model_.programs();
+  // The smallest variant that takes n tokens in one call.
+  int64_t variant = 1;
+  if (n > 1) {
+    variant = set.prefill_sizes.back();
+    for (int64_t t : set.prefill_sizes)
+      if (t >= n) {
+        variant = t;
+        break;
+      }
+  }
+  CallContext ctx;
+  ctx.rows = n;
+  ctx.kv = &kv_;
+  ctx.pool = &model_.pool();
+  if (logits_out) {
+    if (all_logits) {
+      for (int64_t r = 0; r < n; ++r) ctx.logit_rows.push_back(static_cast<int32_t>(r));
+    } else {
+      ctx.logit_rows.push_back(static_cast<int32_t>(n - 1));
+    }
+  } else {
+    ctx.logit_rows.push_back(static_cast<int32_t>(n - 1));  // the head runs; its result is unused
+  }
+  Workspace* prev = nullptr;
+  int prev_x = -1;
+  for (size_t i = 0; i < set.programs.size(); ++i) {
+    const Program& p = set.programs[i];
+    if (p.max_tokens != variant) continue;
+    if (!workspaces_[i]) workspaces_[i] = model_.bound(i).make_workspace();
+    Workspace& ws = *workspaces_[i];
+    for (int id : p.inputs) {
+      const Value& v = p.values[id];
+      if (v.name == "ids") {
+        std::copy(ids.begin(), ids.end(), ws.i(id));
+      } else if (v.name == "positions") {
+        for (int64_t t = 0; t < n; ++t) ws.i(id)[t] = static_cast<int32_t>(length() + t);
+      } else if (v.name == "x") {
+        std::memcpy(ws.f(id), prev->f(prev_x), sizeof(float) * n * v.cols);
+      } else if (v.name == "rope.cos" || v.name == "rope_local.cos") {
+        const RopeTable& table = model_.rope(v.name == "rope_local.cos");
+        table.fill(length(), n, ws.f(id), ws.f(p.find_value(v.name.substr(0, v.name.size() - 3) + "sin")));
+      } else if (v.name != "rope.sin" && v.name != "rope_local.sin") {
+        fail(p.name, v.name, "the runtime does not know how to provide this input");
+      }
+    }
+    model_.bound(i).run(ws, ctx);
+    prev = &ws;
+    prev_x = p.find_value("x");
+  }
+  if (logits_out && prev) {
+    const Program& last = *set.variant(variant).back();
+    const int id = last.find_value("logits");
+    std::memcpy(logits_out, prev->f(id), sizeof(float) * ctx.logit_rows.size() * model_.spec().vocab_size);
+  }
+  kv_.advance(n);
+}
+
+}  // namespace tessera

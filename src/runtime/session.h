@@ -1,0 +1,53 @@
+// A conversation's state on a Model: the KV cache and the token history.
+// forward() runs new tokens through the programs of the model — the whole
+// batch in calls of up to T tokens (prefill variants), or T=1 (decode) — and
+// returns logits. The result never depends on how the tokens were split into
+// calls or on the thread count: every kernel computes each value in a fixed
+// order (kernels/reference/dot.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/kv_cache.h"
+#include "runtime/model.h"
+
+namespace tessera {
+
+enum class LogitsWanted { Last, All };
+
+class Session {
+ public:
+  // context_length 0: the model's max_position_embeddings.
+  explicit Session(const Model& model, int64_t context_length = 0);
+
+  // Appends `ids` at positions length() ... and returns logits [rows][vocab]
+  // for the last token (Last) or every token (All). max_tokens_per_call 0:
+  // the largest prefill variant. Throws Error (and changes nothing) when the
+  // ids do not fit in the context or are outside the vocabulary.
+  const std::vector<float>& forward(std::span<const int32_t> ids, LogitsWanted wanted = LogitsWanted::Last,
+                                    int64_t max_tokens_per_call = 0);
+
+  int64_t length() const { return kv_.length(); }
+  int64_t context_length() const { return kv_.context_length(); }
+  const std::vector<int32_t>& history() const { return history_; }
+  // Keeps the first n tokens. False when the KV cannot be cut there (a sliding
+  // layer's ring no longer holds what position n needs); then the session is
+  // reset and the caller re-feeds the tokens.
+  bool truncate(int64_t n);
+  void reset();
+  const KvCache& kv() const { return kv_; }
+  const Model& model() const { return model_; }
+
+ private:
+  void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out);
+
+  const Model& model_;
+  KvCache kv_;
+  std::vector<int32_t> history_;
+  std::vector<std::optional<Workspace>> workspaces_;  // by program index, made on first use
+  std::vector<float> logits_;
+};
+
+}  // namespace tessera

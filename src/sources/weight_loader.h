@@ -1,0 +1,56 @@
+// The weights of a model as f32 tensors under their Hugging Face parameter
+// names ("model.layers.0.self_attn.q_proj.weight"), whatever the source:
+//
+//   * HF checkpoints: f32 / f16 / bf16 safetensors, converted exactly; the
+//     text model of a multimodal checkpoint ("model.language_model.*") is
+//     found under the plain names.
+//   * GGUF: llama.cpp tensor names mapped back to HF names, every ggml block
+//     format dequantized (ggml_dequant.h), and the two storage changes
+//     llama.cpp's converter makes undone, as transformers' GGUF loader does:
+//       - llama: attn_q / attn_k rows were permuted per head for interleaved
+//         RoPE: HF row h·d + s·d/2 + i is GGUF row h·d + 2i + s;
+//       - gemma3: every *norm.weight is stored as 1 + w.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sources/model_source.h"
+
+namespace tessera {
+
+struct F32Tensor {
+  std::vector<int64_t> shape;  // outermost first
+  std::vector<float> data;
+  int64_t elements() const;
+};
+
+class WeightStore {
+ public:
+  // Throws Error naming the tensor when absent.
+  const F32Tensor& get(const std::string& name) const;
+  const F32Tensor* find(const std::string& name) const;
+  void put(std::string name, F32Tensor t) { tensors_[std::move(name)] = std::move(t); }
+  const std::map<std::string, F32Tensor>& all() const { return tensors_; }
+  uint64_t bytes() const;
+
+  std::string origin;  // the source path, for error messages
+
+ private:
+  std::map<std::string, F32Tensor> tensors_;
+};
+
+// Loads `names` (HF names) from `src`. Throws Error naming the first tensor
+// that is missing or has a format that cannot be converted. `progress`, if
+// set, is called with (done, total) after each tensor.
+WeightStore load_f32_weights(const ModelSource& src, const std::vector<std::string>& names,
+                             const std::function<void(size_t, size_t)>& progress = {});
+
+// The GGUF tensor name llama.cpp uses for an HF parameter name of a model of
+// `arch` ("" when there is none).
+std::string gguf_tensor_name(Architecture arch, const std::string& hf_name);
+
+}  // namespace tessera

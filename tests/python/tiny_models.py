@@ -1,0 +1,64 @@
+"""Tiny random Hugging Face models of every architecture Tessera runs, made on
+the fly with transformers (seeded, fp32): few layers and small widths, but
+the real structure — GQA, qkv bias (Qwen2), q/k norm (Qwen3, Gemma 3), tied
+and untied embeddings, RoPE scaling, Gemma 3 sliding-window layers with a
+window much shorter than the test sequences, soft-capping.
+
+Every parameter is redrawn (norm weights around their neutral value, the
+rest N(0, 0.1²)) so that no block is an identity that would hide a bug."""
+
+from pathlib import Path
+
+import torch
+import transformers
+
+VOCAB = 256
+
+
+def _configs():
+    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=512)
+    return {
+        "llama": lambda: transformers.LlamaConfig(**common, num_hidden_layers=3, tie_word_embeddings=False),
+        "llama_tied_llama3_rope": lambda: transformers.LlamaConfig(
+            **common, num_hidden_layers=2, tie_word_embeddings=True,
+            rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+        "llama_mqa_linear_rope": lambda: transformers.LlamaConfig(
+            **{**common, "num_key_value_heads": 1}, num_hidden_layers=2, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0}),
+        "qwen2": lambda: transformers.Qwen2Config(**common, num_hidden_layers=3, tie_word_embeddings=True),
+        "qwen3": lambda: transformers.Qwen3Config(**common, num_hidden_layers=3, head_dim=32,
+                                                  tie_word_embeddings=False),
+        "gemma3": lambda: transformers.Gemma3TextConfig(
+            **common, num_hidden_layers=4, head_dim=16, sliding_window=8, query_pre_attn_scalar=24,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "linear", "rope_theta": 1000000.0, "factor": 8.0}}),
+        # attn_logit_softcapping is set but transformers' Gemma 3 ignores it (so
+        # must we); final_logit_softcapping is applied.
+        "gemma3_softcap": lambda: transformers.Gemma3TextConfig(
+            **common, num_hidden_layers=2, head_dim=16, sliding_window=5, query_pre_attn_scalar=16,
+            layer_types=["sliding_attention", "full_attention"], attn_logit_softcapping=3.0,
+            final_logit_softcapping=4.0),
+    }
+
+
+ARCHITECTURES = sorted(_configs())
+
+
+def make_tiny_model(name: str, directory: Path, seed: int = 0):
+    """Saves the tiny model `name` (config.json + model.safetensors) in
+    `directory` and returns the transformers model (eval, eager attention)."""
+    torch.manual_seed(seed)
+    config = _configs()[name]()
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    plus_one = name.startswith("gemma")  # Gemma norms scale by (1 + w)
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if "norm" in pname:
+                p.copy_((0.0 if plus_one else 1.0) + 0.1 * torch.randn_like(p))
+            else:
+                p.normal_(0.0, 0.1)
+    model.save_pretrained(directory)
+    return model
