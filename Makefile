@@ -6,6 +6,7 @@ JOBS       ?= $(shell nproc)
 VENV       ?= .venv
 PYTHON     ?= $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
 DEMO_MODEL ?= smollm2-135m-instruct
+DEMO_PROMPT ?= Explain in two sentences why the sky is blue.
 FUZZ_SECONDS ?= 60
 
 PYBIND11_DIR := $(shell $(PYTHON) -m pybind11 --cmakedir 2>/dev/null)
@@ -40,7 +41,7 @@ test-asan:
 
 demo: build
 	$(BUILD)/tessera pull $(DEMO_MODEL)
-	$(BUILD)/tessera info $(DEMO_MODEL)
+	$(BUILD)/tessera run $(DEMO_MODEL) --chat -p "$(DEMO_PROMPT)" -n 128 --threads $(JOBS)
 
 setup:
 	bash scripts/setup.sh

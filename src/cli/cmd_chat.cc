@@ -20,14 +20,16 @@ namespace tessera::cli {
 void register_chat(CLI::App& app) {
   auto* cmd = app.add_subcommand("chat", "Interactive multi-turn chat");
   static GenerationFlags flags;
+  static bool no_kv_reuse = false;
   flags.max_tokens = 512;
   flags.add_to(*cmd);
+  cmd->add_flag("--no-kv-reuse", no_kv_reuse, "Recompute the whole conversation every turn (same output, slower)");
   cmd->callback([] {
     const GenerateOptions options = flags.options();
     auto model = flags.load_model();
     if (!model->chat_template()) fail(model->path(), "chat template", "the model has no chat template");
     Session session(*model, flags.ctx);
-    Chat chat(session, options, flags.system);
+    Chat chat(session, options, flags.system, !no_kv_reuse);
     std::string line, message;
     for (;;) {
       fmt::print(stderr, "{}", message.empty() ? "> " : ". ");

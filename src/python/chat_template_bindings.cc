@@ -9,12 +9,16 @@
 //       bound (RenderLimits) for tests. Unsupported template features, raise_exception
 //       and bad input raise TesseraError.
 //   _tessera.find_chat_template(path) -> str | None
+//   _tessera.builtin_chat_template(architecture) -> str | None
+//       The fallback template for models whose files carry none ("gemma3").
+#include <optional>
 #include <string>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "core/error.h"
+#include "tokenizer/builtin_chat_templates.h"
 #include "tokenizer/chat_template.h"
 
 namespace py = pybind11;
@@ -49,4 +53,13 @@ void bind_chat_template(py::module_& m) {
         return find_chat_template(path);
       },
       py::arg("path"));
+  m.def(
+      "builtin_chat_template",
+      [](const std::string& arch) -> std::optional<std::string> {
+        for (Architecture a : {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Qwen3_5,
+                               Architecture::Gemma3, Architecture::Gemma4, Architecture::Lfm2})
+          if (arch == architecture_name(a)) return builtin_chat_template(a);
+        fail("builtin_chat_template", arch, "unknown architecture");
+      },
+      py::arg("architecture"));
 }

@@ -19,8 +19,8 @@ std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered
   return tok.encode(tpl->render(messages, o), /*add_special=*/false);
 }
 
-Chat::Chat(Session& session, GenerateOptions options, std::string system_prompt)
-    : session_(session), options_(std::move(options)), system_(std::move(system_prompt)) {
+Chat::Chat(Session& session, GenerateOptions options, std::string system_prompt, bool reuse_kv)
+    : session_(session), options_(std::move(options)), system_(std::move(system_prompt)), reuse_kv_(reuse_kv) {
   reset();
 }
 
@@ -42,7 +42,7 @@ GenerateResult Chat::turn(const std::string& user_message, const std::function<b
   }
   const std::vector<int32_t>& held = session_.history();
   size_t common = 0;
-  while (common < held.size() && common < ids.size() && held[common] == ids[common]) ++common;
+  while (reuse_kv_ && common < held.size() && common < ids.size() && held[common] == ids[common]) ++common;
   common = std::min(common, ids.size() - 1);  // at least one new token to run
   if (!session_.truncate(static_cast<int64_t>(common))) common = 0;  // ring KV lost it: recompute
   reused_ = static_cast<int64_t>(common);

@@ -26,7 +26,9 @@ std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered
 
 class Chat {
  public:
-  Chat(Session& session, GenerateOptions options, std::string system_prompt = "");
+  // reuse_kv false: every turn recomputes the whole conversation (a check
+  // that reuse changes nothing).
+  Chat(Session& session, GenerateOptions options, std::string system_prompt = "", bool reuse_kv = true);
 
   // Adds the user message, generates the reply (streamed to on_text) and
   // returns it. `reused_tokens` of the result prompt were already in the KV.
@@ -42,6 +44,7 @@ class Chat {
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::string system_;
   int64_t reused_ = 0;
+  bool reuse_kv_ = true;
 };
 
 }  // namespace tessera
