@@ -14,7 +14,7 @@ TesseraError = _core.TesseraError
 GgufFile = _core.GgufFile
 # Tokenizer.from_file(GGUF | tokenizer.json | HF dir): encode / decode exactly as Hugging Face.
 Tokenizer = _core.Tokenizer
-# Model(path, threads=1, chunks=1, prefill_sizes=[8, 32, 128]) and Session(model):
+# Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False) and Session(model):
 # Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab].
 Model = _core.Model
 Session = _core.Session

@@ -48,11 +48,7 @@ void register_chat(CLI::App& app) {
       }
       if (message.empty()) continue;
       try {
-        const GenerateResult r = chat.turn(message, [](std::string_view text) {
-          std::fwrite(text.data(), 1, text.size(), stdout);
-          std::fflush(stdout);
-          return true;
-        });
+        const GenerateResult r = chat.turn(message, print_text);
         fmt::print("\n");
         std::fflush(stdout);
         print_speed(r);

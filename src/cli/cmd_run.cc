@@ -82,11 +82,7 @@ void register_run(CLI::App& app) {
       fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
-    const GenerateResult r = generate(session, ids, options, [](std::string_view text) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-      return true;
-    });
+    const GenerateResult r = generate(session, ids, options, print_text);
     fmt::print("\n");
     std::fflush(stdout);
     print_speed(r);

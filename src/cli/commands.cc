@@ -12,6 +12,9 @@ void register_info(CLI::App& app);
 void register_pull(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_run(CLI::App& app);
+void register_convert(CLI::App& app);
+void register_oracle(CLI::App& app);
+void register_quality(CLI::App& app);
 void register_chat(CLI::App& app);
 
 void register_commands(CLI::App& app) {
@@ -19,6 +22,9 @@ void register_commands(CLI::App& app) {
   register_pull(app);
   register_tokenize(app);
   register_run(app);
+  register_convert(app);
+  register_oracle(app);
+  register_quality(app);
   register_chat(app);
 }
 

@@ -1,5 +1,7 @@
 #include "cli/generation_flags.h"
 
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -21,8 +23,9 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("-t,--threads", threads, "Threads (results are identical for any count)")->capture_default_str();
   cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
   cmd.add_option("-b,--batch", batch, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
-  cmd.add_option("--chunks", chunks, "Split the layers into this many programs")->capture_default_str();
+  cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
+  cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
 }
 
 std::unique_ptr<Model> GenerationFlags::load_model() const {
@@ -30,7 +33,8 @@ std::unique_ptr<Model> GenerationFlags::load_model() const {
   if (batch < 0) fail("options", "--batch", "must be >= 0, got {}", batch);
   LoadOptions o;
   o.threads = threads;
-  o.build.chunks = chunks;
+  o.chunks = chunks;
+  o.verify = verify;
   return Model::load(model, o);
 }
 
@@ -50,6 +54,12 @@ GenerateOptions GenerationFlags::options() const {
   o.sampling.validate();
   if (max_tokens < 1) fail("options", "--max-tokens", "must be at least 1, got {}", max_tokens);
   return o;
+}
+
+bool print_text(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return true;
 }
 
 void print_speed(const GenerateResult& r) {

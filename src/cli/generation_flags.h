@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -18,19 +19,23 @@ struct GenerationFlags {
   int threads = 1;
   int64_t ctx = 0;         // 0: the model's context length
   int64_t batch = 0;       // prefill tokens per call (0: largest variant)
-  int64_t chunks = 1;
+  int64_t chunks = 0;       // 0: the bundle's own, else 1
   int64_t max_tokens = 128;
   float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repeat_penalty = 1.0f;
   int64_t top_k = 0, repeat_last_n = 64;
   uint64_t seed = 0;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  bool verify = false;
   std::string system;
 
   void add_to(CLI::App& cmd);
   std::unique_ptr<Model> load_model() const;
   GenerateOptions options() const;
 };
+
+// Writes generated text to stdout as it arrives (a generate() on_text callback).
+bool print_text(std::string_view text);
 
 // "prefill 12 tok (340.1 tok/s) | decode 64 tok (55.2 tok/s) | ttft 35.3 ms" on stderr.
 void print_speed(const GenerateResult& r);

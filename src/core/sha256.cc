@@ -43,6 +43,12 @@ std::string sha256_hex(std::span<const uint8_t> bytes) {
   return d.hex();
 }
 
+std::string sha256_hex_of(std::initializer_list<std::span<const uint8_t>> parts) {
+  DigestContext d;
+  for (const auto& p : parts) d.update(p.data(), p.size());
+  return d.hex();
+}
+
 std::string sha256_file_hex(const std::string& path,
                             const std::function<void(uint64_t, uint64_t)>& on_progress) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);

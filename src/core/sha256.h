@@ -3,10 +3,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <span>
 #include <string>
 
 namespace tessera {
+
+// Lower-case hex digest of several byte ranges, hashed as their concatenation.
+std::string sha256_hex_of(std::initializer_list<std::span<const uint8_t>> parts);
 
 // Lower-case hex digest of `bytes`.
 std::string sha256_hex(std::span<const uint8_t> bytes);

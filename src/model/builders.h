@@ -16,7 +16,7 @@ namespace tessera::model {
 
 struct BuildOptions {
   int64_t chunks = 1;
-  std::vector<int64_t> prefill_sizes = {8, 32, 128};
+  std::vector<int64_t> prefill_sizes = {8, 32, 512};
 };
 
 // Throws Error for an architecture without a builder or a bad option.

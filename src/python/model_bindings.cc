@@ -1,7 +1,8 @@
 // Python bindings of the runtime, enough to drive a model token by token and
 // compare it with transformers:
 //
-//   m = _tessera.Model(path, threads=1, chunks=1, prefill_sizes=[8, 32, 128])
+//   m = _tessera.Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False)
+//       (chunks 0 / prefill_sizes []: the bundle's own, else 1 chunk and 8/32/512)
 //   m.vocab_size, m.stop_token_ids, m.programs_json()
 //   s = _tessera.Session(m, context_length=0)
 //   s.forward(ids, all_logits=True, max_tokens_per_call=0) -> float32 ndarray [rows, vocab]
@@ -28,16 +29,17 @@ void bind_model(py::module_& m) {
   register_tessera_error(m);
 
   py::class_<Model>(m, "Model")
-      .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes) {
+      .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify) {
              py::gil_scoped_release release;
              LoadOptions o;
              o.threads = threads;
-             o.build.chunks = chunks;
-             o.build.prefill_sizes = std::move(prefill_sizes);
+             o.chunks = chunks;
+             o.prefill_sizes = std::move(prefill_sizes);
+             o.verify = verify;
              return Model::load(path, o);
            }),
-           py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 1,
-           py::arg("prefill_sizes") = std::vector<int64_t>{8, 32, 128})
+           py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
+           py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false)
       .def_property_readonly("vocab_size", [](const Model& x) { return x.spec().vocab_size; })
       .def_property_readonly("stop_token_ids", [](const Model& x) { return x.stop_token_ids(); })
       .def("programs_json", [](const Model& x) {

@@ -11,7 +11,7 @@ namespace tessera {
 
 namespace {
 
-void expect_shape(const Program& p, const F32Tensor& t, const std::string& name, std::vector<int64_t> shape) {
+void expect_shape(const Program& p, const WeightView& t, const std::string& name, std::vector<int64_t> shape) {
   if (t.shape != shape)
     fail(p.name, name, "weight has shape [{}], the model needs [{}]", fmt::join(t.shape, ", "), fmt::join(shape, ", "));
 }
@@ -23,33 +23,39 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights) :
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;
-    auto weight = [&](size_t i) -> const F32Tensor& { return weights.get(op.weights.at(i)); };
+    auto weight = [&](size_t i) -> const WeightView& { return weights.get(op.weights.at(i)); };
+    // Vectors (norm weights, biases) are read as plain f32 arrays.
+    auto f32_vector = [&](size_t i) -> const float* {
+      const WeightView& v = weight(i);
+      if (v.format != WeightFormat::F32 || v.shape.size() != 1)
+        fail(p.name, op.weights[i], "expected an f32 vector, found {} of rank {}", weight_format_name(v.format),
+             v.shape.size());
+      return static_cast<const float*>(v.data);
+    };
     const auto cols = [&](int id) { return p.values[id].cols; };
     switch (op.kind) {
       case OpKind::Embed: {
-        const F32Tensor& t = weight(0);
+        const WeightView& t = weight(0);
         if (t.shape.size() != 2 || t.shape[1] != cols(op.outputs[0]))
           fail(p.name, op.weights[0], "embedding has shape [{}], expected [vocab, {}]", fmt::join(t.shape, ", "),
                cols(op.outputs[0]));
-        b.w0 = t.data.data();
-        b.w0_rows = t.shape[0];
+        b.w0 = &t;
         break;
       }
       case OpKind::RmsNorm:
         if (!op.weights.empty()) {
-          const F32Tensor& t = weight(0);
-          expect_shape(p, t, op.weights[0], {op.group > 0 ? op.group : cols(op.inputs[0])});
-          b.w0 = t.data.data();
+          expect_shape(p, weight(0), op.weights[0], {op.group > 0 ? op.group : cols(op.inputs[0])});
+          f32_vector(0);
+          b.w0 = &weight(0);
         }
         break;
       case OpKind::Linear: {
-        const F32Tensor& t = weight(0);
+        const WeightView& t = weight(0);
         expect_shape(p, t, op.weights[0], {cols(op.outputs[0]), cols(op.inputs[0])});
-        b.w0 = t.data.data();
+        b.w0 = &t;
         if (op.weights.size() > 1) {
-          const F32Tensor& bias = weight(1);
-          expect_shape(p, bias, op.weights[1], {cols(op.outputs[0])});
-          b.w1 = bias.data.data();
+          expect_shape(p, weight(1), op.weights[1], {cols(op.outputs[0])});
+          b.w1 = f32_vector(1);
         }
         break;
       }
@@ -95,15 +101,15 @@ void BoundProgram::run(Workspace& ws, const CallContext& ctx) const {
     const Op& op = *b.op;
     switch (op.kind) {
       case OpKind::Embed: {
-        const int64_t width = p.values[op.outputs[0]].cols;
-        ref::embed(b.w0, b.w0_rows, width, ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]));
+        ref::embed_any(*b.w0, ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]));
         break;
       }
       case OpKind::RmsNorm: {
         const int in = op.inputs[0];
         const int64_t width = op.group > 0 ? op.group : p.values[in].cols;
         const int64_t rows = rows_of(in) * (p.values[in].cols / width);
-        ref::rms_norm(ws.f(in), b.w0, rows, width, op.eps, op.plus_one, ws.f(op.outputs[0]));
+        const float* w = b.w0 ? static_cast<const float*>(b.w0->data) : nullptr;
+        ref::rms_norm(ws.f(in), w, rows, width, op.eps, op.plus_one, ws.f(op.outputs[0]));
         break;
       }
       case OpKind::Linear: {
@@ -112,7 +118,7 @@ void BoundProgram::run(Workspace& ws, const CallContext& ctx) const {
         const float* x = ws.f(in);
         float* y = ws.f(out);
         pool.parallel_for(
-            n, [&](int64_t begin, int64_t end) { ref::linear(x, rows, k, b.w0, b.w1, n, begin, end, y); }, 64);
+            n, [&](int64_t begin, int64_t end) { ref::linear_any(x, rows, k, *b.w0, b.w1, n, begin, end, y); }, 64);
         break;
       }
       case OpKind::Rope:

@@ -11,7 +11,7 @@
 #include "graph/program.h"
 #include "runtime/kv_cache.h"
 #include "runtime/thread_pool.h"
-#include "sources/weight_loader.h"
+#include "runtime/weight_store.h"
 
 namespace tessera {
 
@@ -44,9 +44,8 @@ class BoundProgram {
  private:
   struct BoundOp {
     const Op* op = nullptr;
-    const float* w0 = nullptr;
-    const float* w1 = nullptr;
-    int64_t w0_rows = 0;  // Embed: vocabulary size
+    const WeightView* w0 = nullptr;  // the op's weight (Embed table, norm weight, linear matrix)
+    const float* w1 = nullptr;       // Linear bias (f32)
   };
   const Program* program_;
   std::vector<BoundOp> ops_;

@@ -3,71 +3,107 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "bundle/bundle.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "sources/hf_config.h"
 #include "sources/gguf.h"
 #include "sources/model_source.h"
+#include "sources/stop_tokens.h"
 #include "tokenizer/builtin_chat_templates.h"
 
 namespace tessera {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The model's own chat template (next to `path`), else the built-in one for its architecture.
+std::optional<ChatTemplate> load_chat_template(const std::string& path, Architecture arch) {
+  if (std::optional<std::string> tpl = find_chat_template(path))
+    return ChatTemplate::parse(*tpl, path + ": chat template");
+  if (std::optional<std::string> builtin = builtin_chat_template(arch))
+    return ChatTemplate::parse(*builtin, std::string("built-in ") + architecture_name(arch) + " chat template");
+  return std::nullopt;
+}
+
+}  // namespace
+
+void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std::vector<int64_t> default_prefill) {
+  model::BuildOptions build;
+  build.chunks = options.chunks > 0 ? options.chunks : default_chunks;
+  if (!options.prefill_sizes.empty()) {
+    build.prefill_sizes = options.prefill_sizes;
+  } else if (!default_prefill.empty()) {
+    build.prefill_sizes = std::move(default_prefill);
+  }
+  programs_ = model::build_programs(spec_, build);
+  bound_.reserve(programs_.programs.size());
+  for (const Program& p : programs_.programs) bound_.emplace_back(p, weights_);
+
+  // RoPE tables of the global and (Gemma 3) local layers.
+  int64_t global_layer = -1, local_layer = -1;
+  for (int64_t l = 0; l < spec_.num_layers; ++l) {
+    const bool local = spec_.layer_types[l] == LayerKind::SlidingAttention && spec_.rope_local;
+    (local ? local_layer : global_layer) = l;
+  }
+  if (global_layer >= 0) rope_.emplace(spec_.rope, model::rotary_dim(spec_, global_layer), spec_.context_length);
+  if (local_layer >= 0)
+    rope_local_.emplace(*spec_.rope_local, model::rotary_dim(spec_, local_layer), spec_.context_length);
+  if (!rope_) rope_ = rope_local_;
+}
+
 std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOptions& options) {
   auto m = std::unique_ptr<Model>(new Model());
+  m->pool_ = std::make_unique<ThreadPool>(options.threads);
+  std::error_code ec;
+
+  if (Bundle::is_bundle(name_or_path)) {
+    auto bundle = std::make_shared<Bundle>(Bundle::open(name_or_path, options.verify));
+    const Manifest& man = bundle->manifest();
+    m->from_bundle_ = true;
+    m->path_ = name_or_path;
+    m->spec_ = man.spec;
+    m->weights_.origin = name_or_path;
+    for (const auto& [name, view] : bundle->weights()) m->weights_.put_view(name, view);
+    m->weights_.keep_alive.push_back(bundle);
+    m->finish_load(options, man.chunks, man.prefill_sizes);
+    const std::string kind = man.tokenizer.value("kind", "none");
+    if (kind == "gguf") {
+      const std::string file = (fs::path(name_or_path) / man.tokenizer.value("file", "tokenizer.gguf")).string();
+      m->tokenizer_.emplace(tok::Tokenizer::from_file(file));
+      m->chat_template_ = load_chat_template(file, m->spec_.arch);
+    } else if (kind == "hf") {
+      m->tokenizer_.emplace(tok::Tokenizer::from_file(name_or_path));
+      m->chat_template_ = load_chat_template(name_or_path, m->spec_.arch);
+    }
+    m->stop_ids_ = man.stop_token_ids;
+    return m;
+  }
+
   ModelSource src = open_model_source(name_or_path);
   m->path_ = src.path;
   m->spec_ = src.spec;
-  m->programs_ = model::build_programs(m->spec_, options.build);
-  m->pool_ = std::make_unique<ThreadPool>(options.threads);
-
   // Weights: only what the programs read, as f32.
-  const std::vector<std::string> names = weights_used(m->programs_);
+  model::BuildOptions probe;
+  probe.chunks = 1;
+  const std::vector<std::string> names = weights_used(model::build_programs(m->spec_, probe));
   std::optional<Progress> bar;
   if (options.progress) bar.emplace("loading weights", names.size());
-  m->weights_ = load_f32_weights(src, names, [&](size_t done, size_t) {
-    if (bar) bar->update(done);
-  });
+  m->weights_.origin = src.path;
+  for (auto& [name, t] : load_f32_weights(src, names, [&](size_t done, size_t) {
+         if (bar) bar->update(done);
+       }))
+    m->weights_.put(name, std::move(t));
   bar.reset();
-  m->bound_.reserve(m->programs_.programs.size());
-  for (const Program& p : m->programs_.programs) m->bound_.emplace_back(p, m->weights_);
+  m->finish_load(options, 1, {});
 
-  // RoPE tables of the global and (Gemma 3) local layers.
-  const ModelSpec& s = m->spec_;
-  int64_t global_layer = -1, local_layer = -1;
-  for (int64_t l = 0; l < s.num_layers; ++l) {
-    const bool local = s.layer_types[l] == LayerKind::SlidingAttention && s.rope_local;
-    (local ? local_layer : global_layer) = l;
-  }
-  if (global_layer >= 0) m->rope_.emplace(s.rope, model::rotary_dim(s, global_layer), s.context_length);
-  if (local_layer >= 0) m->rope_local_.emplace(*s.rope_local, model::rotary_dim(s, local_layer), s.context_length);
-  if (!m->rope_) m->rope_ = m->rope_local_;
-
-  // Tokenizer and chat template.
-  std::error_code ec;
   if (src.format == SourceFormat::Gguf) {
     m->tokenizer_.emplace(tok::Tokenizer::from_gguf(*src.gguf));
   } else if (fs::is_regular_file(fs::path(src.path) / "tokenizer.json", ec)) {
     m->tokenizer_.emplace(tok::Tokenizer::from_file(src.path));
   }
-  if (std::optional<std::string> tpl = find_chat_template(src.path)) {
-    m->chat_template_.emplace(ChatTemplate::parse(*tpl, src.path + ": chat template"));
-  } else if (std::optional<std::string> builtin = builtin_chat_template(s.arch)) {
-    m->chat_template_.emplace(ChatTemplate::parse(*builtin, std::string("built-in ") + architecture_name(s.arch) +
-                                                                " chat template"));
-  }
-
-  // Stop tokens: generation_config.json's eos when present (what transformers'
-  // generate() stops on), else the spec's, plus the tokenizer's eos.
-  std::vector<int64_t> stop = s.eos_token_ids;
-  if (src.format == SourceFormat::HfDirectory)
-    if (auto gen = hf_generation_eos_token_ids(src.path)) stop = *gen;
-  if (m->tokenizer_ && m->tokenizer_->eos_id()) stop.push_back(*m->tokenizer_->eos_id());
-  for (int64_t id : stop)
-    if (id >= 0 && id < s.vocab_size &&
-        std::find(m->stop_ids_.begin(), m->stop_ids_.end(), static_cast<int32_t>(id)) == m->stop_ids_.end())
-      m->stop_ids_.push_back(static_cast<int32_t>(id));
+  m->chat_template_ = load_chat_template(src.path, m->spec_.arch);
+  m->stop_ids_ = tessera::stop_token_ids(src, m->tokenizer_ ? m->tokenizer_->eos_id() : std::nullopt);
   return m;
 }
 

@@ -14,7 +14,7 @@
 #include "runtime/executor.h"
 #include "runtime/rope_table.h"
 #include "runtime/thread_pool.h"
-#include "sources/weight_loader.h"
+#include "runtime/weight_store.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -22,14 +22,19 @@ namespace tessera {
 
 struct LoadOptions {
   int threads = 1;
-  model::BuildOptions build;
+  // Programs: layer chunks and prefill variants. 0 / empty: a bundle's own
+  // (manifest "build"), else 1 chunk and model::BuildOptions' sizes.
+  int64_t chunks = 0;
+  std::vector<int64_t> prefill_sizes;
   bool progress = false;  // progress bar on stderr while weights load
+  bool verify = false;    // bundles: check every tensor's sha256
 };
 
 class Model {
  public:
-  // `name_or_path`: a GGUF file, an HF checkpoint directory or a pulled model
-  // name. Throws Error naming what is wrong (unknown name, unsupported
+  // `name_or_path`: a bundle directory (tessera convert), a GGUF file, an HF
+  // checkpoint directory or a pulled model name. Bundles are mmap'd, not
+  // copied; the others are dequantized to f32 in memory. Throws Error naming what is wrong (unknown name, unsupported
   // architecture, missing or misshapen tensor, ...).
   static std::unique_ptr<Model> load(const std::string& name_or_path, const LoadOptions& options = {});
 
@@ -48,6 +53,8 @@ class Model {
   bool has_local_rope() const { return rope_local_.has_value(); }
   ThreadPool& pool() const { return *pool_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }
+  const WeightStore& weights() const { return weights_; }
+  bool from_bundle() const { return from_bundle_; }
 
  private:
   std::string path_;
@@ -60,6 +67,9 @@ class Model {
   std::vector<int32_t> stop_ids_;
   std::optional<RopeTable> rope_, rope_local_;
   std::unique_ptr<ThreadPool> pool_;
+  bool from_bundle_ = false;
+
+  void finish_load(const LoadOptions& options, int64_t default_chunks, std::vector<int64_t> default_prefill);
 };
 
 }  // namespace tessera

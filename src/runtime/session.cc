@@ -111,6 +111,9 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
     model_.bound(i).run(ws, ctx);
     prev = &ws;
     prev_x = p.find_value("x");
+    if (on_chunk_output && prev_x >= 0 &&
+        std::find(p.outputs.begin(), p.outputs.end(), prev_x) != p.outputs.end())
+      on_chunk_output(p.chunk, ws.f(prev_x), n, p.values[prev_x].cols);
   }
   if (logits_out && prev) {
     const Program& last = *set.variant(variant).back();

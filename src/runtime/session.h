@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -39,6 +40,12 @@ class Session {
   void reset();
   const KvCache& kv() const { return kv_; }
   const Model& model() const { return model_; }
+
+  // Optional observer: called after each non-last chunk program of a call
+  // with the residual stream "x" it outputs ([rows][cols] row-major, rows =
+  // the call's token count), i.e. the residual after that chunk's last layer.
+  // The pointer is valid only during the call. Unset: no cost.
+  std::function<void(int64_t chunk, const float* x, int64_t rows, int64_t cols)> on_chunk_output;
 
  private:
   void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out);

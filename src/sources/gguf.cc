@@ -363,6 +363,7 @@ class GgufParser {
       out.metadata_index_.emplace(key, out.metadata_.size());
       out.metadata_.emplace_back(std::move(key), std::move(v));
     }
+    out.metadata_end_ = pos_;
     if (const GgufValue* a = out.find("general.alignment")) {
       const std::string subject = "metadata 'general.alignment'";
       // ggml and gguf-py both require exactly uint32 here.

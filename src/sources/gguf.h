@@ -120,6 +120,9 @@ class GgufFile {
   uint32_t alignment() const { return alignment_; }
   // Absolute file offset where the data section starts (aligned).
   uint64_t data_offset() const { return data_offset_; }
+  // The metadata key/value records occupy bytes [24, metadata_end()) of the
+  // file (after magic, version and the two counts).
+  uint64_t metadata_end() const { return metadata_end_; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
@@ -146,6 +149,7 @@ class GgufFile {
   uint32_t version_ = 0;
   uint32_t alignment_ = kGgufDefaultAlignment;
   uint64_t data_offset_ = 0;
+  uint64_t metadata_end_ = 0;
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::unordered_map<std::string, size_t> metadata_index_;
   std::vector<TensorView> tensors_;

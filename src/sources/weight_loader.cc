@@ -17,23 +17,6 @@ int64_t F32Tensor::elements() const {
   return n;
 }
 
-const F32Tensor* WeightStore::find(const std::string& name) const {
-  auto it = tensors_.find(name);
-  return it == tensors_.end() ? nullptr : &it->second;
-}
-
-const F32Tensor& WeightStore::get(const std::string& name) const {
-  const F32Tensor* t = find(name);
-  if (!t) fail(origin, name, "weight not loaded");
-  return *t;
-}
-
-uint64_t WeightStore::bytes() const {
-  uint64_t n = 0;
-  for (const auto& [name, t] : tensors_) n += t.data.size() * sizeof(float);
-  return n;
-}
-
 std::string gguf_tensor_name(Architecture arch, const std::string& hf) {
   static const std::map<std::string, std::string> top = {
       {"model.embed_tokens.weight", "token_embd.weight"},
@@ -124,10 +107,9 @@ const TensorView* find_hf(const ModelSource& src, const std::string& name) {
 
 }  // namespace
 
-WeightStore load_f32_weights(const ModelSource& src, const std::vector<std::string>& names,
-                             const std::function<void(size_t, size_t)>& progress) {
-  WeightStore store;
-  store.origin = src.path;
+F32Weights load_f32_weights(const ModelSource& src, const std::vector<std::string>& names,
+                            const std::function<void(size_t, size_t)>& progress) {
+  F32Weights store;
   const ModelSpec& s = src.spec;
   size_t done = 0;
   for (const std::string& name : names) {
@@ -146,7 +128,7 @@ WeightStore load_f32_weights(const ModelSource& src, const std::vector<std::stri
       if (!v) fail(src.path, name, "tensor not found in the checkpoint");
       t = to_f32(*v, src.path);
     }
-    store.put(name, std::move(t));
+    store[name] = std::move(t);
     if (progress) progress(++done, names.size());
   }
   return store;

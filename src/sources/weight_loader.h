@@ -28,25 +28,12 @@ struct F32Tensor {
   int64_t elements() const;
 };
 
-class WeightStore {
- public:
-  // Throws Error naming the tensor when absent.
-  const F32Tensor& get(const std::string& name) const;
-  const F32Tensor* find(const std::string& name) const;
-  void put(std::string name, F32Tensor t) { tensors_[std::move(name)] = std::move(t); }
-  const std::map<std::string, F32Tensor>& all() const { return tensors_; }
-  uint64_t bytes() const;
-
-  std::string origin;  // the source path, for error messages
-
- private:
-  std::map<std::string, F32Tensor> tensors_;
-};
+using F32Weights = std::map<std::string, F32Tensor>;
 
 // Loads `names` (HF names) from `src`. Throws Error naming the first tensor
 // that is missing or has a format that cannot be converted. `progress`, if
 // set, is called with (done, total) after each tensor.
-WeightStore load_f32_weights(const ModelSource& src, const std::vector<std::string>& names,
+F32Weights load_f32_weights(const ModelSource& src, const std::vector<std::string>& names,
                              const std::function<void(size_t, size_t)>& progress = {});
 
 // The GGUF tensor name llama.cpp uses for an HF parameter name of a model of

@@ -57,6 +57,38 @@ void linear(const float* x, int64_t rows, int64_t in, const float* w, const floa
   }
 }
 
+void linear_any(const float* x, int64_t rows, int64_t in, const WeightView& w, const float* bias, int64_t out,
+                int64_t n_begin, int64_t n_end, float* y) {
+  if (w.format == WeightFormat::F32) {
+    linear(x, rows, in, static_cast<const float*>(w.data), bias, out, n_begin, n_end, y);
+    return;
+  }
+  std::vector<float> row(static_cast<size_t>(in));
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    decode_row(w, n, row.data());
+    for (int64_t t = 0; t < rows; ++t) {
+      const float s = dot(x + t * in, row.data(), in);
+      y[t * out + n] = bias ? s + bias[n] : s;
+    }
+  }
+}
+
+void embed_any(const WeightView& table, const int32_t* ids, int64_t rows, float scale, float* out) {
+  const int64_t vocab = table.rows(), width = table.cols();
+  if (table.format == WeightFormat::F32) {
+    embed(static_cast<const float*>(table.data), vocab, width, ids, rows, scale, out);
+    return;
+  }
+  for (int64_t t = 0; t < rows; ++t) {
+    const int64_t id = ids[t];
+    if (id < 0 || id >= vocab) fail("input", "token ids", "token id {} at position {} is outside the vocabulary [0, {})", id, t, vocab);
+    float* dst = out + t * width;
+    decode_row(table, id, dst);
+    if (scale != 1.0f)
+      for (int64_t i = 0; i < width; ++i) dst[i] = dst[i] * scale;
+  }
+}
+
 void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_dim, bool neox, const float* cos,
           const float* sin) {
   const int64_t half = rot_dim / 2;

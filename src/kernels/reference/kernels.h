@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "bundle/weight_format.h"
 #include "core/model_spec.h"
 
 namespace tessera::ref {
@@ -25,6 +26,15 @@ void rms_norm(const float* x, const float* w, int64_t rows, int64_t width, float
 // get the same bits whatever the split.
 void linear(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t out,
             int64_t n_begin, int64_t n_end, float* y);
+
+// linear() for a weight in any stored format: each weight row is decoded to
+// f32 (decode_row) and then used exactly as linear() uses an f32 row, so the
+// result is bit-identical to linear() on the decoded matrix.
+void linear_any(const float* x, int64_t rows, int64_t in, const WeightView& w, const float* bias, int64_t out,
+                int64_t n_begin, int64_t n_end, float* y);
+
+// embed() from a table in any stored format (row ids[t] decoded, then scaled).
+void embed_any(const WeightView& table, const int32_t* ids, int64_t rows, float scale, float* out);
 
 // Rotary position embedding applied in place to `heads` heads of `head_dim`
 // per row. cos/sin are [rows, rot_dim/2] for this row's position. Only the

@@ -1,0 +1,51 @@
+#include "bundle/bundle.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/json_file.h"
+#include "core/sha256.h"
+
+namespace tessera {
+
+namespace fs = std::filesystem;
+
+bool Bundle::is_bundle(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "manifest.json", ec);
+}
+
+Bundle Bundle::open(const std::string& directory, bool verify) {
+  Bundle b;
+  b.directory_ = directory;
+  const std::string manifest_path = (fs::path(directory) / "manifest.json").string();
+  b.manifest_ = parse_manifest(read_json_file(manifest_path, "the bundle manifest"), manifest_path);
+  const std::string weights_path = (fs::path(directory) / b.manifest_.weights_file).string();
+  std::error_code ec;
+  if (!fs::is_regular_file(weights_path, ec)) fail(weights_path, "", "the bundle's weights file is missing");
+  b.file_ = MappedFile::open(weights_path);
+  if (b.file_->size() != b.manifest_.weights_bytes)
+    fail(weights_path, "", "{} bytes, the manifest says {} (truncated or replaced?)", b.file_->size(),
+         b.manifest_.weights_bytes);
+  const uint8_t* base = b.file_->data();
+  for (const TensorEntry& t : b.manifest_.tensors) {
+    WeightView v;
+    v.format = t.format;
+    v.shape = t.shape;
+    v.group_size = t.group_size;
+    v.data = base + t.data.offset;
+    if (t.scales.bytes) v.scales = reinterpret_cast<const float*>(base + t.scales.offset);
+    if (t.palette.bytes) v.palette = reinterpret_cast<const float*>(base + t.palette.offset);
+    if (verify) {
+      const std::string got = sha256_hex_of({{base + t.data.offset, t.data.bytes},
+                                             {base + t.scales.offset, t.scales.bytes},
+                                             {base + t.palette.offset, t.palette.bytes}});
+      if (got != t.sha256) fail(weights_path, t.name, "sha256 {} does not match the manifest's {}", got, t.sha256);
+    }
+    if (!b.views_.emplace(t.name, std::move(v)).second) fail(manifest_path, t.name, "tensor listed twice");
+  }
+  return b;
+}
+
+}  // namespace tessera

@@ -1,0 +1,148 @@
+#include "bundle/weight_format.h"
+
+#include <bit>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "sources/ggml_dequant.h"
+
+namespace tessera {
+
+// Sections are little-endian on disk and read in place (mmap), so the host
+// must be little-endian too.
+static_assert(std::endian::native == std::endian::little, "Tessera bundles assume a little-endian host");
+
+namespace {
+
+struct FormatInfo {
+  WeightFormat format;
+  std::string_view name;
+  int lut_bits;
+};
+
+constexpr FormatInfo kFormats[] = {
+    {WeightFormat::F32, "f32", 0},   {WeightFormat::F16, "f16", 0},   {WeightFormat::BF16, "bf16", 0},
+    {WeightFormat::Int8, "int8", 0}, {WeightFormat::Lut4, "lut4", 4}, {WeightFormat::Lut3, "lut3", 3},
+    {WeightFormat::Lut2, "lut2", 2}, {WeightFormat::Q4_0, "q4_0", 0},
+};
+
+const FormatInfo& info(WeightFormat f) {
+  for (const FormatInfo& i : kFormats)
+    if (i.format == f) return i;
+  fail("", "weight format", "unknown weight format {}", static_cast<int>(f));
+}
+
+inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+// Indices of one LUT row into `out` via the palette `pal`.
+void decode_lut4(const uint8_t* row, int64_t cols, const float* pal, float* out) {
+  for (int64_t c = 0; c < cols; c += 2) {
+    const uint8_t b = row[c / 2];
+    out[c] = pal[b & 0xf];
+    out[c + 1] = pal[b >> 4];
+  }
+}
+
+void decode_lut3(const uint8_t* row, int64_t cols, const float* pal, float* out) {
+  for (int64_t c = 0; c < cols; c += 8) {
+    const uint8_t* p = row + c / 8 * 3;
+    const uint32_t w = p[0] | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16);
+    for (int k = 0; k < 8; ++k) out[c + k] = pal[(w >> (3 * k)) & 7u];
+  }
+}
+
+void decode_lut2(const uint8_t* row, int64_t cols, const float* pal, float* out) {
+  for (int64_t c = 0; c < cols; c += 4) {
+    const uint8_t b = row[c / 4];
+    for (int k = 0; k < 4; ++k) out[c + k] = pal[(b >> (2 * k)) & 3u];
+  }
+}
+
+}  // namespace
+
+std::string_view weight_format_name(WeightFormat f) { return info(f).name; }
+
+std::optional<WeightFormat> weight_format_from_name(std::string_view name) {
+  for (const FormatInfo& i : kFormats)
+    if (i.name == name) return i.format;
+  return std::nullopt;
+}
+
+int lut_bits(WeightFormat f) { return info(f).lut_bits; }
+
+bool is_lut(WeightFormat f) { return lut_bits(f) != 0; }
+
+uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0) fail("", "weight", "negative dimensions [{}, {}]", rows, cols);
+  const uint64_t r = static_cast<uint64_t>(rows), c = static_cast<uint64_t>(cols);
+  switch (f) {
+    case WeightFormat::F32: return r * c * 4;
+    case WeightFormat::F16:
+    case WeightFormat::BF16: return r * c * 2;
+    case WeightFormat::Int8: return r * c;
+    case WeightFormat::Lut4:
+    case WeightFormat::Lut3:
+    case WeightFormat::Lut2:
+      // cols is a multiple of 8 for a valid LUT weight; round each row up to
+      // whole bytes so that a bad shape never under-counts.
+      return r * ((c * static_cast<uint64_t>(lut_bits(f)) + 7) / 8);
+    case WeightFormat::Q4_0:
+      return r * ((c + 31) / 32) * 18;
+  }
+  fail("", "weight format", "unknown weight format {}", static_cast<int>(f));
+}
+
+void decode_row(const WeightView& w, int64_t r, float* out) {
+  if (w.shape.empty() || w.shape.size() > 2) fail("", "decode_row", "weight has rank {}, expected 1 or 2", w.shape.size());
+  const int64_t rows = w.rows(), cols = w.cols();
+  if (r < 0 || r >= rows) fail("", "decode_row", "row {} out of range for {} rows", r, rows);
+  switch (w.format) {
+    case WeightFormat::F32:
+      std::memcpy(out, static_cast<const float*>(w.data) + r * cols, static_cast<size_t>(cols) * sizeof(float));
+      return;
+    case WeightFormat::F16: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols * 2;
+      for (int64_t c = 0; c < cols; ++c) out[c] = f16_to_f32(load_u16(p + 2 * c));
+      return;
+    }
+    case WeightFormat::BF16: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols * 2;
+      for (int64_t c = 0; c < cols; ++c) out[c] = bf16_to_f32(load_u16(p + 2 * c));
+      return;
+    }
+    case WeightFormat::Q4_0: {
+      if (cols % 32 != 0) fail("", "decode_row", "q4_0 weight with {} columns (not a multiple of 32)", cols);
+      dequantize_row(DType::Q4_0, static_cast<const uint8_t*>(w.data) + r * (cols / 32) * 18, out,
+                     static_cast<uint64_t>(cols));
+      return;
+    }
+    case WeightFormat::Int8: {
+      if (w.scales == nullptr) fail("", "decode_row", "int8 weight without scales");
+      const int8_t* q = static_cast<const int8_t*>(w.data) + r * cols;
+      const float s = w.scales[r];
+      for (int64_t c = 0; c < cols; ++c) out[c] = s * static_cast<float>(q[c]);  // one rounding
+      return;
+    }
+    case WeightFormat::Lut4:
+    case WeightFormat::Lut3:
+    case WeightFormat::Lut2: {
+      const int bits = lut_bits(w.format);
+      if (w.palette == nullptr) fail("", "decode_row", "{} weight without a palette", weight_format_name(w.format));
+      if (w.group_size < 1) fail("", "decode_row", "{} weight with group size {}", weight_format_name(w.format), w.group_size);
+      if (cols % 8 != 0) fail("", "decode_row", "{} weight with {} columns (not a multiple of 8)", weight_format_name(w.format), cols);
+      const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * (cols * bits / 8);
+      const float* pal = w.palette + (r / w.group_size) * (int64_t{1} << bits);
+      if (w.scales == nullptr) fail("", "decode_row", "{} weight without row scales", weight_format_name(w.format));
+      if (bits == 4) decode_lut4(row, cols, pal, out);
+      else if (bits == 3) decode_lut3(row, cols, pal, out);
+      else decode_lut2(row, cols, pal, out);
+      const float s = w.scales[r];
+      for (int64_t c = 0; c < cols; ++c) out[c] = s * out[c];  // one rounding
+      return;
+    }
+  }
+  fail("", "decode_row", "unknown weight format {}", static_cast<int>(w.format));
+}
+
+}  // namespace tessera

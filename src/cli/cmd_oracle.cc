@@ -1,0 +1,64 @@
+// tessera oracle MODEL --record FILE | --check FILE [--corpus prompts.json] [--threads N] [--chunks N]
+//
+// Determinism oracle (runtime/oracle.h). --record writes the token ids and
+// their sha256 for the corpus (atomically). --check reruns it and exits 0 if
+// every id matches, 1 on the first divergence (printed), 2 on an error.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/json_file.h"
+#include "runtime/oracle.h"
+
+#ifndef TESSERA_SOURCE_DIR
+#define TESSERA_SOURCE_DIR "."
+#endif
+
+namespace tessera::cli {
+
+void register_oracle(CLI::App& app) {
+  auto* cmd = app.add_subcommand("oracle", "Record or check the determinism oracle of a model");
+  static std::string model, record, check, corpus = std::string(TESSERA_SOURCE_DIR) + "/tests/data/oracle/prompts.json";
+  static int threads = 1;
+  static int64_t chunks = 0;
+  cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
+  auto* rec = cmd->add_option("--record", record, "Write the oracle file");
+  auto* chk = cmd->add_option("--check", check, "Compare with this oracle file");
+  rec->excludes(chk);
+  cmd->add_option("--corpus", corpus, "Prompt corpus (JSON)")->capture_default_str();
+  cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
+  cmd->add_option("--chunks", chunks, "Layer chunks per step (0 = the bundle's)")->capture_default_str();
+  cmd->callback([] {
+    if (record.empty() == check.empty()) fail("options", "oracle", "give exactly one of --record and --check");
+    LoadOptions o;
+    o.threads = threads;
+    o.chunks = chunks;
+    auto m = Model::load(model, o);
+    const nlohmann::ordered_json fresh = run_oracle(*m, load_oracle_corpus(corpus));
+    if (!record.empty()) {
+      const std::string tmp = record + ".tmp";
+      {
+        std::ofstream out(tmp, std::ios::binary);
+        out << fresh.dump(1) << "\n";
+        if (!out) fail(tmp, "", "write failed");
+      }
+      std::filesystem::rename(tmp, record);
+      fmt::print("recorded {} prompts, sha256 {}\n", fresh["results"].size(), fresh["sha256"].get<std::string>());
+      return;
+    }
+    const nlohmann::json recorded = read_json_file(check, "the oracle file");
+    const OracleMismatch r = compare_oracle(recorded, fresh, check);
+    if (!r.match) {
+      fmt::print("DIVERGED: {}\n", r.message);
+      set_exit_code(1);
+      return;
+    }
+    fmt::print("match: {} prompts, sha256 {}\n", fresh["results"].size(), fresh["sha256"].get<std::string>());
+  });
+}
+
+}  // namespace tessera::cli

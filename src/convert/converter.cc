@@ -1,0 +1,149 @@
+#include "convert/converter.h"
+
+#include <filesystem>
+#include <numeric>
+#include <regex>
+
+#include "bundle/bundle_writer.h"
+#include "convert/quantize.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "graph/program.h"
+#include "model/builders.h"
+#include "sources/gguf.h"
+#include "sources/model_source.h"
+#include "sources/stop_tokens.h"
+#include "sources/weight_loader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera {
+
+namespace fs = std::filesystem;
+
+std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule) {
+  const size_t eq = rule.rfind('=');
+  if (eq == std::string::npos || eq == 0) fail("--keep", rule, "expected REGEX=FORMAT");
+  const auto f = weight_format_from_name(rule.substr(eq + 1));
+  if (!f) fail("--keep", rule, "unknown format '{}' (f32, f16, bf16, int8, lut4, lut3, lut2, q4_0)", rule.substr(eq + 1));
+  try {
+    std::regex re(rule.substr(0, eq));
+  } catch (const std::regex_error& e) {
+    fail("--keep", rule, "invalid regular expression: {}", e.what());
+  }
+  return {rule.substr(0, eq), *f};
+}
+
+namespace {
+
+WeightFormat choose_format(const std::string& name, const F32Tensor& t, const ConvertOptions& o,
+                           const std::vector<std::regex>& keep) {
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (std::regex_match(name, keep[i])) return o.keep[i].second;
+  if (t.shape.size() != 2) return WeightFormat::F32;
+  if (name == "model.embed_tokens.weight") return o.embeddings;
+  if (name == "lm_head.weight") return o.lm_head;
+  return o.weights;
+}
+
+// The GGUF's metadata (tokenizer, chat template, everything else) as a GGUF
+// file of its own with no tensors: header + the original key/value bytes.
+std::vector<uint8_t> gguf_metadata_only(const GgufFile& g) {
+  const uint8_t* base = g.file()->data();
+  std::vector<uint8_t> out(base, base + 8);  // magic + version
+  const uint64_t tensors = 0, kv = g.metadata().size();
+  out.insert(out.end(), reinterpret_cast<const uint8_t*>(&tensors), reinterpret_cast<const uint8_t*>(&tensors) + 8);
+  out.insert(out.end(), reinterpret_cast<const uint8_t*>(&kv), reinterpret_cast<const uint8_t*>(&kv) + 8);
+  out.insert(out.end(), base + 24, base + g.metadata_end());
+  while (out.size() % g.alignment() != 0) out.push_back(0);
+  return out;
+}
+
+}  // namespace
+
+void convert_model(const std::string& source, const std::string& out, const ConvertOptions& o) {
+  if (o.group_size < 1) fail("options", "--group-size", "must be at least 1, got {}", o.group_size);
+  const ModelSource src = open_model_source(source);
+  model::BuildOptions build;
+  build.chunks = o.chunks;
+  build.prefill_sizes = o.prefill_sizes;
+  const ProgramSet programs = model::build_programs(src.spec, build);
+  const std::vector<std::string> names = weights_used(programs);
+  std::vector<std::regex> keep;
+  for (const auto& [re, f] : o.keep) keep.emplace_back(re);
+
+  BundleWriter writer(out, o.force);
+  Manifest& m = writer.manifest;
+  m.tessera_version = TESSERA_VERSION;
+  m.source = {{"path", src.path}, {"format", src.format == SourceFormat::Gguf ? "gguf" : "hf"}};
+  m.spec = src.spec;
+  m.chunks = programs.num_chunks;
+  m.prefill_sizes = programs.prefill_sizes;
+  for (const Program& p : programs.programs) m.programs.push_back(program_to_json(p));
+  nlohmann::ordered_json keep_json = nlohmann::ordered_json::array();
+  for (const auto& [re, f] : o.keep) keep_json.push_back(re + "=" + std::string(weight_format_name(f)));
+  m.quantization = {{"weights", weight_format_name(o.weights)}, {"embeddings", weight_format_name(o.embeddings)},
+                    {"lm_head", weight_format_name(o.lm_head)},   {"group_size", o.group_size},
+                    {"seed", o.seed},                              {"kmeans_iterations", o.kmeans_iterations},
+                    {"keep", keep_json}};
+
+  // Weights, one tensor at a time (dequantize, quantize, append), so memory
+  // stays at about one f32 tensor beyond the source mapping.
+  std::optional<Progress> bar;
+  if (o.progress) bar.emplace("converting " + fs::path(src.path).filename().string(), names.size());
+  QuantizeOptions q;
+  q.seed = o.seed;
+  q.kmeans_iterations = o.kmeans_iterations;
+  q.threads = o.threads;
+  nlohmann::ordered_json errors = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    F32Weights one = load_f32_weights(src, {name});
+    const F32Tensor& t = one.at(name);
+    const WeightFormat f = choose_format(name, t, o, keep);
+    q.group_size = o.group_size;
+    if (is_lut(f)) {
+      if (t.shape.back() % 8 != 0)
+        fail(src.path, name, "{} needs a multiple of 8 columns, this tensor has {}", weight_format_name(f),
+             t.shape.back());
+      while (t.shape[0] % q.group_size != 0) --q.group_size;
+    }
+    if (f == WeightFormat::Q4_0 && t.shape.back() % 32 != 0)
+      fail(src.path, name, "q4_0 needs a multiple of 32 columns, this tensor has {}", t.shape.back());
+    QuantizedWeight w;
+    try {
+      w = quantize_weight(t.data.data(), t.shape, f, q);
+    } catch (const Error& e) {
+      fail(src.path, name, "{}", e.problem());
+    }
+    writer.add_tensor(name, w.view());
+    if (f != WeightFormat::F32) errors[name] = w.mse;
+    if (bar) bar->update(i + 1);
+  }
+  bar.reset();
+  m.quantization["mse"] = std::move(errors);
+
+  // Tokenizer, chat template and stop tokens.
+  std::optional<int32_t> eos;
+  if (src.format == SourceFormat::Gguf) {
+    writer.add_bytes("tokenizer.gguf", gguf_metadata_only(*src.gguf));
+    m.tokenizer = {{"kind", "gguf"}, {"file", "tokenizer.gguf"}};
+    eos = tok::Tokenizer::from_gguf(*src.gguf).eos_id();
+  } else {
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                          "special_tokens_map.json", "chat_template.jinja", "chat_template.json"}) {
+      std::error_code ec;
+      const fs::path p = fs::path(src.path) / f;
+      if (!fs::is_regular_file(p, ec)) continue;
+      writer.add_file(p.string(), f);
+      files.push_back(f);
+    }
+    const bool has_tokenizer = fs::is_regular_file(fs::path(src.path) / "tokenizer.json");
+    m.tokenizer = {{"kind", has_tokenizer ? "hf" : "none"}, {"files", files}};
+    if (has_tokenizer) eos = tok::Tokenizer::from_file(src.path).eos_id();
+  }
+  m.stop_token_ids = stop_token_ids(src, eos);
+  writer.commit();
+}
+
+}  // namespace tessera

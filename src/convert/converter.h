@@ -1,0 +1,49 @@
+// tessera convert: a GGUF file or HF checkpoint (or a pulled model) into a
+// bundle directory (bundle/manifest.h) — spec, programs for the requested
+// chunking and prefill variants, every weight the programs read stored once
+// in its chosen format, the tokenizer and chat template, stop tokens.
+//
+// Format rules (first match wins):
+//   1. --keep REGEX=FORMAT rules, matched against the full HF name;
+//   2. vectors (norms, biases): f32;
+//   3. model.embed_tokens.weight: `embeddings` (it is also the output
+//      projection when embeddings are tied — one tensor, one format);
+//   4. lm_head.weight: `lm_head`;
+//   5. every other matrix (attention and MLP projections): `weights`.
+// LUT formats need rows divisible by the group size; a matrix whose rows are
+// not uses the largest divisor of its rows below the group size (recorded per
+// tensor in the manifest).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bundle/weight_format.h"
+
+namespace tessera {
+
+struct ConvertOptions {
+  WeightFormat weights = WeightFormat::Lut4;
+  WeightFormat embeddings = WeightFormat::Int8;
+  WeightFormat lm_head = WeightFormat::Int8;
+  int64_t group_size = 16;  // measured: docs/QUANTIZATION.md
+  uint64_t seed = 0;
+  int kmeans_iterations = 25;
+  std::vector<std::pair<std::string, WeightFormat>> keep;  // (regex, format)
+  int64_t chunks = 1;
+  std::vector<int64_t> prefill_sizes = {8, 32, 512};
+  bool force = false;
+  int threads = 1;
+  bool progress = true;
+};
+
+// Parses "REGEX=FORMAT" (for --keep). Throws Error on a bad format or regex.
+std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule);
+
+// Writes the bundle atomically (bundle/bundle_writer.h). Throws Error naming
+// the problem; on error nothing is left at `out`.
+void convert_model(const std::string& source, const std::string& out, const ConvertOptions& options);
+
+}  // namespace tessera

@@ -1,0 +1,50 @@
+// Quantizes one f32 weight into a bundle storage format
+// (bundle/weight_format.h):
+//   f32        copied;
+//   f16, bf16  rounded to nearest, ties to even (core/half.h); a finite value
+//              that would round to infinity (|w| ≥ 65520 for f16) is an error;
+//   int8       symmetric per row: scale = max|w_r| / 127 (in f32),
+//              q = round-half-away-from-zero(w / scale) (quotient in double)
+//              clamped to [-127, 127]; a row whose scale is 0 (all zeros, or
+//              so tiny that max|w_r| / 127 underflows) gets scale 0 and q = 0;
+//   lut4/3/2   rows divided by their largest magnitude (kept as the row
+//              scale), then k-means palettes per group of group_size rows
+//              (convert/palettize.h).
+// Throws tessera::Error for: a shape that is not [cols] or [rows, cols] with
+// positive sizes (int8 and lut* need [rows, cols]); lut* with cols not a
+// multiple of 8, group_size < 1, or rows not a multiple of group_size (the
+// caller picks another group size; nothing is adjusted silently); and a NaN
+// or infinity in the input (naming the first one's index).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bundle/weight_format.h"
+
+namespace tessera {
+
+struct QuantizeOptions {
+  int64_t group_size = 16;     // lut*: rows per palette
+  uint64_t seed = 0;           // lut*: k-means++ seed
+  int kmeans_iterations = 25;  // lut*: Lloyd iterations
+  int threads = 1;             // lut*: worker threads (< 1: all hardware threads); never changes the result
+};
+
+struct QuantizedWeight {
+  WeightFormat format = WeightFormat::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;    // the data section, as weight_format.h lays it out
+  std::vector<float> scales;    // int8, lut*: one per row
+  std::vector<float> palette;   // lut*: (rows / group_size) × 2^bits
+  int64_t group_size = 0;       // lut*: rows per palette; 0 otherwise
+  double mse = 0;               // mean squared error of the decoded weight against the input
+
+  // Borrows this object's buffers: valid while it lives and is not modified.
+  WeightView view() const;
+};
+
+QuantizedWeight quantize_weight(const float* w, std::vector<int64_t> shape, WeightFormat format,
+                                const QuantizeOptions& o);
+
+}  // namespace tessera

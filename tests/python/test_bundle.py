@@ -1,0 +1,181 @@
+"""Bundles (tessera convert): every supported architecture converts and runs
+from its bundle; an all-f32 bundle reproduces the source's logits bit for
+bit; any chunk count, thread count and prefill split gives identical bits;
+weights are stored once and mmap'd; conversion is atomic; damaged bundles
+are rejected with a clear error."""
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tessera
+from conftest import run_tessera
+from tiny_models import ARCHITECTURES, VOCAB, make_tiny_model
+
+SEQ = 40
+
+
+def convert(src, out, *args):
+    run_tessera("convert", src, "-o", out, *args)
+    return out
+
+
+@pytest.fixture(scope="module", params=ARCHITECTURES)
+def tiny_dir(request, tmp_path_factory):
+    d = tmp_path_factory.mktemp(request.param)
+    make_tiny_model(request.param, d)
+    return request.param, d
+
+
+def seq():
+    return torch.randint(0, VOCAB, (SEQ,), generator=torch.Generator().manual_seed(3)).tolist()
+
+
+def test_f32_bundle_equals_source_bitwise(tiny_dir, tmp_path):
+    name, src = tiny_dir
+    bundle = convert(src, tmp_path / "b", "--weights", "f32", "--embeddings", "f32", "--lm-head", "f32")
+    ref = tessera.Session(tessera.Model(str(src))).forward(seq())
+    got = tessera.Session(tessera.Model(str(bundle))).forward(seq())
+    assert np.array_equal(got, ref), name
+
+
+@pytest.mark.parametrize("fmt", ["lut4", "int8"])
+def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fmt):
+    name, src = tiny_dir
+    bundle = convert(src, tmp_path / "b", "--weights", fmt, "--group-size", "16", "--chunks", "2")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["build"]["chunks"] == 2
+    assert {p["name"] for p in manifest["programs"]} >= {"decode.c0", "decode.c1", "prefill512.c1"}
+    ids = seq()
+    base = tessera.Session(tessera.Model(str(bundle), chunks=1)).forward(ids)
+    ref = tessera.Session(tessera.Model(str(src))).forward(ids)
+    # Quantization changes the logits, but not beyond recognition.
+    assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > 0.9, name
+    layers = manifest["spec"]["num_layers"]
+    for chunks, threads, per_call in [(2, 1, 0), (3, 2, 0), (4, 1, 1), (1, 2, 7), (2, 2, 8)]:
+        model = tessera.Model(str(bundle), chunks=min(chunks, layers), threads=threads)
+        got = tessera.Session(model).forward(ids, max_tokens_per_call=per_call)
+        assert np.array_equal(got, base), f"{name} {fmt} chunks={chunks} threads={threads} per_call={per_call}"
+
+
+def test_convert_is_atomic_and_refuses_to_overwrite(tmp_path):
+    src = tmp_path / "src"
+    make_tiny_model("llama", src)
+    out = convert(src, tmp_path / "b")
+    before = (out / "manifest.json").read_bytes()
+    again = run_tessera("convert", src, "-o", out, check=False)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert (out / "manifest.json").read_bytes() == before
+    # A source that fails half-way (a tensor missing) leaves nothing behind.
+    broken = tmp_path / "broken"
+    shutil.copytree(src, broken)
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(broken / "model.safetensors")
+    del tensors["model.layers.1.mlp.down_proj.weight"]
+    save_file(tensors, broken / "model.safetensors", metadata={"format": "pt"})
+    proc = run_tessera("convert", broken, "-o", tmp_path / "nb", check=False)
+    assert proc.returncode == 2 and "model.layers.1.mlp.down_proj.weight" in proc.stderr
+    assert not any(p.name.startswith("nb") for p in tmp_path.iterdir()), list(tmp_path.iterdir())
+
+
+def damaged_copy(bundle, tmp_path, name):
+    d = tmp_path / name
+    shutil.copytree(bundle, d)
+    return d
+
+
+def test_damaged_bundles_are_clear_errors(tmp_path):
+    src = tmp_path / "src"
+    make_tiny_model("qwen3", src)
+    bundle = convert(src, tmp_path / "b")
+    run = lambda b, *a: run_tessera("run", b, "--prompt-ids", "1,2", "-n", "2", *a, check=False)
+    assert run(bundle).returncode == 0
+
+    d = damaged_copy(bundle, tmp_path, "missing")
+    (d / "weights.bin").unlink()
+    p = run(d)
+    assert p.returncode == 2 and "weights file is missing" in p.stderr
+
+    d = damaged_copy(bundle, tmp_path, "truncated")
+    data = (d / "weights.bin").read_bytes()
+    (d / "weights.bin").write_bytes(data[:-100])
+    p = run(d)
+    assert p.returncode == 2 and "truncated" in p.stderr
+
+    d = damaged_copy(bundle, tmp_path, "shape")
+    m = json.loads((d / "manifest.json").read_text())
+    m["tensors"][3]["shape"][0] *= 2
+    (d / "manifest.json").write_text(json.dumps(m))
+    p = run(d)
+    assert p.returncode == 2 and m["tensors"][3]["name"] in p.stderr
+
+    d = damaged_copy(bundle, tmp_path, "json")
+    (d / "manifest.json").write_text("{not json")
+    p = run(d)
+    assert p.returncode == 2 and "invalid JSON" in p.stderr
+
+    d = damaged_copy(bundle, tmp_path, "version")
+    m = json.loads((d / "manifest.json").read_text())
+    m["schema_version"] = 99
+    (d / "manifest.json").write_text(json.dumps(m))
+    p = run(d)
+    assert p.returncode == 2 and "schema_version" in p.stderr
+
+    d = damaged_copy(bundle, tmp_path, "flipped")
+    data = bytearray((d / "weights.bin").read_bytes())
+    data[len(data) // 2] ^= 0x40
+    (d / "weights.bin").write_bytes(bytes(data))
+    assert run(d).returncode == 0  # the cheap default load checks sizes only
+    p = run(d, "--verify")
+    assert p.returncode == 2 and "sha256" in p.stderr
+
+
+def test_real_bundle_stores_weights_once_and_loads_fast(pulled_model_path, tmp_path):
+    gguf = pulled_model_path("smollm2-135m-instruct")
+    bundle = convert(gguf, tmp_path / "smol", "--chunks", "2", "-t", "2")
+    m = json.loads((bundle / "manifest.json").read_text())
+    names = [t["name"] for t in m["tensors"]]
+    assert len(names) == len(set(names))
+    sections = sum(t[k][1] for t in m["tensors"] for k in ("data", "scales", "palette") if k in t)
+    size = (bundle / "weights.bin").stat().st_size
+    # Every program variant (decode + 3 prefill sizes, 2 chunks each) reads
+    # the same tensors: the file holds each once (plus alignment padding).
+    assert len(m["programs"]) == 8
+    assert sections <= size <= sections + 64 * len(names)
+    t0 = time.perf_counter()
+    model = tessera.Model(str(bundle))
+    load_s = time.perf_counter() - t0
+    print(f"\nSmolLM2 lut4 bundle: {size / 2**20:.1f} MiB, load {load_s * 1000:.0f} ms")
+    assert load_s < 1.0
+    out = tessera.Session(model).generate(model_ids := [1, 504, 3575, 282, 4649, 314], 4, ignore_eos=True)
+    assert len(out["ids"]) == 4
+
+
+def test_q4_0_format_is_llama_cpp_q4_0(tmp_path):
+    """--weights q4_0 stores llama.cpp's Q4_0 blocks: gguf-py's own quantizer
+    (a port of ggml's reference) gives the same bytes, and its dequantizer
+    the values our bundle decodes to."""
+    gguf = pytest.importorskip("gguf")
+    src = tmp_path / "src"
+    make_tiny_model("llama", src)
+    bundle = convert(src, tmp_path / "b", "--weights", "q4_0")
+    m = json.loads((bundle / "manifest.json").read_text())
+    blob = (bundle / "weights.bin").read_bytes()
+    from safetensors.numpy import load_file
+    weights = load_file(src / "model.safetensors")
+    checked = 0
+    for t in m["tensors"]:
+        if t["format"] != "q4_0":
+            continue
+        off, n = t["data"]
+        ours = np.frombuffer(blob[off:off + n], dtype=np.uint8)
+        theirs = gguf.quants.quantize(weights[t["name"]].astype(np.float32), gguf.GGMLQuantizationType.Q4_0)
+        assert np.array_equal(ours, theirs.reshape(-1)), t["name"]
+        checked += 1
+    assert checked >= 6

@@ -1,0 +1,45 @@
+"""Determinism oracle in CI: both real models are converted with the default
+options (lut4 layers, int8 embeddings) and must reproduce the committed
+oracle files (tests/data/oracle/*.lut4.json: 3 prompts x 32 greedy tokens,
+ids + sha256) for threads 1 and 2 and chunk counts 1-4. Re-record only with
+the numbers that justify it in the commit message:
+    tessera convert MODEL -o B && tessera oracle B --record tests/data/oracle/NAME.lut4.json"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_tessera
+
+ORACLES = REPO / "tests" / "data" / "oracle"
+RUNS = [(1, 1), (2, 1), (2, 2), (1, 3), (2, 4)]  # (threads, chunks)
+
+
+@pytest.fixture(scope="module", params=["smollm2-135m-instruct", "gemma3-270m"])
+def bundle(request, pulled_model_path, tmp_path_factory):
+    out = tmp_path_factory.mktemp("oracle") / request.param
+    run_tessera("convert", pulled_model_path(request.param), "-o", out, "-t", "2")
+    return request.param, out
+
+
+@pytest.mark.parametrize("threads,chunks", RUNS)
+def test_oracle_matches_committed_ids(bundle, threads, chunks):
+    name, path = bundle
+    proc = run_tessera("oracle", path, "--check", ORACLES / f"{name}.lut4.json", "-t", threads, "--chunks", chunks,
+                       check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("match:")
+
+
+def test_oracle_reports_divergence_with_exit_1(bundle, tmp_path):
+    name, path = bundle
+    recorded = json.loads((ORACLES / f"{name}.lut4.json").read_text())
+    recorded["results"][1]["ids"][7] += 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(recorded))
+    proc = run_tessera("oracle", path, "--check", bad, check=False)
+    assert proc.returncode == 1
+    assert "prompt 1" in proc.stdout and "generated token 7" in proc.stdout
+    missing = run_tessera("oracle", path, "--check", tmp_path / "nope.json", check=False)
+    assert missing.returncode == 2
