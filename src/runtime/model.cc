@@ -67,6 +67,15 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
     for (const auto& [name, view] : bundle->weights()) m->weights_.put_view(name, view);
     m->weights_.keep_alive.push_back(bundle);
     m->finish_load(options, man.chunks, man.prefill_sizes);
+    // Built with the bundle's own options, the programs must be the ones the
+    // converter recorded: a mismatch means another Tessera version built them.
+    if (options.chunks <= 0 && options.prefill_sizes.empty()) {
+      nlohmann::ordered_json rebuilt = nlohmann::ordered_json::array();
+      for (const Program& p : m->programs_.programs) rebuilt.push_back(program_to_json(p));
+      if (nlohmann::json::parse(rebuilt.dump()) != nlohmann::json::parse(man.programs.dump()))
+        fail(name_or_path, "programs", "the manifest's programs differ from what this Tessera ({}) builds from its spec "
+             "(bundle written by Tessera {}); convert the model again", TESSERA_VERSION, man.tessera_version);
+    }
     const std::string kind = man.tokenizer.value("kind", "none");
     if (kind == "gguf") {
       const std::string file = (fs::path(name_or_path) / man.tokenizer.value("file", "tokenizer.gguf")).string();

@@ -127,6 +127,13 @@ def test_damaged_bundles_are_clear_errors(tmp_path):
     p = run(d)
     assert p.returncode == 2 and "schema_version" in p.stderr
 
+    d = damaged_copy(bundle, tmp_path, "programs")
+    m = json.loads((d / "manifest.json").read_text())
+    m["programs"][0]["ops"][1]["weights"] = ["model.norm.weight"]
+    (d / "manifest.json").write_text(json.dumps(m))
+    p = run(d)
+    assert p.returncode == 2 and "programs differ" in p.stderr
+
     d = damaged_copy(bundle, tmp_path, "flipped")
     data = bytearray((d / "weights.bin").read_bytes())
     data[len(data) // 2] ^= 0x40
