@@ -16,6 +16,8 @@ void register_convert(CLI::App& app);
 void register_oracle(CLI::App& app);
 void register_quality(CLI::App& app);
 void register_chat(CLI::App& app);
+void register_audit(CLI::App& app);
+void register_bench(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_info(app);
@@ -26,6 +28,8 @@ void register_commands(CLI::App& app) {
   register_oracle(app);
   register_quality(app);
   register_chat(app);
+  register_audit(app);
+  register_bench(app);
 }
 
 }  // namespace tessera::cli

@@ -255,6 +255,32 @@ void pack_indices(const uint8_t* idx, int64_t n, int bits, uint8_t* out) {
   }
 }
 
+void snap_to_int8_grid(const float* values, int64_t n, KMeansResult& r) {
+  float m = 0;
+  for (float c : r.centroids) m = std::max(m, std::fabs(c));
+  if (m == 0) return;
+  const float step = m / 127.0f;
+  for (float& c : r.centroids) c = static_cast<float>(std::clamp<long>(std::lrint(c * (127.0f / m)), -127, 127)) * step;
+  // Still ascending (rounding is monotonic); nearest entry, ties to the lower index.
+  const int k = static_cast<int>(r.centroids.size());
+  double sse = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = values[i];
+    int best = 0;
+    float best_d = std::fabs(v - r.centroids[0]);
+    for (int j = 1; j < k; ++j) {
+      const float d = std::fabs(v - r.centroids[j]);
+      if (d < best_d) {
+        best = j;
+        best_d = d;
+      }
+    }
+    r.indices[i] = static_cast<uint8_t>(best);
+    sse += static_cast<double>(v - r.centroids[best]) * (v - r.centroids[best]);
+  }
+  r.sse = sse;
+}
+
 Palettized palettize(const float* w, int64_t rows, int64_t cols, const PalettizeOptions& o) {
   if (o.bits < 2 || o.bits > 4) fail("", "palettize", "{} index bits (2, 3 or 4 supported)", o.bits);
   if (rows < 1 || cols < 1) fail("", "palettize", "empty matrix [{}, {}]", rows, cols);
@@ -278,6 +304,7 @@ Palettized palettize(const float* w, int64_t rows, int64_t cols, const Palettize
 
   auto run_group = [&](int64_t g) {
     KMeansResult r = kmeans_1d(w + g * n, n, k, palette_group_seed(o.seed, g), o.kmeans_iterations);
+    if (o.int8_grid) snap_to_int8_grid(w + g * n, n, r);
     std::copy(r.centroids.begin(), r.centroids.end(), out.palette.begin() + g * k);
     // cols is a multiple of 8, so the group's rows pack back to back.
     pack_indices(r.indices.data(), n, o.bits, out.data.data() + g * group_bytes);

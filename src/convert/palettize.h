@@ -36,6 +36,11 @@ struct PalettizeOptions {
   uint64_t seed = 0;
   int kmeans_iterations = 25;  // Lloyd iterations after k-means++ (0: k-means++ only)
   int threads = 1;             // worker threads over groups; < 1: all hardware threads
+  // Snap each group's palette to the int8 grid the integer kernels use
+  // (kernels/qlinear.h): entry = q · (m / 127) with q ∈ [-127, 127] and m the
+  // group's largest |entry|, then reassign every value to its nearest snapped
+  // entry. The kernels then compute with exactly the stored palette.
+  bool int8_grid = false;
 };
 
 struct Palettized {
@@ -59,6 +64,10 @@ struct KMeansResult {
 };
 // n ≥ 1 finite values, 1 ≤ k ≤ 256.
 KMeansResult kmeans_1d(const float* values, int64_t n, int k, uint64_t seed, int iterations);
+
+// PalettizeOptions::int8_grid applied to one group's result (values: the
+// group's n inputs); updates centroids, indices and sse.
+void snap_to_int8_grid(const float* values, int64_t n, KMeansResult& r);
 
 // The RNG seed of group g: seed + 0x9E3779B97F4A7C15 · (g + 1) (mod 2^64).
 uint64_t palette_group_seed(uint64_t seed, int64_t g);

@@ -317,3 +317,45 @@ TEST(Palettize, RejectsBadArguments) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// int8_grid: every entry is q · m / 127 with integer q (m: the group's
+// largest |entry|), each value points at its nearest entry, and the error
+// grows only a little over the free k-means palette.
+TEST(Palettize, Int8GridPalettesAreOnTheGridAndNearest) {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> d(0.0f, 0.3f);
+  const int64_t rows = 32, cols = 64;
+  std::vector<float> w(rows * cols);
+  for (float& v : w) v = std::clamp(d(rng), -1.0f, 1.0f);
+  PalettizeOptions o;
+  o.bits = 4;
+  o.group_size = 16;
+  const Palettized free = palettize(w.data(), rows, cols, o);
+  o.int8_grid = true;
+  const Palettized grid = palettize(w.data(), rows, cols, o);
+  for (int64_t g = 0; g < rows / 16; ++g) {
+    const float* pal = grid.palette.data() + g * 16;
+    float m = 0;
+    for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(pal[i]));
+    for (int i = 0; i < 16; ++i) {
+      const float q = pal[i] * (127.0f / m);
+      EXPECT_NEAR(q, std::nearbyint(q), 1e-4) << "group " << g << " entry " << i;
+      if (i > 0) EXPECT_LE(pal[i - 1], pal[i]);
+    }
+  }
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const int64_t g = i / (16 * cols);
+    const float* pal = grid.palette.data() + g * 16;
+    const uint8_t b = grid.data[i / 2];
+    const int idx = (i % 2 == 0) ? (b & 0xf) : (b >> 4);
+    for (int j = 0; j < 16; ++j) ASSERT_LE(std::fabs(w[i] - pal[idx]), std::fabs(w[i] - pal[j])) << i;
+  }
+  EXPECT_GE(grid.mse, free.mse);
+  EXPECT_LE(grid.mse, free.mse * 1.05);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -162,6 +162,7 @@ QuantizedWeight quantize_weight(const float* w, std::vector<int64_t> shape, Weig
       p.seed = o.seed;
       p.kmeans_iterations = o.kmeans_iterations;
       p.threads = o.threads;
+      p.int8_grid = o.int8_palette;
       // Rows are first divided by their largest magnitude, so that the rows
       // sharing a palette share it in relative terms (a row of small weights
       // is not left with two of the 16 entries); the scale is kept per row.

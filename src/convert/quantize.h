@@ -29,6 +29,7 @@ struct QuantizeOptions {
   uint64_t seed = 0;           // lut*: k-means++ seed
   int kmeans_iterations = 25;  // lut*: Lloyd iterations
   int threads = 1;             // lut*: worker threads (< 1: all hardware threads); never changes the result
+  bool int8_palette = true;    // lut*: palettes on the integer kernels' int8 grid (PalettizeOptions::int8_grid)
 };
 
 struct QuantizedWeight {

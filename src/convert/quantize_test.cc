@@ -215,6 +215,7 @@ TEST(Quantize, LutMatchesItsViewAndReportsMse) {
     po.group_size = gs;
     po.seed = o.seed;
     po.kmeans_iterations = o.kmeans_iterations;
+    po.int8_grid = o.int8_palette;
     const Palettized p = palettize(normalized.data(), rows, cols, po);
     EXPECT_EQ(q.palette, p.palette);
     EXPECT_EQ(q.data, p.data);

@@ -1,7 +1,8 @@
 // Python bindings of the runtime, enough to drive a model token by token and
 // compare it with transformers:
 //
-//   m = _tessera.Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False)
+//   m = _tessera.Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False, isa="")
+//       isa: "scalar" (reference kernels), "avx2", "avx512"; "" = TESSERA_ISA or the best the CPU has
 //       (chunks 0 / prefill_sizes []: the bundle's own, else 1 chunk and 8/32/512)
 //   m.vocab_size, m.stop_token_ids, m.programs_json()
 //   s = _tessera.Session(m, context_length=0)
@@ -17,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "core/error.h"
 #include "graph/program.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -29,9 +31,14 @@ void bind_model(py::module_& m) {
   register_tessera_error(m);
 
   py::class_<Model>(m, "Model")
-      .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify) {
+      .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,
+                       const std::string& isa) {
              py::gil_scoped_release release;
              LoadOptions o;
+             if (!isa.empty()) {
+               o.isa = isa_from_name(isa);
+               if (!o.isa) fail("options", "isa", "unknown level '{}' (expected scalar, avx2 or avx512)", isa);
+             }
              o.threads = threads;
              o.chunks = chunks;
              o.prefill_sizes = std::move(prefill_sizes);
@@ -39,7 +46,8 @@ void bind_model(py::module_& m) {
              return Model::load(path, o);
            }),
            py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
-           py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false)
+           py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "")
+      .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
       .def_property_readonly("vocab_size", [](const Model& x) { return x.spec().vocab_size; })
       .def_property_readonly("stop_token_ids", [](const Model& x) { return x.stop_token_ids(); })
       .def("programs_json", [](const Model& x) {

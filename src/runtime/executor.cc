@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -16,10 +18,32 @@ void expect_shape(const Program& p, const WeightView& t, const std::string& name
     fail(p.name, name, "weight has shape [{}], the model needs [{}]", fmt::join(t.shape, ", "), fmt::join(shape, ", "));
 }
 
+KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, const std::string& level) {
+  const bool scalar = level == isa_name(Isa::Scalar);
+  switch (op.kind) {
+    case OpKind::Linear:
+      if (integer_linear) return {fmt::format("linear.{}.{}", weight_format_name(w->format), level), false};
+      return {fmt::format("linear.{}.reference", weight_format_name(w->format)), true};
+    case OpKind::Embed:
+      return {fmt::format("embed.{}.gather", weight_format_name(w->format)), false};
+    case OpKind::KvStore:
+      return {"kv_store.copy", false};
+    case OpKind::SelectRows:
+      return {"select_rows.copy", false};
+    default:
+      break;
+  }
+  const std::string name = op_kind_name(op.kind);
+  if (scalar) return {name + ".reference", true};
+  return {name + "." + level, false};
+}
+
 }  // namespace
 
-BoundProgram::BoundProgram(const Program& program, const WeightStore& weights) : program_(&program) {
+BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache)
+    : program_(&program), isa_(isa), vops_(&kernels::vector_ops(isa)) {
   const Program& p = program;
+  const std::string level(isa_name(isa));
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;
@@ -57,12 +81,32 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights) :
           expect_shape(p, weight(1), op.weights[1], {cols(op.outputs[0])});
           b.w1 = f32_vector(1);
         }
+        if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t)) {
+          std::shared_ptr<const kernels::QLinearWeights>& q = cache[op.weights[0]];
+          if (!q) q = std::make_shared<const kernels::QLinearWeights>(t);
+          b.qw = q;
+        }
         break;
       }
       default:
         break;
     }
     ops_.push_back(b);
+    placement_.push_back(place(op, b.w0, b.qw != nullptr, level));
+  }
+  // A Linear whose input was quantized by the previous integer Linear, with
+  // no op writing that value in between (q/k/v, gate/up), reuses it.
+  int quantized = -1;
+  kernels::ActLayout layout = kernels::ActLayout::Natural;
+  for (BoundOp& b : ops_) {
+    const Op& op = *b.op;
+    if (b.qw) {
+      b.reuse_acts = quantized == op.inputs[0] && layout == b.qw->layout();
+      quantized = op.inputs[0];
+      layout = b.qw->layout();
+    }
+    for (int out : op.outputs)
+      if (out == quantized) quantized = -1;
   }
 }
 
@@ -89,75 +133,105 @@ void BoundProgram::run(Workspace& ws, const CallContext& ctx) const {
   const Program& p = *program_;
   const int64_t T = ctx.rows;
   const int64_t L = static_cast<int64_t>(ctx.logit_rows.size());
-  ThreadPool& pool = *ctx.pool;
-  auto rows_of = [&](int id) { return p.values[id].rows == RowsKind::Tokens ? T : L; };
   if (T < 1 || T > p.max_tokens) fail(p.name, "call", "{} rows for a program of at most {}", T, p.max_tokens);
   for (size_t i = 0; i < p.values.size(); ++i) {
     const Value& v = p.values[i];
     if (v.rows == RowsKind::LogitRows && ws.f32[i].size() < static_cast<size_t>(L * v.cols))
       ws.f32[i].resize(static_cast<size_t>(L * v.cols));
   }
-  for (const BoundOp& b : ops_) {
-    const Op& op = *b.op;
-    switch (op.kind) {
-      case OpKind::Embed: {
-        ref::embed_any(*b.w0, ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]));
-        break;
-      }
-      case OpKind::RmsNorm: {
-        const int in = op.inputs[0];
-        const int64_t width = op.group > 0 ? op.group : p.values[in].cols;
-        const int64_t rows = rows_of(in) * (p.values[in].cols / width);
-        const float* w = b.w0 ? static_cast<const float*>(b.w0->data) : nullptr;
-        ref::rms_norm(ws.f(in), w, rows, width, op.eps, op.plus_one, ws.f(op.outputs[0]));
-        break;
-      }
-      case OpKind::Linear: {
-        const int in = op.inputs[0], out = op.outputs[0];
-        const int64_t k = p.values[in].cols, n = p.values[out].cols, rows = rows_of(in);
-        const float* x = ws.f(in);
-        float* y = ws.f(out);
+  if (ctx.profile == nullptr) {
+    for (const BoundOp& b : ops_) run_op(b, ws, ctx);
+    return;
+  }
+  OpProfile& prof = *ctx.profile;
+  prof.seconds.resize(ops_.size());
+  prof.calls.resize(ops_.size());
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run_op(ops_[i], ws, ctx);
+    prof.seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    prof.calls[i] += 1;
+  }
+}
+
+void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
+  const Program& p = *program_;
+  const int64_t T = ctx.rows;
+  const int64_t L = static_cast<int64_t>(ctx.logit_rows.size());
+  ThreadPool& pool = *ctx.pool;
+  auto rows_of = [&](int id) { return p.values[id].rows == RowsKind::Tokens ? T : L; };
+  const kernels::VectorOps& v = *vops_;
+  const Op& op = *b.op;
+  switch (op.kind) {
+    case OpKind::Embed: {
+      ref::embed_any(*b.w0, ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]));
+      break;
+    }
+    case OpKind::RmsNorm: {
+      const int in = op.inputs[0];
+      const int64_t width = op.group > 0 ? op.group : p.values[in].cols;
+      const int64_t rows = rows_of(in) * (p.values[in].cols / width);
+      const float* w = b.w0 ? static_cast<const float*>(b.w0->data) : nullptr;
+      v.rms_norm(ws.f(in), w, rows, width, op.eps, op.plus_one, ws.f(op.outputs[0]));
+      break;
+    }
+    case OpKind::Linear: {
+      const int in = op.inputs[0], out = op.outputs[0];
+      const int64_t k = p.values[in].cols, n = p.values[out].cols, rows = rows_of(in);
+      const float* x = ws.f(in);
+      float* y = ws.f(out);
+      if (b.qw) {
+        if (!b.reuse_acts) kernels::quantize_activations(x, rows, k, b.qw->layout(), ws.acts);
+        // Blocks of 4 output features: the kernels' unit of work.
+        const Isa isa = isa_;
+        pool.parallel_for(
+            (n + 3) / 4,
+            [&](int64_t begin, int64_t end) {
+              kernels::qlinear(isa, *b.qw, ws.acts, b.w1, begin * 4, std::min(n, end * 4), y, n);
+            },
+            16);
+      } else {
         pool.parallel_for(
             n, [&](int64_t begin, int64_t end) { ref::linear_any(x, rows, k, *b.w0, b.w1, n, begin, end, y); }, 64);
-        break;
       }
-      case OpKind::Rope:
-        ref::rope(ws.f(op.inputs[0]), T, op.heads, op.head_dim, op.rot_dim, op.neox, ws.f(op.inputs[1]),
-                  ws.f(op.inputs[2]));
-        break;
-      case OpKind::Attention: {
-        const ref::KvSpan span = ctx.kv->span(op.kv_layer, op.window, ws.f(op.inputs[1]), ws.f(op.inputs[2]));
-        ref::AttentionShape shape{op.heads, op.kv_heads, op.head_dim, op.window, op.scale, op.softcap};
-        const float* q = ws.f(op.inputs[0]);
-        float* o = ws.f(op.outputs[0]);
-        pool.parallel_for(op.heads, [&](int64_t begin, int64_t end) {
-          ref::attention(q, T, span, shape, begin, end, o);
-        });
-        break;
-      }
-      case OpKind::KvStore:
-        ctx.kv->store(op.kv_layer, ws.f(op.inputs[0]), ws.f(op.inputs[1]), T);
-        break;
-      case OpKind::GatedActivation: {
-        const int64_t n = T * p.values[op.inputs[0]].cols;
-        ref::gated_activation(op.activation, ws.f(op.inputs[0]), ws.f(op.inputs[1]), n, ws.f(op.outputs[0]));
-        break;
-      }
-      case OpKind::Add:
-        ref::add_in_place(ws.f(op.outputs[0]), ws.f(op.inputs[0]), rows_of(op.inputs[0]) * p.values[op.inputs[0]].cols);
-        break;
-      case OpKind::SelectRows: {
-        const int64_t w = p.values[op.inputs[0]].cols;
-        const float* x = ws.f(op.inputs[0]);
-        float* y = ws.f(op.outputs[0]);
-        for (int64_t r = 0; r < L; ++r)
-          std::memcpy(y + r * w, x + static_cast<int64_t>(ctx.logit_rows[r]) * w, sizeof(float) * w);
-        break;
-      }
-      case OpKind::Softcap:
-        ref::softcap(ws.f(op.outputs[0]), rows_of(op.outputs[0]) * p.values[op.outputs[0]].cols, op.softcap);
-        break;
+      break;
     }
+    case OpKind::Rope:
+      v.rope(ws.f(op.inputs[0]), T, op.heads, op.head_dim, op.rot_dim, op.neox, ws.f(op.inputs[1]),
+                ws.f(op.inputs[2]));
+      break;
+    case OpKind::Attention: {
+      const ref::KvSpan span = ctx.kv->span(op.kv_layer, op.window, ws.f(op.inputs[1]), ws.f(op.inputs[2]));
+      ref::AttentionShape shape{op.heads, op.kv_heads, op.head_dim, op.window, op.scale, op.softcap};
+      const float* q = ws.f(op.inputs[0]);
+      float* o = ws.f(op.outputs[0]);
+      pool.parallel_for(op.heads, [&](int64_t begin, int64_t end) {
+        v.attention(q, T, span, shape, begin, end, o);
+      });
+      break;
+    }
+    case OpKind::KvStore:
+      ctx.kv->store(op.kv_layer, ws.f(op.inputs[0]), ws.f(op.inputs[1]), T);
+      break;
+    case OpKind::GatedActivation: {
+      const int64_t n = T * p.values[op.inputs[0]].cols;
+      v.gated_activation(op.activation, ws.f(op.inputs[0]), ws.f(op.inputs[1]), n, ws.f(op.outputs[0]));
+      break;
+    }
+    case OpKind::Add:
+      v.add_in_place(ws.f(op.outputs[0]), ws.f(op.inputs[0]), rows_of(op.inputs[0]) * p.values[op.inputs[0]].cols);
+      break;
+    case OpKind::SelectRows: {
+      const int64_t w = p.values[op.inputs[0]].cols;
+      const float* x = ws.f(op.inputs[0]);
+      float* y = ws.f(op.outputs[0]);
+      for (int64_t r = 0; r < L; ++r)
+        std::memcpy(y + r * w, x + static_cast<int64_t>(ctx.logit_rows[r]) * w, sizeof(float) * w);
+      break;
+    }
+    case OpKind::Softcap:
+      v.softcap(ws.f(op.outputs[0]), rows_of(op.outputs[0]) * p.values[op.outputs[0]].cols, op.softcap);
+      break;
   }
 }
 

@@ -1,14 +1,29 @@
-// Runs one program: binds each op to its weights once (checking every shape
-// against the program's values), then executes the ops in order over a
-// workspace of value buffers. Every op runs its reference kernel
-// (kernels/reference); linear layers split output features and attention
-// splits heads across the thread pool, which never changes the bits.
+// Runs one program: binds each op to its weights and to a kernel once — the
+// placement plan — checking every shape against the program's values, then
+// executes the ops in order over a workspace of value buffers.
+//
+// Placement, per op, for the instruction set chosen at load (kernels/cpu_isa.h):
+//   Linear on lut4 / int8 weights   kernels/qlinear.h (int8 activations)
+//   Linear on other formats         reference kernel (fallback)
+//   RMSNorm, RoPE, attention, gated activation, add, softcap
+//                                   kernels/vector_ops.h of that level
+//   Embed, KvStore, SelectRows      row copies (no arithmetic to place)
+// At Isa::Scalar every op runs its reference kernel. Linear layers split
+// output features and attention splits heads across the thread pool, which
+// never changes the bits.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/program.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/int8_activations.h"
+#include "kernels/qlinear.h"
+#include "kernels/vector_ops.h"
 #include "runtime/kv_cache.h"
 #include "runtime/thread_pool.h"
 #include "runtime/weight_store.h"
@@ -19,9 +34,16 @@ namespace tessera {
 struct Workspace {
   std::vector<std::vector<float>> f32;    // by value id (empty for i32 values)
   std::vector<std::vector<int32_t>> i32;  // by value id (empty for f32 values)
+  kernels::Int8Activations acts;          // the last quantized Linear input
 
   float* f(int id) { return f32[id].data(); }
   int32_t* i(int id) { return i32[id].data(); }
+};
+
+// Wall time per op of a program, summed over calls (tessera audit).
+struct OpProfile {
+  std::vector<double> seconds;
+  std::vector<int64_t> calls;
 };
 
 // What a call hands a program besides its input values.
@@ -30,14 +52,27 @@ struct CallContext {
   std::vector<int32_t> logit_rows;   // rows (0..rows-1) whose logits are wanted
   KvCache* kv = nullptr;
   ThreadPool* pool = nullptr;
+  OpProfile* profile = nullptr;      // optional: per-op timing
 };
+
+// Which kernel an op runs, for the audit.
+struct KernelPlacement {
+  std::string kernel;     // e.g. "linear.lut4.avx512", "rms_norm.avx2", "linear.f32.reference"
+  bool fallback = false;  // a reference kernel standing in for a missing optimized one
+};
+
+// Kernel-ready forms of weights, shared by every program of a model (the
+// decode and prefill programs use the same weights).
+using QLinearCache = std::map<std::string, std::shared_ptr<const kernels::QLinearWeights>>;
 
 class BoundProgram {
  public:
   // Throws Error naming the weight whose shape does not fit.
-  BoundProgram(const Program& program, const WeightStore& weights);
+  BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache);
 
   const Program& program() const { return *program_; }
+  Isa isa() const { return isa_; }
+  const std::vector<KernelPlacement>& placement() const { return placement_; }
   Workspace make_workspace() const;
   void run(Workspace& ws, const CallContext& ctx) const;
 
@@ -46,9 +81,16 @@ class BoundProgram {
     const Op* op = nullptr;
     const WeightView* w0 = nullptr;  // the op's weight (Embed table, norm weight, linear matrix)
     const float* w1 = nullptr;       // Linear bias (f32)
+    std::shared_ptr<const kernels::QLinearWeights> qw;  // Linear with an integer kernel
+    bool reuse_acts = false;         // the input is already quantized in ws.acts
   };
+  void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+
   const Program* program_;
+  Isa isa_;
+  const kernels::VectorOps* vops_;
   std::vector<BoundOp> ops_;
+  std::vector<KernelPlacement> placement_;
 };
 
 }  // namespace tessera

@@ -28,6 +28,9 @@ struct LoadOptions {
   std::vector<int64_t> prefill_sizes;
   bool progress = false;  // progress bar on stderr while weights load
   bool verify = false;    // bundles: check every tensor's sha256
+  // Kernels' instruction set; unset: active_isa() (TESSERA_ISA or the best the
+  // CPU has). Isa::Scalar runs every op on its reference kernel.
+  std::optional<Isa> isa;
 };
 
 class Model {
@@ -55,12 +58,15 @@ class Model {
   uint64_t weight_bytes() const { return weights_.bytes(); }
   const WeightStore& weights() const { return weights_; }
   bool from_bundle() const { return from_bundle_; }
+  Isa isa() const { return isa_; }
 
  private:
   std::string path_;
   ModelSpec spec_;
   ProgramSet programs_;
   WeightStore weights_;
+  Isa isa_ = Isa::Scalar;
+  QLinearCache qlinear_cache_;  // before bound_: the programs point into it
   std::vector<BoundProgram> bound_;
   std::optional<tok::Tokenizer> tokenizer_;
   std::optional<ChatTemplate> chat_template_;

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -93,6 +94,9 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
     if (p.max_tokens != variant) continue;
     if (!workspaces_[i]) workspaces_[i] = model_.bound(i).make_workspace();
     Workspace& ws = *workspaces_[i];
+    const bool timed = static_cast<bool>(on_program_timed);
+    std::chrono::steady_clock::time_point start;
+    if (timed) start = std::chrono::steady_clock::now();
     for (int id : p.inputs) {
       const Value& v = p.values[id];
       if (v.name == "ids") {
@@ -108,7 +112,13 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
         fail(p.name, v.name, "the runtime does not know how to provide this input");
       }
     }
+    if (op_profiles) {
+      if (op_profiles->size() < set.programs.size()) op_profiles->resize(set.programs.size());
+      ctx.profile = &(*op_profiles)[i];
+    }
     model_.bound(i).run(ws, ctx);
+    if (timed)
+      on_program_timed(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     prev = &ws;
     prev_x = p.find_value("x");
     if (on_chunk_output && prev_x >= 0 &&

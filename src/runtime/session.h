@@ -47,6 +47,16 @@ class Session {
   // The pointer is valid only during the call. Unset: no cost.
   std::function<void(int64_t chunk, const float* x, int64_t rows, int64_t cols)> on_chunk_output;
 
+  // Optional: per-op wall time of every program call, summed into
+  // (*op_profiles)[program index] (tessera audit). Null: no cost.
+  std::vector<OpProfile>* op_profiles = nullptr;
+
+  // Optional observer: called after each program of a call has run, with the
+  // program (its name says the variant and chunk, e.g. "decode.c1") and its
+  // wall time in seconds (including the copy of its inputs). Unset: the clock
+  // is never read.
+  std::function<void(const Program& program, double seconds)> on_program_timed;
+
  private:
   void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out);
 

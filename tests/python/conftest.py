@@ -15,10 +15,11 @@ def tessera_bin() -> str:
     return os.environ.get("TESSERA_BIN", str(REPO / "build" / "tessera"))
 
 
-def run_tessera(*args, check=True, input=None, timeout=600):
-    """Runs the CLI; returns CompletedProcess with text stdout/stderr."""
+def run_tessera(*args, check=True, input=None, timeout=600, env=None):
+    """Runs the CLI; returns CompletedProcess with text stdout/stderr.
+    env: variables added to (not replacing) the environment."""
     proc = subprocess.run([tessera_bin(), *map(str, args)], capture_output=True, text=True, errors="replace",
-                          input=input, timeout=timeout)
+                          input=input, timeout=timeout, env={**os.environ, **env} if env else None)
     if check and proc.returncode != 0:
         raise AssertionError(f"tessera {' '.join(map(str, args))} exited {proc.returncode}:\n"
                              f"{proc.stderr}")
@@ -36,6 +37,22 @@ def pulled_model_path():
             path = proc.stdout.strip().splitlines()[-1]
             assert Path(path).is_file(), path
             cache[name] = path
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def real_bundle(pulled_model_path, tmp_path_factory):
+    """real_bundle(name) -> a bundle of that pulled model with the default
+    convert options (lut4 layers, int8 embeddings), made once per session."""
+    cache = {}
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            out = tmp_path_factory.mktemp("bundles") / name
+            run_tessera("convert", pulled_model_path(name), "-o", out, "-t", "2")
+            cache[name] = out
         return cache[name]
 
     return get

@@ -1,0 +1,71 @@
+// Micro-benchmarks of the integer-dot linear kernels (Google Benchmark):
+// decode GEMV and prefill GEMM on the shapes of the real models' matrices,
+// per instruction set, reporting weight bytes read per second.
+//
+//   build/tessera_kernel_bench --benchmark_filter=Lut4
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "kernels/qlinear.h"
+
+namespace tessera::kernels {
+namespace {
+
+struct Fixture {
+  std::vector<uint8_t> data;
+  std::vector<float> scales, palette;
+  WeightView view;
+  std::unique_ptr<QLinearWeights> w;
+  Int8Activations acts;
+  std::vector<float> y;
+
+  Fixture(WeightFormat f, int64_t rows, int64_t cols, int64_t tokens) {
+    std::mt19937 rng(1);
+    data.resize(weight_data_bytes(f, rows, cols));
+    for (auto& b : data) b = static_cast<uint8_t>(rng());
+    scales.assign(rows, 0.01f);
+    palette.resize(rows / 16 * 16);
+    for (auto& p : palette) p = std::uniform_real_distribution<float>(-1, 1)(rng);
+    view.format = f;
+    view.shape = {rows, cols};
+    view.data = data.data();
+    view.scales = scales.data();
+    view.palette = palette.data();
+    view.group_size = 16;
+    w = std::make_unique<QLinearWeights>(view);
+    std::vector<float> x(tokens * cols);
+    for (auto& v : x) v = std::normal_distribution<float>()(rng);
+    quantize_activations(x.data(), tokens, cols, w->layout(), acts);
+    y.resize(tokens * rows);
+  }
+};
+
+void run(benchmark::State& state, WeightFormat f, Isa isa) {
+  if (!isa_supported(isa)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  Fixture fx(f, rows, cols, tokens);
+  for (auto _ : state) {
+    qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows);
+    benchmark::DoNotOptimize(fx.y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(fx.data.size()));
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens), benchmark::Counter::kIsRate);
+}
+
+// SmolLM2-135M gate/up [1536, 576], down [576, 1536]; Qwen2.5-0.5B gate/up [4864, 896].
+#define SHAPES ->Args({1536, 576, 1})->Args({576, 1536, 1})->Args({4864, 896, 1})->Args({1536, 576, 64})
+BENCHMARK_CAPTURE(run, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) SHAPES;
+BENCHMARK_CAPTURE(run, lut4_avx2, WeightFormat::Lut4, Isa::Avx2) SHAPES;
+BENCHMARK_CAPTURE(run, int8_avx512, WeightFormat::Int8, Isa::Avx512) SHAPES;
+BENCHMARK_CAPTURE(run, int8_avx2, WeightFormat::Int8, Isa::Avx2) SHAPES;
+
+}  // namespace
+}  // namespace tessera::kernels
+
+BENCHMARK_MAIN();

@@ -1,0 +1,178 @@
+"""Writes a GGUF with random weights and the real shapes of a small model, for
+speed comparisons that need no downloaded weights: llama.cpp and
+`tessera convert` / `tessera run` both load it.
+
+Weights are seeded N(0, 0.02²), RMSNorm weights 1, biases N(0, 0.02²); the
+matrices (and the token embedding) are stored as --type (Q4_0 by default,
+quantized with gguf-py), norms and biases as F32. The tokenizer is a
+synthetic GPT-2-style byte-level BPE of exactly the vocabulary size: the 256
+byte tokens, then the tokens of simple merges (every pair of byte tokens,
+then byte-pair + byte), then the special tokens at the end.
+
+    python3 bench/make_random_gguf.py -o /tmp/qwen25-0.5b-random.q4_0.gguf
+    python3 bench/make_random_gguf.py --shape smollm2-135m --type q8_0 -o /tmp/smol-random.q8_0.gguf
+
+Shapes:
+    qwen2.5-0.5b   qwen2: hidden 896, 24 layers, 14 heads, 2 kv heads, head_dim 64,
+                   ffn 4864, vocab 151936, tied embeddings, rope theta 1e6, qkv bias
+    smollm2-135m   llama: hidden 576, 30 layers, 9 heads, 3 kv heads, head_dim 64,
+                   ffn 1536, vocab 49152, tied embeddings, rope theta 100000
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import gguf
+from gguf import GGMLQuantizationType as Q
+
+SHAPES = {
+    "qwen2.5-0.5b": dict(arch="qwen2", name="Qwen2.5-0.5B (random weights)", hidden=896, layers=24, heads=14,
+                         kv_heads=2, head_dim=64, ffn=4864, vocab=151936, ctx=32768, theta=1e6, eps=1e-6,
+                         qkv_bias=True, pre="qwen2",
+                         specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos=None, eos="<|endoftext|>"),
+    "smollm2-135m": dict(arch="llama", name="SmolLM2-135M (random weights)", hidden=576, layers=30, heads=9,
+                         kv_heads=3, head_dim=64, ffn=1536, vocab=49152, ctx=8192, theta=100000.0, eps=1e-5,
+                         qkv_bias=False, pre="smollm",
+                         specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos="<|im_start|>",
+                         eos="<|im_end|>"),
+}
+
+TYPES = {"q4_0": (Q.Q4_0, gguf.LlamaFileType.MOSTLY_Q4_0), "q8_0": (Q.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0),
+         "f16": (Q.F16, gguf.LlamaFileType.MOSTLY_F16), "f32": (Q.F32, gguf.LlamaFileType.ALL_F32)}
+
+
+def byte_alphabet():
+    """GPT-2's bytes_to_unicode, in byte order."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = dict(zip(bs, cs))
+    return [chr(table[b]) for b in range(256)]
+
+
+def synthetic_vocab(size, specials):
+    """(tokens, token_types, merges): byte tokens, merged tokens, specials last."""
+    chars = byte_alphabet()
+    n_merged = size - 256 - len(specials)
+    if n_merged < 0:
+        raise SystemExit(f"vocabulary of {size} is too small")
+    tokens = list(chars)
+    merges = []
+    pairs = ((a, b) for a in chars for b in chars)
+    triples = ((a + b, c) for a in chars for b in chars for c in chars)
+    for left, right in (p for gen in (pairs, triples) for p in gen):
+        if len(merges) == n_merged:
+            break
+        merges.append(f"{left} {right}")
+        tokens.append(left + right)
+    tokens += specials
+    types = [gguf.TokenType.NORMAL] * (size - len(specials)) + [gguf.TokenType.CONTROL] * len(specials)
+    assert len(tokens) == size and len(set(tokens)) == size
+    return tokens, [int(t) for t in types], merges
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-o", "--output", required=True, help="GGUF file to write (keep it out of the repository)")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="qwen2.5-0.5b")
+    ap.add_argument("--type", choices=sorted(TYPES), default="q4_0", help="format of the matrices and embedding")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=0, help="override the layer count (0: the model's)")
+    args = ap.parse_args()
+
+    s = dict(SHAPES[args.shape])
+    if args.layers > 0:
+        s["layers"] = args.layers
+    qtype, ftype = TYPES[args.type]
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    rng = np.random.default_rng(args.seed)
+    t0 = time.time()
+
+    w = gguf.GGUFWriter(str(tmp), s["arch"])
+    w.add_name(s["name"])
+    w.add_file_type(ftype)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    w.add_context_length(s["ctx"])
+    w.add_embedding_length(s["hidden"])
+    w.add_block_count(s["layers"])
+    w.add_feed_forward_length(s["ffn"])
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv_heads"])
+    w.add_rope_freq_base(s["theta"])
+    w.add_rope_dimension_count(s["head_dim"])
+    w.add_layer_norm_rms_eps(s["eps"])
+    if s["head_dim"] * s["heads"] != s["hidden"]:
+        w.add_key_length(s["head_dim"])
+        w.add_value_length(s["head_dim"])
+
+    tokens, types, merges = synthetic_vocab(s["vocab"], s["specials"])
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(s["pre"])
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    if s["bos"]:
+        w.add_bos_token_id(tokens.index(s["bos"]))
+    w.add_eos_token_id(tokens.index(s["eos"]))
+    w.add_add_bos_token(False)
+
+    def matrix(name, rows, cols):
+        data = (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(0.02))
+        if qtype == Q.F32:
+            w.add_tensor(name, data)
+        elif qtype == Q.F16:
+            w.add_tensor(name, data.astype(np.float16))
+        else:
+            w.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+
+    def vector(name, n, value=None):
+        data = np.full(n, value, dtype=np.float32) if value is not None else \
+            rng.standard_normal(n, dtype=np.float32) * np.float32(0.02)
+        w.add_tensor(name, data)
+
+    hidden, hd = s["hidden"], s["head_dim"]
+    q_dim, kv_dim = s["heads"] * hd, s["kv_heads"] * hd
+    matrix("token_embd.weight", s["vocab"], hidden)  # tied: no output.weight
+    vector("output_norm.weight", hidden, 1.0)
+    for i in range(s["layers"]):
+        b = f"blk.{i}."
+        vector(b + "attn_norm.weight", hidden, 1.0)
+        matrix(b + "attn_q.weight", q_dim, hidden)
+        matrix(b + "attn_k.weight", kv_dim, hidden)
+        matrix(b + "attn_v.weight", kv_dim, hidden)
+        if s["qkv_bias"]:
+            vector(b + "attn_q.bias", q_dim)
+            vector(b + "attn_k.bias", kv_dim)
+            vector(b + "attn_v.bias", kv_dim)
+        matrix(b + "attn_output.weight", hidden, q_dim)
+        vector(b + "ffn_norm.weight", hidden, 1.0)
+        matrix(b + "ffn_gate.weight", s["ffn"], hidden)
+        matrix(b + "ffn_up.weight", s["ffn"], hidden)
+        matrix(b + "ffn_down.weight", hidden, s["ffn"])
+        print(f"\rlayer {i + 1}/{s['layers']}", end="", file=sys.stderr, flush=True)
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(tmp, out)
+    print(f"\nwrote {out} ({out.stat().st_size / 2**20:.1f} MiB, {args.shape}, {args.type}, seed {args.seed}) "
+          f"in {time.time() - t0:.1f} s", file=sys.stderr)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

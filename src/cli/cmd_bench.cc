@@ -1,0 +1,143 @@
+// tessera bench MODEL [--prompt 512] [--gen 128] [--reps 3] [-t N] [--chunks N] [--depths 0,256,1024] [--json]
+//
+// Throughput benchmark (runtime/benchmark.h), in the manner of llama-bench:
+// prefill of --prompt pseudo-random token ids, then --gen decode steps, on a
+// fresh session per repetition; mean ± sample sd of the rates, TTFT, the wall
+// ms of each program per call, peak RSS and decode CPU-seconds per token.
+// --depths adds the decode rate after that many tokens of context. --json
+// prints one object instead of the table.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "runtime/benchmark.h"
+
+namespace tessera::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Bytes of the weights on disk: a bundle's weights.bin, a file's size, or the
+// .safetensors / .gguf / .bin files of a checkpoint directory.
+uint64_t weights_on_disk(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_regular_file(p, ec)) return fs::file_size(p, ec);
+  if (!fs::is_directory(p, ec)) return 0;
+  if (fs::is_regular_file(p / "weights.bin", ec)) return fs::file_size(p / "weights.bin", ec);
+  uint64_t total = 0;
+  for (const auto& e : fs::directory_iterator(p, ec)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file(ec) && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin")) total += e.file_size(ec);
+  }
+  return total;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Measure prefill / decode throughput (llama-bench style)");
+  static std::string model;
+  static BenchOptions o;
+  static int threads = 1;
+  static int64_t chunks = 0;
+  static bool json = false, no_warmup = false, verify = false;
+  cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
+  cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
+  cmd->add_option("-n,--gen", o.gen, "Decode steps per repetition")->capture_default_str();
+  cmd->add_option("-r,--reps", o.reps, "Repetitions (fresh session each)")->capture_default_str();
+  cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
+  cmd->add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")
+      ->capture_default_str();
+  cmd->add_option("-d,--depths", o.depths, "Also measure decode after this many context tokens (e.g. 0,256,1024)")
+      ->delimiter(',');
+  cmd->add_option("-c,--ctx", o.context_length, "Session context length (0 = what the runs need)")
+      ->capture_default_str();
+  cmd->add_option("-b,--batch", o.max_tokens_per_call, "Prompt tokens per prefill call (0 = largest variant)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the pseudo-random token ids")->capture_default_str();
+  cmd->add_flag("--no-warmup", no_warmup, "Skip the untimed warm-up run");
+  cmd->add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
+  cmd->add_flag("--json", json, "Print one JSON object instead of a table");
+  cmd->callback([] {
+    // Option errors first, before the (possibly slow) load.
+    if (o.reps < 1) fail("options", "--reps", "must be at least 1, got {}", o.reps);
+    if (o.prompt < 1) fail("options", "--prompt", "must be at least 1, got {}", o.prompt);
+    if (o.gen < 1) fail("options", "--gen", "must be at least 1, got {}", o.gen);
+    if (o.context_length < 0) fail("options", "--ctx", "must be >= 0, got {}", o.context_length);
+    for (int64_t d : o.depths)
+      if (d < 0) fail("options", "--depths", "depths must be >= 0, got {}", d);
+    o.warmup = !no_warmup;
+    LoadOptions lo;
+    lo.threads = threads;
+    lo.chunks = chunks;
+    lo.verify = verify;
+    auto m = Model::load(model, lo);
+    const BenchResult r = run_benchmark(*m, o);
+    const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)
+    const uint64_t disk = weights_on_disk(m->path());
+
+    if (json) {
+      nlohmann::ordered_json out;
+      out["model"] = model;
+      out["path"] = m->path();
+      out["arch"] = architecture_name(m->spec().arch);
+      out["threads"] = threads;
+      out["isa"] = isa;
+      out["chunks"] = m->programs().num_chunks;
+      out["prompt"] = o.prompt;
+      out["gen"] = o.gen;
+      out["reps"] = o.reps;
+      out["context_length"] = r.context_length;
+      out["pp_tok_s"] = r.pp_tok_s;
+      out["pp_tok_s_sd"] = r.pp_tok_s_sd;
+      out["tg_tok_s"] = r.tg_tok_s;
+      out["tg_tok_s_sd"] = r.tg_tok_s_sd;
+      out["pp_runs"] = r.pp_runs;
+      out["tg_runs"] = r.tg_runs;
+      out["ttft_ms"] = r.ttft_ms;
+      out["prefill_ms"] = r.prefill_ms;
+      out["peak_rss_mib"] = r.peak_rss_mib;
+      out["cpu_s_per_token"] = r.cpu_s_per_token;
+      nlohmann::ordered_json programs = nlohmann::ordered_json::array();
+      for (const ProgramTime& p : r.programs)
+        programs.push_back({{"program", p.program}, {"ms_per_step", p.ms_per_call}, {"calls", p.calls}});
+      out["chunk_ms"] = programs;
+      nlohmann::ordered_json depths = nlohmann::ordered_json::array();
+      for (const DepthResult& d : r.depths)
+        depths.push_back({{"depth", d.depth}, {"tg_tok_s", d.tg_tok_s}, {"tg_tok_s_sd", d.tg_tok_s_sd}});
+      out["depths"] = depths;
+      out["bundle_bytes"] = disk;
+      out["weight_bytes"] = m->weight_bytes();
+      out["from_bundle"] = m->from_bundle();
+      out["version"] = TESSERA_VERSION;
+      fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return;
+    }
+    fmt::print("model {} ({}), {} threads, isa {}, {} chunk(s), {} reps, context {}\n", model,
+               architecture_name(m->spec().arch), threads, isa, m->programs().num_chunks, o.reps, r.context_length);
+    fmt::print("weights on disk {:.1f} MiB, in memory {:.1f} MiB\n", disk / 1048576.0,
+               m->weight_bytes() / 1048576.0);
+    fmt::print("{:<14} {:>22}\n", "test", "tok/s");
+    fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("pp{}", o.prompt), r.pp_tok_s, r.pp_tok_s_sd);
+    fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("tg{}", o.gen), r.tg_tok_s, r.tg_tok_s_sd);
+    for (const DepthResult& d : r.depths)
+      fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("tg{} @ d{}", o.gen, d.depth), d.tg_tok_s,
+                 d.tg_tok_s_sd);
+    fmt::print("ttft {:.2f} ms (prefill {:.2f} ms + first decode step) | peak RSS {:.1f} MiB | "
+               "decode CPU {:.4f} s/token\n",
+               r.ttft_ms, r.prefill_ms, r.peak_rss_mib, r.cpu_s_per_token);
+    fmt::print("{:<20} {:>8} {:>12}\n", "program", "calls", "ms/call");
+    for (const ProgramTime& p : r.programs) fmt::print("{:<20} {:>8} {:>12.3f}\n", p.program, p.calls, p.ms_per_call);
+  });
+}
+
+}  // namespace tessera::cli

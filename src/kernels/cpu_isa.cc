@@ -1,0 +1,74 @@
+#include "kernels/cpu_isa.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr std::string_view kNames[] = {"scalar", "avx2", "avx512"};
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  // __builtin_cpu_supports also checks that the OS saves the vector state
+  // (XGETBV), so a feature the kernel cannot use is reported missing.
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+  if (avx512 && avx2) return Isa::Avx512;
+  if (avx2) return Isa::Avx2;
+#endif
+  return Isa::Scalar;
+}
+
+Isa from_environment() {
+  const char* env = std::getenv("TESSERA_ISA");
+  if (env == nullptr || *env == '\0') return detected_isa();
+  const std::optional<Isa> isa = isa_from_name(env);
+  if (!isa) fail("environment", "TESSERA_ISA", "unknown level '{}' (expected scalar, avx2 or avx512)", env);
+  if (!isa_supported(*isa))
+    fail("environment", "TESSERA_ISA", "this CPU does not support {} (best: {})", env, isa_name(detected_isa()));
+  return *isa;
+}
+
+std::atomic<int> g_active{-1};
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) { return kNames[static_cast<int>(isa)]; }
+
+std::optional<Isa> isa_from_name(std::string_view name) {
+  for (int i = 0; i < 3; ++i)
+    if (kNames[i] == name) return static_cast<Isa>(i);
+  return std::nullopt;
+}
+
+Isa detected_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
+
+Isa active_isa() {
+  int v = g_active.load(std::memory_order_acquire);
+  if (v < 0) {
+    v = static_cast<int>(from_environment());
+    g_active.store(v, std::memory_order_release);
+  }
+  return static_cast<Isa>(v);
+}
+
+void set_active_isa(Isa isa) {
+  if (!isa_supported(isa))
+    fail("options", "isa", "this CPU does not support {} (best: {})", isa_name(isa), isa_name(detected_isa()));
+  g_active.store(static_cast<int>(isa), std::memory_order_release);
+}
+
+}  // namespace tessera

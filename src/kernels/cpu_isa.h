@@ -1,0 +1,34 @@
+// Which vector instruction set the optimized kernels use.
+//
+// Levels, each a superset of the one before:
+//   scalar   plain C++ (the reference kernels and the scalar twins of the
+//            optimized ones); always available
+//   avx2     AVX2 + FMA + F16C + BMI2 (x86-64 since Haswell / Excavator)
+//   avx512   AVX-512 F/BW/VL/DQ + VNNI + VBMI (Ice Lake, Sapphire Rapids, Zen 4)
+//
+// The level is chosen once per process: the best the CPU (and OS) supports,
+// or the one the environment variable TESSERA_ISA names (scalar|avx2|avx512),
+// so every level can be run and tested on one machine. Naming a level the
+// CPU lacks is an error, not a silent downgrade.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace tessera {
+
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+
+std::string_view isa_name(Isa isa);
+std::optional<Isa> isa_from_name(std::string_view name);
+
+// The best level this CPU supports.
+Isa detected_isa();
+bool isa_supported(Isa isa);
+
+// The level kernels use: TESSERA_ISA if set (Error if unknown or unsupported),
+// else detected_isa(). Read once; set_active_isa() overrides it (tests).
+Isa active_isa();
+void set_active_isa(Isa isa);  // Error if the CPU lacks it
+
+}  // namespace tessera

@@ -1,0 +1,60 @@
+// Activations quantized to int8 for the integer-dot linear kernels
+// (kernels/qlinear.h).
+//
+// Each row of `cols` f32 values is cut into blocks of kActBlock = 8 columns;
+// a block gets one scale s = max|x| / 127 and q = round-to-nearest-even(x ·
+// 127 / max|x|) ∈ [-127, 127] (an all-zero block: s = 0, q = 0). Blocks this
+// small keep an outlier channel from flattening its neighbours (with 64-column
+// blocks the SmolLM2 lut4 logits moved 10x further from the f32 kernels,
+// docs/REJECTED_APPROACHES.md), and cost the kernels nothing: the scale is
+// applied per int32 lane, and a lane never spans two blocks. Rows are zero-padded to a
+// whole number of chunks, and the bytes of a chunk are laid out for the
+// weight format the kernel reads:
+//
+//   Natural   (int8 weights) chunk = 64 columns, byte i = column i.
+//   Lut4Pairs (lut4 weights) chunk = 128 columns: bytes 0..63 hold the even
+//             columns 0, 2, ..., 126 and bytes 64..127 the odd ones, matching
+//             the low and high nibbles of 64 bytes of packed 4-bit indices.
+//
+// Both kernels sum products in 16 int32 lanes per chunk: lane j adds the 4
+// consecutive bytes 4j..4j+3 of each 64-byte vector it multiplies, i.e.
+//   Natural:   columns 4j .. 4j+3 of the chunk,
+//   Lut4Pairs: columns 8j .. 8j+7 of the chunk (4 even from the low nibbles,
+//              4 odd from the high ones),
+// so every lane lies inside one block. Per chunk and lane we store
+//   scale16[j]  the scale of lane j's block (0 past the last block), and
+//   bias16[j]   -128 · Σ q over lane j's columns, which an unsigned×signed
+//               dot product (VNNI vpdpbusd) uses to undo a +128 bias on the
+//               weight bytes, giving the exact signed sum.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tessera::kernels {
+
+enum class ActLayout { Natural, Lut4Pairs };
+
+constexpr int64_t kActBlock = 8;  // columns per activation scale (one lane of a lut4 chunk)
+
+inline int64_t act_chunk_cols(ActLayout layout) { return layout == ActLayout::Natural ? 64 : 128; }
+
+struct Int8Activations {
+  ActLayout layout = ActLayout::Natural;
+  int64_t rows = 0, cols = 0;
+  int64_t chunks = 0;           // per row: ceil(cols / chunk_cols)
+  std::vector<int8_t> q;        // [rows][chunks · chunk_cols]
+  std::vector<float> scale16;   // [rows][chunks][16]
+  std::vector<int32_t> bias16;  // [rows][chunks][16]
+
+  int64_t row_bytes() const { return chunks * act_chunk_cols(layout); }
+  const int8_t* q_row(int64_t t) const { return q.data() + t * row_bytes(); }
+  const float* scale_row(int64_t t) const { return scale16.data() + t * chunks * 16; }
+  const int32_t* bias_row(int64_t t) const { return bias16.data() + t * chunks * 16; }
+};
+
+// Quantizes x [rows][cols] into `out` (buffers reused when large enough).
+// Deterministic: the same bits on every machine and instruction set.
+void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, Int8Activations& out);
+
+}  // namespace tessera::kernels

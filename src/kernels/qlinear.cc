@@ -1,0 +1,62 @@
+#include "kernels/qlinear.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/reference/dot.h"
+
+namespace tessera::kernels {
+
+bool QLinearWeights::supported(const WeightView& w) {
+  if (w.shape.size() != 2 || w.cols() % 64 != 0 || w.data == nullptr || w.scales == nullptr) return false;
+  if (w.format == WeightFormat::Int8) return true;
+  return w.format == WeightFormat::Lut4 && w.palette != nullptr && w.group_size >= 1 && w.rows() % w.group_size == 0;
+}
+
+QLinearWeights::QLinearWeights(const WeightView& w)
+    : format_(w.format),
+      data_(static_cast<const uint8_t*>(w.data)),
+      rows_(w.rows()),
+      cols_(w.cols()),
+      row_bytes_(static_cast<int64_t>(weight_data_bytes(w.format, 1, w.cols()))) {
+  if (!supported(w)) fail("", "qlinear", "no integer kernel for a {} weight of shape [{}, {}]", weight_format_name(w.format), rows_, cols_);
+  out_scale_.assign(w.scales, w.scales + rows_);
+  if (format_ != WeightFormat::Lut4) return;
+  // Palette entries (row-normalized values) as int8: per group, the largest
+  // magnitude maps to 127; w[n][c] = scales[n] · (m / 127) · table entry.
+  group_size_ = w.group_size;
+  const int64_t groups = rows_ / group_size_;
+  table_.resize(static_cast<size_t>(groups * 64));
+  std::vector<float> group_factor(static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    const float* pal = w.palette + g * 16;
+    float m = 0.0f;
+    for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(pal[i]));
+    group_factor[g] = m / 127.0f;
+    for (int i = 0; i < 16; ++i) {
+      const long q = m > 0.0f ? std::lrint(pal[i] * (127.0f / m)) : 0;
+      const int8_t e = static_cast<int8_t>(std::clamp<long>(q, -127, 127));
+      for (int rep = 0; rep < 4; ++rep) table_[g * 64 + rep * 16 + i] = e;
+    }
+  }
+  for (int64_t n = 0; n < rows_; ++n) out_scale_[n] = out_scale_[n] * group_factor[n / group_size_];
+}
+
+float qlinear_finish(float* lanes16, float out_scale, const float* bias, int64_t n) {
+  const float s = ref::reduce_lanes16(lanes16) * out_scale;
+  return bias ? s + bias[n] : s;
+}
+
+void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+             int64_t n_end, float* y, int64_t ldy) {
+  if (acts.cols != w.cols() || acts.layout != w.layout())
+    fail("", "qlinear", "activations ({} columns) do not match the weight ({} columns)", acts.cols, w.cols());
+  switch (isa) {
+    case Isa::Avx512: return qlinear_avx512(w, acts, bias, n_begin, n_end, y, ldy);
+    case Isa::Avx2: return qlinear_avx2(w, acts, bias, n_begin, n_end, y, ldy);
+    case Isa::Scalar: return qlinear_scalar(w, acts, bias, n_begin, n_end, y, ldy);
+  }
+}
+
+}  // namespace tessera::kernels

@@ -1,0 +1,80 @@
+// Linear layers on stored low-bit weights with int8 activations: the decode
+// (GEMV) and prefill kernels of lut4 and int8 bundles.
+//
+//   y[t, n] = out_scale[n] · Σ_chunks Σ_lanes (act scale of the lane's block)
+//                            · (exact int32 Σ w_q[n, c] · a_q[t, c] over the lane)
+//             (+ bias[n])
+//
+// w_q are int8 weight values: an int8 weight's stored bytes, or a lut4
+// weight's palette entries re-expressed as int8 (per palette group: entries
+// scaled so the largest magnitude is 127; the group factor goes into
+// out_scale). a_q and the lane structure are described in
+// kernels/int8_activations.h. Each of the 16 lanes keeps an f32 accumulator
+// updated per chunk with one fused multiply-add of (act scale, lane sum);
+// the 16 lanes are then added as reference::reduce_lanes16 does, and the sum
+// is multiplied by out_scale[n] (then the bias is added).
+//
+// Integer sums are exact and every f32 operation is specified, so the scalar
+// twin and the AVX2 and AVX-512 kernels give identical bits, for any row
+// split across threads and any number of tokens per call. Compared with the
+// f32 reference on the same bundle this differs only by the int8 rounding of
+// the activations and of the palette entries (measured in docs/BENCHMARKING.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bundle/weight_format.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/int8_activations.h"
+
+namespace tessera::kernels {
+
+// A stored weight prepared for the kernels: points into the bundle's bytes;
+// owns only small per-group / per-row tables (no second copy of the weights).
+class QLinearWeights {
+ public:
+  // Whether a kernel exists for this weight (lut4 or int8, cols a multiple of 64).
+  static bool supported(const WeightView& w);
+  explicit QLinearWeights(const WeightView& w);  // Error if !supported(w)
+
+  WeightFormat format() const { return format_; }
+  ActLayout layout() const { return format_ == WeightFormat::Int8 ? ActLayout::Natural : ActLayout::Lut4Pairs; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const uint8_t* row(int64_t n) const { return data_ + n * row_bytes_; }
+  int64_t row_bytes() const { return row_bytes_; }
+  float out_scale(int64_t n) const { return out_scale_[n]; }
+  // lut4: the 16 int8 palette entries of row n's group, repeated 4 times (64 bytes).
+  const int8_t* table(int64_t n) const { return table_.data() + (n / group_size_) * 64; }
+  int64_t group_size() const { return group_size_; }
+
+ private:
+  WeightFormat format_;
+  const uint8_t* data_;
+  int64_t rows_, cols_, row_bytes_, group_size_ = 1;
+  std::vector<float> out_scale_;
+  std::vector<int8_t> table_;
+};
+
+// Tokens per tile in the prefill loops of the vector kernels.
+constexpr int64_t kTokenTile = 16;
+
+// y[t * ldy + n] for t < acts.rows and n in [n_begin, n_end). acts must be
+// quantized with w.layout() and acts.cols == w.cols().
+void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+             int64_t n_end, float* y, int64_t ldy);
+
+// The per-ISA kernels (same contract); Scalar is the twin the others are tested against.
+void qlinear_scalar(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                    int64_t n_end, float* y, int64_t ldy);
+void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                  int64_t n_end, float* y, int64_t ldy);
+void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                    int64_t n_end, float* y, int64_t ldy);
+
+// The last step shared by every kernel: 16 lane accumulators → y.
+float qlinear_finish(float* lanes16, float out_scale, const float* bias, int64_t n);
+
+}  // namespace tessera::kernels

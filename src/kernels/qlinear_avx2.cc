@@ -1,0 +1,95 @@
+// AVX2 integer-dot linear kernels; contract in kernels/qlinear.h.
+//
+// Per 32 bytes (half of a 64-byte chunk, i.e. lanes 8h..8h+7):
+//   lut4: vpshufb looks the palette up (a 16-entry table in each 128-bit
+//         lane) for the masked low and high nibbles, giving signed int8
+//         weights p; int8: the weight bytes themselves are p.
+//   vpmaddubsw(|p|, sign(a, p)) forms p·a for adjacent byte pairs without
+//   overflow (|p| ≤ 128, |a| ≤ 127: a pair sums to at most 32512), and
+//   vpmaddwd with ones adds adjacent pairs into int32 lanes of 4 bytes — the
+//   same lanes as the AVX-512 kernel's vpdpbusd. One cvt + FMA per half
+//   applies the activation scales.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/qlinear.h"
+
+#define TESSERA_AVX2 __attribute__((target("avx2,fma,f16c,bmi,bmi2")))
+
+namespace tessera::kernels {
+
+namespace {
+
+constexpr int kPrefetchL1 = 1024;
+constexpr int kPrefetchL2 = 8192;
+
+TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(p), _mm256_sign_epi8(a, p)), ones16);
+}
+
+template <int R>
+TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
+                            const float* bias, float* y) {
+  const bool lut = w.format() == WeightFormat::Lut4;
+  const int8_t* q = a.q_row(t);
+  const float* sc = a.scale_row(t);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m256i tbl[R];
+  const uint8_t* row[R];
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) {
+    tbl[r] = lut ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.table(n + r))) : _mm256_setzero_si256();
+    row[r] = w.row(n + r);
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  }
+  const int64_t cc = act_chunk_cols(a.layout);  // 128 (lut4) or 64 (int8) columns per chunk
+  const int64_t cols = w.cols();
+  for (int64_t m = 0; m < a.chunks; ++m) {
+    for (int h = 0; h < 2; ++h) {
+      if (m * cc + h * (cc / 2) >= cols) break;  // lut4 rows ending in half a chunk
+      const __m256 s = _mm256_loadu_ps(sc + 16 * m + 8 * h);
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* p = row[r] + 64 * m + 32 * h;
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        __m256i d;
+        if (lut) {
+          const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 32 * h));
+          const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 64 + 32 * h));
+          const __m256i plo = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(v, low4));
+          const __m256i phi = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+          d = _mm256_add_epi32(dot4(plo, alo, ones16), dot4(phi, ahi, ones16));
+        } else {
+          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
+          d = dot4(v, av, ones16);
+        }
+        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][h]);
+      }
+    }
+  }
+  alignas(32) float lanes[16];
+  for (int r = 0; r < R; ++r) {
+    _mm256_store_ps(lanes, acc[r][0]);
+    _mm256_store_ps(lanes + 8, acc[r][1]);
+    y[n + r] = qlinear_finish(lanes, w.out_scale(n + r), bias, n + r);
+  }
+}
+
+}  // namespace
+
+void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                  int64_t n_end, float* y, int64_t ldy) {
+  for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {  // see qlinear_avx512
+    const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
+    int64_t n = n_begin;
+    for (; n + 2 <= n_end; n += 2)
+      for (int64_t t = t0; t < t1; ++t) rows_avx2<2>(w, acts, t, n, bias, y + t * ldy);
+    for (; n < n_end; ++n)
+      for (int64_t t = t0; t < t1; ++t) rows_avx2<1>(w, acts, t, n, bias, y + t * ldy);
+  }
+}
+
+}  // namespace tessera::kernels

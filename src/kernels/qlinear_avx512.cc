@@ -1,0 +1,166 @@
+// AVX-512 (VNNI + VBMI) integer-dot linear kernels; contract in kernels/qlinear.h.
+//
+// lut4, per 64 bytes of a row's packed indices (128 weights):
+//   vpermb looks the 16-entry palette up for the low nibbles and, after a
+//   16-bit shift by 4, for the high nibbles (the 64-byte table repeats the
+//   16 entries, so the stray bits 4-5 of each shifted byte select the same
+//   entry and no mask is needed); the table is biased by +128 so the looked
+//   up bytes are unsigned, and vpdpbusd multiplies them with the int8
+//   activations (even columns against the low nibbles, odd against the high)
+//   into 16 int32 lanes that start from the activations' -128·Σq correction,
+//   leaving the exact signed sums. One cvt + FMA per chunk applies the
+//   activation scales.
+// int8: the weight bytes are biased by +128 (xor 0x80) and go through the
+//   same vpdpbusd + correction, 64 weights per step.
+// Rows are processed four at a time so the activation vectors are loaded
+// once per four rows; a block of rows is contiguous, so the weight bytes are
+// read as one sequential stream, with software prefetch ahead of it.
+// GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands "may
+// be used uninitialized" inside vpermb / masked loads; they are don't-care inputs.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/qlinear.h"
+
+#define TESSERA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+
+namespace tessera::kernels {
+
+namespace {
+
+constexpr int kPrefetchL1 = 1024;  // bytes ahead of the current load
+constexpr int kPrefetchL2 = 8192;
+
+// ref::reduce_lanes16 in registers: lanes j + j+8, then j + j+4, j + j+2, j + j+1.
+TESSERA_AVX512 inline float reduce16(__m512 v) {
+  const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
+}
+
+TESSERA_AVX512 inline float finish(__m512 acc, const QLinearWeights& w, const float* bias, int64_t n) {
+  const float s = reduce16(acc) * w.out_scale(n);
+  return bias ? s + bias[n] : s;
+}
+
+// One 64-byte step of a lut4 row: 128 weights against the chunk's activations.
+// The high nibbles are brought down with vpmultishiftqb (byte i of each
+// quadword takes bits 8i+4 .. 8i+11), which runs beside vpermb rather than on
+// the port the dot products need, unlike a shift.
+TESSERA_AVX512 inline __m512i high_nibbles(__m512i v) {
+  const __m512i ctl = _mm512_set1_epi64(0x3c342c241c140c04LL);  // 60, 52, 44, 36, 28, 20, 12, 4
+  return _mm512_multishift_epi64_epi8(ctl, v);
+}
+
+TESSERA_AVX512 inline __m512 lut4_step(__m512i v, __m512i tbl, __m512i alo, __m512i ahi, __m512i b, __m512 s,
+                                       __m512 acc) {
+  const __m512i lo = _mm512_permutexvar_epi8(v, tbl);
+  const __m512i hi = _mm512_permutexvar_epi8(high_nibbles(v), tbl);
+  const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(b, lo, alo), hi, ahi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc);
+}
+
+template <int R>
+TESSERA_AVX512 void lut4_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
+                              const float* bias, float* y) {
+  const int8_t* q = a.q_row(t);
+  const float* sc = a.scale_row(t);
+  const int32_t* bi = a.bias_row(t);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i tbl[R];
+  __m512 acc[R];
+  const uint8_t* row0 = w.row(n);
+  const int64_t rb = w.row_bytes();
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    tbl[r] = _mm512_xor_si512(_mm512_loadu_si512(w.table(n + r)), flip);
+    acc[r] = _mm512_setzero_ps();
+  }
+  const int64_t full = w.cols() / 128;
+  for (int64_t m = 0; m < full; ++m) {
+    const __m512i alo = _mm512_loadu_si512(q + 128 * m);
+    const __m512i ahi = _mm512_loadu_si512(q + 128 * m + 64);
+    const __m512i b = _mm512_loadu_si512(bi + 16 * m);
+    const __m512 s = _mm512_loadu_ps(sc + 16 * m);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = row0 + r * rb + 64 * m;
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
+      acc[r] = lut4_step(_mm512_loadu_si512(p), tbl[r], alo, ahi, b, s, acc[r]);
+    }
+  }
+  if (w.cols() % 128 != 0) {  // the last 64 columns: 32 index bytes
+    const int64_t m = full;
+    const __m512i alo = _mm512_loadu_si512(q + 128 * m);
+    const __m512i ahi = _mm512_loadu_si512(q + 128 * m + 64);
+    const __m512i b = _mm512_loadu_si512(bi + 16 * m);
+    const __m512 s = _mm512_loadu_ps(sc + 16 * m);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512i v = _mm512_maskz_loadu_epi8(__mmask64{0xFFFFFFFFu}, row0 + r * rb + 64 * m);
+      acc[r] = lut4_step(v, tbl[r], alo, ahi, b, s, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
+}
+
+template <int R>
+TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
+                              const float* bias, float* y) {
+  const int8_t* q = a.q_row(t);
+  const float* sc = a.scale_row(t);
+  const int32_t* bi = a.bias_row(t);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const uint8_t* row[R];
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) {
+    row[r] = w.row(n + r);
+    acc[r] = _mm512_setzero_ps();
+  }
+  const int64_t chunks = w.cols() / 64;
+  for (int64_t m = 0; m < chunks; ++m) {
+    const __m512i av = _mm512_loadu_si512(q + 64 * m);
+    const __m512i b = _mm512_loadu_si512(bi + 16 * m);
+    const __m512 s = _mm512_loadu_ps(sc + 16 * m);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = row[r] + 64 * m;
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
+      const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
+      const __m512i d = _mm512_dpbusd_epi32(b, v, av);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
+}
+
+}  // namespace
+
+void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                    int64_t n_end, float* y, int64_t ldy) {
+  const bool lut = w.format() == WeightFormat::Lut4;
+  // Prefill: tiles of kTokenTile tokens, whose quantized activations (about
+  // 1.3 KB per token per 1000 columns) stay in L1 while every row block of
+  // the range passes over them; the weights are re-read from L2 once per tile.
+  for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {
+    const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
+    int64_t n = n_begin;
+    // Each row has its own palette register, so any four rows can go together.
+    for (; n + 4 <= n_end; n += 4)
+      for (int64_t t = t0; t < t1; ++t) {
+        if (lut) lut4_rows<4>(w, acts, t, n, bias, y + t * ldy);
+        else int8_rows<4>(w, acts, t, n, bias, y + t * ldy);
+      }
+    for (; n < n_end; ++n)
+      for (int64_t t = t0; t < t1; ++t) {
+        if (lut) lut4_rows<1>(w, acts, t, n, bias, y + t * ldy);
+        else int8_rows<1>(w, acts, t, n, bias, y + t * ldy);
+      }
+  }
+}
+
+}  // namespace tessera::kernels

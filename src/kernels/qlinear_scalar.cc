@@ -1,0 +1,52 @@
+// The scalar twin of the integer-dot linear kernels: the contract of
+// kernels/qlinear.h written out one lane at a time. The AVX2 and AVX-512
+// kernels must give exactly these bits.
+#include <cmath>
+
+#include "kernels/qlinear.h"
+
+namespace tessera::kernels {
+
+namespace {
+
+// Signed int8 weight value of column c of row n.
+inline int32_t weight_value(const QLinearWeights& w, int64_t n, int64_t c) {
+  const uint8_t* row = w.row(n);
+  if (w.format() == WeightFormat::Int8) return static_cast<int8_t>(row[c]);
+  const uint8_t b = row[c / 2];
+  return w.table(n)[(c % 2 == 0) ? (b & 0xf) : (b >> 4)];
+}
+
+// Activation byte of column c (of a row laid out as acts.layout).
+inline int32_t act_value(const Int8Activations& a, const int8_t* q, int64_t c) {
+  if (a.layout == ActLayout::Natural) return q[c];
+  const int64_t m = c / 128, k = c % 128;
+  return q[m * 128 + (k % 2 == 0 ? k / 2 : 64 + k / 2)];
+}
+
+}  // namespace
+
+void qlinear_scalar(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                    int64_t n_end, float* y, int64_t ldy) {
+  const int64_t cc = act_chunk_cols(acts.layout), per_lane = cc / 16, cols = w.cols();
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    for (int64_t t = 0; t < acts.rows; ++t) {
+      const int8_t* q = acts.q_row(t);
+      const float* sc = acts.scale_row(t);
+      float lanes[16] = {};
+      for (int64_t m = 0; m < acts.chunks; ++m) {
+        for (int j = 0; j < 16; ++j) {
+          int32_t sum = 0;
+          for (int64_t k = 0; k < per_lane; ++k) {
+            const int64_t c = m * cc + j * per_lane + k;
+            if (c < cols) sum += weight_value(w, n, c) * act_value(acts, q, c);
+          }
+          lanes[j] = std::fma(sc[m * 16 + j], static_cast<float>(sum), lanes[j]);
+        }
+      }
+      y[t * ldy + n] = qlinear_finish(lanes, w.out_scale(n), bias, n);
+    }
+  }
+}
+
+}  // namespace tessera::kernels

@@ -1,0 +1,228 @@
+// Integer-dot linear kernels: every instruction set gives the scalar twin's
+// bits; the twin stays within the error the int8 roundings allow of the f32
+// reference (ref::linear_any on the same stored weight); activation
+// quantization follows its documented layout.
+#include "kernels/qlinear.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "kernels/reference/kernels.h"
+
+namespace tessera::kernels {
+namespace {
+
+// A random stored weight (lut4 or int8) and its buffers.
+struct RandomWeight {
+  std::vector<uint8_t> data;
+  std::vector<float> scales, palette;
+  WeightView view;
+
+  RandomWeight(std::mt19937& rng, WeightFormat f, int64_t rows, int64_t cols, int64_t group) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f), pos(0.01f, 2.0f);
+    data.resize(weight_data_bytes(f, rows, cols));
+    for (uint8_t& b : data) b = static_cast<uint8_t>(byte(rng));
+    if (f == WeightFormat::Int8)
+      for (uint8_t& b : data) b = b == 0x80 ? 0x81 : b;  // q ∈ [-127, 127] as the converter writes
+    scales.resize(rows);
+    for (float& s : scales) s = pos(rng);
+    view.format = f;
+    view.shape = {rows, cols};
+    view.data = data.data();
+    view.scales = scales.data();
+    if (f == WeightFormat::Lut4) {
+      palette.resize(rows / group * 16);
+      for (float& p : palette) p = u(rng);
+      view.palette = palette.data();
+      view.group_size = group;
+    }
+  }
+};
+
+std::vector<float> random_acts(std::mt19937& rng, int64_t rows, int64_t cols) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = d(rng);
+  // An outlier channel and an all-zero block, as real activations have.
+  for (int64_t t = 0; t < rows; ++t) {
+    x[t * cols + cols / 3] *= 40.0f;
+    if (cols >= 128)
+      for (int64_t c = 64; c < 128; ++c) x[t * cols + c] = 0.0f;
+  }
+  return x;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<float> run(Isa isa, const QLinearWeights& w, const Int8Activations& a, const float* bias, int64_t split) {
+  const int64_t n = w.rows();
+  std::vector<float> y(a.rows * n, NAN);
+  if (split <= 0 || split >= n) {
+    qlinear(isa, w, a, bias, 0, n, y.data(), n);
+  } else {
+    qlinear(isa, w, a, bias, 0, split, y.data(), n);
+    qlinear(isa, w, a, bias, split, n, y.data(), n);
+  }
+  return y;
+}
+
+struct Shape {
+  WeightFormat format;
+  int64_t rows, cols, group, tokens;
+};
+
+const Shape kShapes[] = {
+    {WeightFormat::Lut4, 16, 64, 16, 1},   {WeightFormat::Lut4, 37, 576, 1, 1},   {WeightFormat::Lut4, 48, 640, 16, 3},
+    {WeightFormat::Lut4, 9, 192, 3, 2},    {WeightFormat::Lut4, 64, 1536, 64, 1}, {WeightFormat::Int8, 13, 576, 0, 1},
+    {WeightFormat::Int8, 40, 64, 0, 5},    {WeightFormat::Int8, 7, 896, 0, 2},   {WeightFormat::Lut4, 12, 576, 4, 37},
+    {WeightFormat::Int8, 9, 128, 0, 33},
+};
+
+TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
+  std::mt19937 rng(7);
+  for (const Shape& s : kShapes) {
+    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
+    const QLinearWeights w(rw.view);
+    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
+    std::vector<float> bias(s.rows);
+    for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
+    Int8Activations a;
+    quantize_activations(x.data(), s.tokens, s.cols, w.layout(), a);
+    const std::vector<float> want = run(Isa::Scalar, w, a, bias.data(), 0);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      if (!isa_supported(isa)) continue;
+      for (int64_t split : {int64_t{0}, int64_t{1}, s.rows / 2, s.rows - 3}) {
+        EXPECT_TRUE(same_bits(run(isa, w, a, bias.data(), split), want))
+            << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] " << isa_name(isa) << " split "
+            << split;
+      }
+    }
+  }
+}
+
+TEST(QLinear, TokensOfOneCallMatchOneTokenCalls) {
+  std::mt19937 rng(8);
+  for (WeightFormat f : {WeightFormat::Lut4, WeightFormat::Int8}) {
+    RandomWeight rw(rng, f, 24, 320, 8);
+    const QLinearWeights w(rw.view);
+    const int64_t T = 35;  // more than two token tiles
+    const std::vector<float> x = random_acts(rng, T, 320);
+    Int8Activations all, one;
+    quantize_activations(x.data(), T, 320, w.layout(), all);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      if (!isa_supported(isa)) continue;
+      const std::vector<float> batched = run(isa, w, all, nullptr, 0);
+      for (int64_t t = 0; t < T; ++t) {
+        quantize_activations(x.data() + t * 320, 1, 320, w.layout(), one);
+        const std::vector<float> single = run(isa, w, one, nullptr, 0);
+        EXPECT_EQ(std::memcmp(single.data(), batched.data() + t * 24, 24 * sizeof(float)), 0) << isa_name(isa) << " t " << t;
+      }
+    }
+  }
+}
+
+// The twin against the f32 reference on the same stored weight. The only
+// differences are roundings: each activation by at most half its block's
+// step (amax/254), and each lut4 palette entry by half a step of its
+// group's int8 grid (m/254, times the row scale). So
+//   |y_twin − y_ref| ≤ Σ_c |w_c|·amax(c)/254 + Σ_c |x_c|·s_n·m_g/254
+// plus f32 summation noise; a wrong lane, block or nibble breaks it at once.
+TEST(QLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
+  std::mt19937 rng(9);
+  for (const Shape& s : kShapes) {
+    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
+    const QLinearWeights w(rw.view);
+    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
+    Int8Activations a;
+    quantize_activations(x.data(), s.tokens, s.cols, w.layout(), a);
+    const std::vector<float> got = run(Isa::Scalar, w, a, nullptr, 0);
+    std::vector<float> want(s.tokens * s.rows);
+    ref::linear_any(x.data(), s.tokens, s.cols, rw.view, nullptr, s.rows, 0, s.rows, want.data());
+    std::vector<float> row(s.cols);
+    for (int64_t n = 0; n < s.rows; ++n) {
+      decode_row(rw.view, n, row.data());
+      double pal_step = 0;
+      if (s.format == WeightFormat::Lut4) {
+        float m = 0;
+        for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(rw.palette[(n / s.group) * 16 + i]));
+        pal_step = rw.scales[n] * m / 254.0;
+      }
+      for (int64_t t = 0; t < s.tokens; ++t) {
+        double bound = 0, mag = 0;
+        for (int64_t c = 0; c < s.cols; ++c) {
+          const int64_t b0 = c / kActBlock * kActBlock;
+          float amax = 0;
+          for (int64_t k = b0; k < std::min(s.cols, b0 + kActBlock); ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
+          bound += std::fabs(row[c]) * amax / 254.0 + std::fabs(x[t * s.cols + c]) * pal_step;
+          mag += std::fabs(row[c] * x[t * s.cols + c]);
+        }
+        bound = bound * 1.0001 + 1e-5 * mag;
+        EXPECT_LE(std::fabs(got[t * s.rows + n] - want[t * s.rows + n]), bound)
+            << weight_format_name(s.format) << " row " << n << " token " << t;
+      }
+    }
+  }
+}
+
+TEST(QLinear, ActivationLayoutsHoldTheRoundedValuesWhereTheDocSays) {
+  std::mt19937 rng(10);
+  const int64_t cols = 192;  // one full lut4 chunk and half of another
+  const std::vector<float> x = random_acts(rng, 1, cols);
+  for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs}) {
+    Int8Activations a;
+    quantize_activations(x.data(), 1, cols, layout, a);
+    const int64_t cc = act_chunk_cols(layout);
+    ASSERT_EQ(a.chunks, (cols + cc - 1) / cc);
+    for (int64_t c = 0; c < a.chunks * cc; ++c) {
+      const int64_t m = c / cc, k = c % cc;
+      const int64_t pos = layout == ActLayout::Natural ? c : m * cc + (k % 2 == 0 ? k / 2 : 64 + k / 2);
+      int expect = 0;
+      float block_scale = 0;
+      if (c < cols) {
+        float amax = 0;
+        for (int64_t i = c / kActBlock * kActBlock; i < std::min(cols, c / kActBlock * kActBlock + kActBlock); ++i) amax = std::max(amax, std::fabs(x[i]));
+        if (amax > 0) {
+          expect = static_cast<int>(std::nearbyint(x[c] * (127.0f / amax)));
+          block_scale = amax / 127.0f;
+        }
+      }
+      EXPECT_EQ(a.q[pos], expect) << "column " << c;
+      const int64_t lane = (k / (cc / 16));
+      EXPECT_EQ(a.scale16[m * 16 + lane], block_scale) << "column " << c;
+    }
+    // Correction terms: -128 · Σ q over each lane's columns.
+    for (int64_t m = 0; m < a.chunks; ++m)
+      for (int j = 0; j < 16; ++j) {
+        int32_t sum = 0;
+        for (int64_t k = 0; k < cc / 16; ++k) {
+          const int64_t c = m * cc + j * (cc / 16) + k;
+          const int64_t kk = c % cc;
+          sum += a.q[layout == ActLayout::Natural ? c : m * cc + (kk % 2 == 0 ? kk / 2 : 64 + kk / 2)];
+        }
+        EXPECT_EQ(a.bias16[m * 16 + j], -128 * sum);
+      }
+  }
+}
+
+TEST(QLinear, UnsupportedWeightsAreRefused) {
+  std::mt19937 rng(11);
+  RandomWeight odd(rng, WeightFormat::Lut4, 4, 72, 4);  // 72 columns: not a multiple of 64
+  EXPECT_FALSE(QLinearWeights::supported(odd.view));
+  EXPECT_THROW(QLinearWeights{odd.view}, Error);
+  RandomWeight ok(rng, WeightFormat::Int8, 4, 128, 0);
+  EXPECT_TRUE(QLinearWeights::supported(ok.view));
+  WeightView f32 = ok.view;
+  f32.format = WeightFormat::F32;
+  EXPECT_FALSE(QLinearWeights::supported(f32));
+}
+
+}  // namespace
+}  // namespace tessera::kernels

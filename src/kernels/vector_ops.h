@@ -1,0 +1,53 @@
+// Elementwise and attention kernels for one vector instruction set.
+//
+// vector_ops(Isa::Scalar) is the reference kernels themselves; Avx2 and Avx512
+// are Highway code compiled for HWY_AVX2 / HWY_AVX3 with per-function target
+// attributes (vector_ops.cc), so this header and its callers stay generic.
+//
+// How each level relates to the reference (vector_ops_test.cc checks it):
+//   bit-identical: rms_norm, rope, add_in_place, dots (same operations in the
+//     same order; sums of squares and dot products use ref::dot's 16-lane
+//     order and its reduction tree, no FMA)
+//   within a few ulp: gated_activation, softcap (Highway Exp/Tanh and a
+//     rational erf instead of libm)
+//   attention: the q·k scores (ref::dot's bits, 16 keys reduced at once), the
+//     scale, the max, the division by the sum and the weighted sum of values
+//     are the reference's operations in the reference's order; only exp
+//     (Highway), tanh (softcap) and the order of the softmax denominator's sum
+//     (16 lanes) differ, so the output is within a small relative error of the
+//     reference. A row of a multi-row call gets the same bits as alone.
+// Every level is deterministic: same inputs, same bits, whatever the thread
+// split of [h_begin, h_end).
+#pragma once
+
+#include <cstdint>
+
+#include "core/model_spec.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/reference/kernels.h"
+
+namespace tessera::kernels {
+
+// One instruction set's elementwise and attention kernels. Same signatures and
+// semantics as the reference kernels in kernels/reference/kernels.h.
+struct VectorOps {
+  const char* isa;  // "scalar", "avx2", "avx512"
+  void (*rms_norm)(const float* x, const float* w, int64_t rows, int64_t width, float eps, bool plus_one, float* y);
+  void (*rope)(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_dim, bool neox, const float* cos,
+               const float* sin);
+  void (*attention)(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::AttentionShape& shape,
+                    int64_t h_begin, int64_t h_end, float* out);
+  void (*gated_activation)(Activation act, const float* gate, const float* up, int64_t n, float* out);
+  void (*add_in_place)(float* y, const float* x, int64_t n);
+  void (*softcap)(float* x, int64_t n, float cap);
+  // out[r] = ref::dot(a, b + r·stride, n) for r < count, bit for bit (the
+  // q·k kernel attention uses; blocks of 16 rows share one reduction).
+  void (*dots)(const float* a, const float* b, int64_t stride, int64_t n, int64_t count, float* out);
+};
+
+// Isa::Scalar gives the reference kernels themselves; Avx2/Avx512 the Highway
+// code compiled for HWY_AVX2 / HWY_AVX3. Throws tessera::Error if the CPU
+// lacks the level (isa_supported).
+const VectorOps& vector_ops(Isa isa);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,460 @@
+// Each level of vector_ops() against the reference kernels.
+//
+// rms_norm, rope and add_in_place must be the reference's bits exactly (same
+// operations, same order, no FMA). gated_activation, softcap and attention use
+// Highway's Exp/Tanh (and a rational erf) instead of libm, so they are checked
+// against bounds derived below from those functions' documented errors; every
+// bound is far below what a wrong index, a missing key or a wrong formula
+// produces (1e-3 and up on these inputs).
+#include "kernels/vector_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/reference/dot.h"
+#include "kernels/reference/kernels.h"
+
+namespace tessera::kernels {
+namespace {
+
+std::vector<float> random_values(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Index of the first value whose bits differ, or -1.
+int64_t first_bit_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i])) return static_cast<int64_t>(i);
+  return -1;
+}
+
+constexpr float kUlp1 = 1.0f / (1 << 23);  // spacing of floats in [1, 2): 2^-23
+
+TEST(VectorOpsTable, ScalarIsTheReference) {
+  const VectorOps& ops = vector_ops(Isa::Scalar);
+  EXPECT_STREQ(ops.isa, "scalar");
+  EXPECT_EQ(ops.rms_norm, &ref::rms_norm);
+  EXPECT_EQ(ops.rope, &ref::rope);
+  EXPECT_EQ(ops.attention, &ref::attention);
+  EXPECT_EQ(ops.gated_activation, &ref::gated_activation);
+  EXPECT_EQ(ops.add_in_place, &ref::add_in_place);
+  EXPECT_EQ(ops.softcap, &ref::softcap);
+}
+
+TEST(VectorOpsTable, LevelsAreNamedOrRefused) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (isa_supported(isa)) {
+      const VectorOps& ops = vector_ops(isa);
+      EXPECT_EQ(std::string(ops.isa), std::string(isa_name(isa)));
+      EXPECT_NE(ops.rms_norm, &ref::rms_norm);
+      EXPECT_NE(ops.attention, &ref::attention);
+      EXPECT_EQ(&ops, &vector_ops(isa));  // one table per level
+    } else {
+      EXPECT_THROW(vector_ops(isa), Error);
+    }
+  }
+}
+
+class VectorOpsIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
+  }
+  const VectorOps& ops() const { return vector_ops(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(VectorOps, VectorOpsIsa, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+
+TEST_P(VectorOpsIsa, RmsNormIsBitIdentical) {
+  std::mt19937 rng(101);
+  for (int64_t width = 1; width <= 300; ++width) {
+    const int64_t rows = width % 3 == 0 ? 1 : 3;
+    const auto x = random_values(rng, rows * width, -3.0f, 3.0f);
+    const auto w = random_values(rng, width, -1.5f, 1.5f);
+    for (int mode = 0; mode < 3; ++mode) {  // weight, 1 + weight, no weight
+      const float* wp = mode == 2 ? nullptr : w.data();
+      const bool plus_one = mode == 1;
+      std::vector<float> want(x.size()), got(x.size(), -7.0f);
+      ref::rms_norm(x.data(), wp, rows, width, 1e-6f, plus_one, want.data());
+      ops().rms_norm(x.data(), wp, rows, width, 1e-6f, plus_one, got.data());
+      ASSERT_EQ(first_bit_difference(want, got), -1) << "width " << width << " mode " << mode;
+      std::vector<float> in_place = x;  // x and y may alias
+      ops().rms_norm(in_place.data(), wp, rows, width, 1e-6f, plus_one, in_place.data());
+      ASSERT_EQ(first_bit_difference(want, in_place), -1) << "in place, width " << width << " mode " << mode;
+    }
+  }
+}
+
+TEST_P(VectorOpsIsa, RopeIsBitIdentical) {
+  std::mt19937 rng(202);
+  struct Case {
+    int64_t head_dim, rot_dim;
+  };
+  for (const Case c : {Case{64, 64}, Case{128, 128}, Case{80, 80}, Case{128, 64}, Case{80, 42}, Case{64, 30},
+                       Case{256, 64}, Case{6, 6}, Case{10, 4}, Case{96, 66}}) {
+    for (int64_t rows : {1, 3}) {
+      for (bool neox : {true, false}) {
+        const int64_t heads = 3, half = c.rot_dim / 2;
+        const auto x = random_values(rng, rows * heads * c.head_dim, -2.0f, 2.0f);
+        const auto angle = random_values(rng, rows * half, -3.2f, 3.2f);
+        std::vector<float> cos(angle.size()), sin(angle.size());
+        for (size_t i = 0; i < angle.size(); ++i) cos[i] = std::cos(angle[i]), sin[i] = std::sin(angle[i]);
+        std::vector<float> want = x, got = x;
+        ref::rope(want.data(), rows, heads, c.head_dim, c.rot_dim, neox, cos.data(), sin.data());
+        ops().rope(got.data(), rows, heads, c.head_dim, c.rot_dim, neox, cos.data(), sin.data());
+        ASSERT_EQ(first_bit_difference(want, got), -1)
+            << "head_dim " << c.head_dim << " rot_dim " << c.rot_dim << " rows " << rows << " neox " << neox;
+      }
+    }
+  }
+}
+
+TEST_P(VectorOpsIsa, AddInPlaceIsBitIdentical) {
+  std::mt19937 rng(303);
+  for (int64_t n = 0; n <= 300; ++n) {
+    const auto x = random_values(rng, n, -5.0f, 5.0f);
+    const auto y = random_values(rng, n, -5.0f, 5.0f);
+    std::vector<float> want = y, got = y;
+    ref::add_in_place(want.data(), x.data(), n);
+    ops().add_in_place(got.data(), x.data(), n);
+    ASSERT_EQ(first_bit_difference(want, got), -1) << "n " << n;
+  }
+}
+
+// Inputs for the activations: a uniform spread plus values at the edges of
+// the approximations' ranges (exp overflow, tanh saturation, erf clamping).
+std::vector<float> activation_inputs(std::mt19937& rng, int64_t n) {
+  auto v = random_values(rng, n, -12.0f, 12.0f);
+  const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-4f, -1e-4f, 0.5f, -0.5f, 3.9f, -3.9f, 5.7f, -5.7f,
+                           9.1f, -9.1f, 18.0f, -18.0f, 20.0f, -20.0f, 88.0f, -88.0f, 89.0f, -89.0f, 100.0f,
+                           -100.0f, 200.0f, -200.0f, 1e30f, -1e30f};
+  for (size_t i = 0; i < v.size() && i < std::size(special); ++i) v[i * 7 % v.size()] = special[i];
+  return v;
+}
+
+TEST_P(VectorOpsIsa, GatedActivationWithinBound) {
+  std::mt19937 rng(404);
+  for (Activation act : {Activation::SiLU, Activation::GeluTanh, Activation::Gelu}) {
+    for (int64_t n : {1, 5, 8, 15, 16, 17, 33, 100, 257, 4099}) {
+      const auto gate = activation_inputs(rng, n);
+      const auto up = random_values(rng, n, -2.0f, 2.0f);
+      std::vector<float> want(n), got(n, -7.0f);
+      ref::gated_activation(act, gate.data(), up.data(), n, want.data());
+      ops().gated_activation(act, gate.data(), up.data(), n, got.data());
+      for (int64_t i = 0; i < n; ++i) {
+        // SiLU: x / (1 + e^-x) with Highway's Exp (<= 1 ulp) against libm's
+        // expf (< 1 ulp): 1 + e^-x and the quotient differ by a few ulp, so
+        // 8 ulp of the result (~1e-6 relative) bounds it.
+        // GELU: 1 + tanh(u) (Highway Tanh: <= 4 ulp) and 1 + erf(u) (rational
+        // approximation: ~2e-7 absolute, and libm's own 0.5 ulp) cancel where
+        // tanh/erf approach -1, so the error is absolute in that factor:
+        // 8 ulp of 1 times |0.5·x·up|, plus 8 ulp of the result.
+        const float x = gate[i];
+        const double scale = act == Activation::SiLU ? 0.0 : std::abs(0.5 * x * up[i]);
+        const double bound = 8 * kUlp1 * (std::abs(want[i]) + scale) + 1e-37;
+        ASSERT_LE(std::abs(static_cast<double>(got[i]) - want[i]), bound)
+            << activation_name(act) << " n " << n << " i " << i << " gate " << x << " up " << up[i] << " want "
+            << want[i] << " got " << got[i];
+      }
+    }
+  }
+}
+
+TEST_P(VectorOpsIsa, SoftcapWithinBound) {
+  std::mt19937 rng(505);
+  for (float cap : {5.0f, 30.0f, 50.0f}) {
+    for (int64_t n : {1, 7, 16, 31, 200, 1001}) {
+      auto x = random_values(rng, n, -4 * cap, 4 * cap);
+      x[0] = 0.0f;
+      std::vector<float> want = x, got = x;
+      ref::softcap(want.data(), n, cap);
+      ops().softcap(got.data(), n, cap);
+      for (int64_t i = 0; i < n; ++i) {
+        // cap · tanh(x / cap): Highway's Tanh is within 4 ulp, libm's within
+        // 1; the multiplication by cap adds a rounding to each. 8 ulp.
+        const double bound = 8 * kUlp1 * std::abs(want[i]);
+        ASSERT_LE(std::abs(static_cast<double>(got[i]) - want[i]), bound)
+            << "cap " << cap << " n " << n << " x " << x[i] << " want " << want[i] << " got " << got[i];
+      }
+    }
+  }
+}
+
+struct AttentionCase {
+  int64_t heads, kv_heads, head_dim, window, rows, past_begin, past_end, capacity;
+  float softcap;
+};
+
+// A cache ring and a chunk filled with random values; runs both kernels.
+struct AttentionData {
+  AttentionCase c;
+  std::vector<float> q, past_k, past_v, new_k, new_v;
+  ref::KvSpan span;
+  ref::AttentionShape shape;
+
+  AttentionData(const AttentionCase& ac, std::mt19937& rng) : c(ac) {
+    const int64_t kv_width = c.kv_heads * c.head_dim;
+    q = random_values(rng, c.rows * c.heads * c.head_dim, -1.0f, 1.0f);
+    past_k = random_values(rng, std::max<int64_t>(1, c.capacity) * kv_width, -1.0f, 1.0f);
+    past_v = random_values(rng, std::max<int64_t>(1, c.capacity) * kv_width, -1.0f, 1.0f);
+    new_k = random_values(rng, c.rows * kv_width, -1.0f, 1.0f);
+    new_v = random_values(rng, c.rows * kv_width, -1.0f, 1.0f);
+    span = {past_k.data(), past_v.data(), c.capacity, c.past_begin, c.past_end, new_k.data(), new_v.data()};
+    // A wide spread of scores (std ~1.7·sqrt(2) for unit-range q, k) so the
+    // softmax is far from uniform and the softcap is active.
+    shape = {c.heads, c.kv_heads, c.head_dim, c.window, 3.0f / std::sqrt(static_cast<float>(c.head_dim)),
+             c.softcap};
+  }
+  std::vector<float> run(void (*fn)(const float*, int64_t, const ref::KvSpan&, const ref::AttentionShape&, int64_t,
+                                    int64_t, float*),
+                         int64_t h_begin, int64_t h_end) const {
+    std::vector<float> out(q.size(), 0.0f);
+    fn(q.data(), c.rows, span, shape, h_begin, h_end, out.data());
+    return out;
+  }
+};
+
+std::string describe(const AttentionCase& c) {
+  return "heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " head_dim " +
+         std::to_string(c.head_dim) + " window " + std::to_string(c.window) + " rows " + std::to_string(c.rows) +
+         " past [" + std::to_string(c.past_begin) + ", " + std::to_string(c.past_end) + ") capacity " +
+         std::to_string(c.capacity) + " softcap " + std::to_string(c.softcap);
+}
+
+const AttentionCase kAttentionCases[] = {
+    // heads, kv_heads, head_dim, window, rows, past_begin, past_end, capacity, softcap
+    {4, 2, 64, 0, 1, 0, 0, 0, 0.0f},        // first token, nothing cached
+    {4, 2, 64, 0, 9, 0, 0, 0, 0.0f},        // prefill only
+    {4, 2, 128, 0, 1, 0, 37, 64, 0.0f},     // decode
+    {4, 2, 128, 0, 5, 0, 37, 64, 0.0f},     // chunk after a cache
+    {3, 1, 80, 0, 3, 50, 80, 37, 0.0f},     // ring wrapped: past_begin > 0, capacity < past_end
+    {3, 1, 80, 0, 1, 200, 233, 40, 0.0f},   // ring wrapped several times
+    {4, 2, 64, 5, 7, 10, 40, 32, 0.0f},     // window < rows: late rows see no cached keys
+    {4, 2, 64, 16, 1, 24, 40, 16, 0.0f},    // sliding layer, ring exactly the window
+    {3, 1, 128, 17, 4, 20, 60, 48, 5.0f},   // window + softcap
+    {2, 2, 72, 0, 2, 0, 30, 30, 20.0f},     // head_dim 72: partial vectors
+    {2, 1, 20, 0, 3, 3, 21, 25, 5.0f},      // head_dim 20
+    {4, 4, 8, 3, 2, 0, 6, 8, 0.0f},         // tiny heads
+    {8, 2, 128, 0, 2, 0, 1000, 1024, 0.0f}, // long context
+    {4, 1, 256, 64, 3, 900, 1000, 70, 0.0f},// head_dim 256, window in a ring
+    // Several row tiles (8 rows each), key counts off multiples of 16:
+    {9, 3, 64, 0, 40, 0, 0, 0, 0.0f},        // prefill, SmolLM2's heads
+    {9, 3, 64, 0, 21, 0, 545, 600, 0.0f},    // a chunk after a long cache
+    {4, 2, 64, 7, 30, 100, 140, 50, 0.0f},   // window < rows, ring wrapped
+    {4, 1, 128, 40, 19, 60, 100, 45, 5.0f},  // window > tile, ring, softcap
+    {6, 3, 80, 0, 17, 10, 50, 41, 0.0f},     // head_dim 80 (generic dots), ring
+    {2, 1, 256, 0, 9, 0, 33, 64, 0.0f},      // head_dim 256 (generic dots)
+    {2, 1, 128, 33, 12, 0, 70, 80, 0.0f},    // head_dim 128, window
+};
+
+TEST_P(VectorOpsIsa, AttentionWithinBound) {
+  std::mt19937 rng(606);
+  for (const AttentionCase& c : kAttentionCases) {
+    const AttentionData data(c, rng);
+    const auto want = data.run(&ref::attention, 0, c.heads);
+    const auto got = data.run(ops().attention, 0, c.heads);
+    // Scores, scale, max, the division by the sum and the weighted sum are
+    // the reference's operations in its order; what differs is exp (Highway
+    // <= 1 ulp, libm < 1 ulp), the order of the softmax sum (16 lanes against
+    // one; relative difference ~sqrt(n) ulp on these sizes, at most (n-1)
+    // ulp) and, with a softcap, tanh (<= 4 ulp of a score up to `cap`,
+    // shifting exp's argument by up to 4 ulp(cap), i.e. a relative change of
+    // e^(4 ulp(cap)) - 1 in each weight). Every weight thus changes by a
+    // relative d, and |Δout| <= d · Σ p_j |v_j| <= d · max |v| = d (|v| <= 1).
+    // d: 1e-5 (~80 ulp) plus 8 ulp(cap) for the softcap.
+    const double bound = 1e-5 + 8.0 * c.softcap * kUlp1;
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+    EXPECT_LE(worst, bound) << describe(c);
+    if (GetParam() == Isa::Scalar) {
+      EXPECT_EQ(worst, 0.0) << describe(c);
+    }
+  }
+}
+
+TEST_P(VectorOpsIsa, AttentionIsDeterministicAndSplitFree) {
+  std::mt19937 rng(707);
+  for (const AttentionCase& c : kAttentionCases) {
+    const AttentionData data(c, rng);
+    const auto one_call = data.run(ops().attention, 0, c.heads);
+    // Same bits again, after a call of another size has used the scratch space.
+    const AttentionData other({2, 1, 64, 0, 4, 0, 3000, 3000, 0.0f}, rng);
+    (void)other.run(ops().attention, 0, 2);
+    ASSERT_EQ(first_bit_difference(one_call, data.run(ops().attention, 0, c.heads)), -1) << describe(c);
+    // Two head ranges, and one head at a time, give the same bits.
+    for (int64_t split = 1; split < c.heads; ++split) {
+      std::vector<float> out(data.q.size(), 0.0f);
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, split, out.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, split, c.heads, out.data());
+      ASSERT_EQ(first_bit_difference(one_call, out), -1) << describe(c) << " split at " << split;
+    }
+    std::vector<float> out(data.q.size(), 0.0f);
+    for (int64_t h = c.heads - 1; h >= 0; --h)
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, h, h + 1, out.data());
+    ASSERT_EQ(first_bit_difference(one_call, out), -1) << describe(c) << " head by head";
+  }
+}
+
+// Every row of a multi-row call gets the bits it gets alone (one row, with
+// the earlier rows of the chunk moved into the cache): the row tiles, the
+// blocks of keys and the runs of the ring change nothing.
+TEST_P(VectorOpsIsa, AttentionRowsMatchOneRowAtATime) {
+  std::mt19937 rng(1001);
+  for (const AttentionCase& c : kAttentionCases) {
+    if (c.rows == 1) continue;
+    const AttentionData data(c, rng);
+    const auto all = data.run(ops().attention, 0, c.heads);
+    // A cache without wrap-around holding the past and the chunk's rows.
+    const int64_t kv_width = c.kv_heads * c.head_dim, cap = c.past_end + c.rows;
+    std::vector<float> k(cap * kv_width), v(cap * kv_width);
+    for (int64_t p = c.past_begin; p < cap; ++p) {
+      const bool past = p < c.past_end;
+      const int64_t src = (past ? p % c.capacity : p - c.past_end) * kv_width;
+      std::copy_n((past ? data.past_k : data.new_k).begin() + src, kv_width, k.begin() + p * kv_width);
+      std::copy_n((past ? data.past_v : data.new_v).begin() + src, kv_width, v.begin() + p * kv_width);
+    }
+    const int64_t width = c.heads * c.head_dim;
+    for (int64_t t = 0; t < c.rows; ++t) {
+      const int64_t p = c.past_end + t;
+      const ref::KvSpan span{k.data(), v.data(), cap, c.past_begin, p, k.data() + p * kv_width,
+                             v.data() + p * kv_width};
+      std::vector<float> one(width);
+      ops().attention(data.q.data() + t * width, 1, span, data.shape, 0, c.heads, one.data());
+      const std::vector<float> want(all.begin() + t * width, all.begin() + (t + 1) * width);
+      ASSERT_EQ(first_bit_difference(want, one), -1) << describe(c) << " row " << t;
+    }
+  }
+}
+
+// dots is ref::dot bit for bit: blocks of 16 rows (one shared reduction),
+// then 4 and 1; head_dim 64 and 128 have their own code; strides as in a
+// cache of several KV heads. Values spread over many binades so that any
+// other order of the sums changes bits.
+TEST_P(VectorOpsIsa, DotsAreBitIdentical) {
+  std::mt19937 rng(1111);
+  std::uniform_real_distribution<float> mag(-12.0f, 12.0f);
+  auto spread = [&](size_t n) {
+    auto v = random_values(rng, n, -1.0f, 1.0f);
+    for (float& x : v) x = std::ldexp(x, static_cast<int>(mag(rng)));
+    for (size_t i = 0; i < v.size(); i += 37) v[i] = (i / 37) % 2 ? -0.0f : 0.0f;
+    return v;
+  };
+  for (int64_t n : {1, 7, 15, 16, 17, 31, 32, 48, 63, 64, 65, 72, 80, 100, 127, 128, 129, 192, 256, 300}) {
+    for (int64_t count : {1, 3, 4, 5, 15, 16, 17, 31, 32, 35, 48}) {
+      for (int64_t extra : {int64_t{0}, int64_t{5}, 2 * n}) {
+        const int64_t stride = n + extra;
+        const auto a = spread(n);
+        const auto b = spread(count * stride);
+        std::vector<float> want(count), got(count, -7.0f);
+        for (int64_t r = 0; r < count; ++r) want[r] = ref::dot(a.data(), b.data() + r * stride, n);
+        ops().dots(a.data(), b.data(), stride, n, count, got.data());
+        ASSERT_EQ(first_bit_difference(want, got), -1) << "n " << n << " count " << count << " stride " << stride;
+      }
+    }
+  }
+}
+
+// The two vector levels run the same Highway operations (FMA inside Exp,
+// Tanh and erf on both) in the same order, so TESSERA_ISA=avx2 and avx512 give
+// the same bits. Not a requirement of the API; it documents that the levels
+// differ only in speed today.
+TEST(VectorOpsTable, VectorLevelsAgreeBitForBit) {
+  if (!isa_supported(Isa::Avx2) || !isa_supported(Isa::Avx512)) GTEST_SKIP() << "needs avx2 and avx512";
+  const VectorOps& a = vector_ops(Isa::Avx2);
+  const VectorOps& b = vector_ops(Isa::Avx512);
+  std::mt19937 rng(808);
+  const int64_t n = 1037;
+  const auto x = random_values(rng, n, -12.0f, 12.0f), y = random_values(rng, n, -2.0f, 2.0f);
+  for (Activation act : {Activation::SiLU, Activation::GeluTanh, Activation::Gelu}) {
+    std::vector<float> ra(n), rb(n);
+    a.gated_activation(act, x.data(), y.data(), n, ra.data());
+    b.gated_activation(act, x.data(), y.data(), n, rb.data());
+    EXPECT_EQ(first_bit_difference(ra, rb), -1) << activation_name(act);
+  }
+  std::vector<float> sa = x, sb = x;
+  a.softcap(sa.data(), n, 7.0f);
+  b.softcap(sb.data(), n, 7.0f);
+  EXPECT_EQ(first_bit_difference(sa, sb), -1);
+  const AttentionCase c{4, 2, 80, 0, 3, 5, 70, 66, 10.0f};
+  const AttentionData data(c, rng);
+  EXPECT_EQ(first_bit_difference(data.run(a.attention, 0, 4), data.run(b.attention, 0, 4)), -1);
+}
+
+// Timing, skipped unless TESSERA_KERNEL_BENCH=1: SmolLM2-135M's attention
+// shape (9 query heads, 3 KV heads, head_dim 64) for one decode step at
+// context 560 (30 layers, each its own cache, so the 26 MB of K/V is read as
+// in a real step; also with one layer's cache 30 times, which stays in L2)
+// and for one layer's prefill of 512 rows. One thread; heads [0, 9). Prints
+// this thread's CPU ms (best of several runs) for each level. A decode step
+// reads 26 MB of K/V; one core here streams ~20 GB/s, so ~1.3 ms of it is
+// memory whatever the kernel.
+TEST(VectorOpsBench, SmolLmAttention) {
+  const char* env = std::getenv("TESSERA_KERNEL_BENCH");
+  if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set TESSERA_KERNEL_BENCH=1 to time";
+  constexpr int64_t kHeads = 9, kKv = 3, kDim = 64, kLayers = 30, kCtx = 560, kPrefill = 512;
+  const int64_t kv_width = kKv * kDim;
+  std::mt19937 rng(909);
+  const auto q = random_values(rng, kPrefill * kHeads * kDim, -1.0f, 1.0f);
+  std::vector<std::vector<float>> ks, vs;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    ks.push_back(random_values(rng, (kCtx + 64) * kv_width, -1.0f, 1.0f));
+    vs.push_back(random_values(rng, (kCtx + 64) * kv_width, -1.0f, 1.0f));
+  }
+  const ref::AttentionShape shape{kHeads, kKv, kDim, 0, 0.125f, 0.0f};
+  std::vector<float> out(kPrefill * kHeads * kDim);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    const VectorOps& ops = vector_ops(isa);
+    auto decode_step = [&](bool hot) {
+      for (int64_t l0 = 0; l0 < kLayers; ++l0) {
+        const int64_t l = hot ? 0 : l0;
+        const ref::KvSpan span{ks[l].data(), vs[l].data(), kCtx + 64, 0, kCtx - 1, ks[l].data() + (kCtx - 1) * kv_width,
+                               vs[l].data() + (kCtx - 1) * kv_width};
+        ops.attention(q.data(), 1, span, shape, 0, kHeads, out.data());
+      }
+    };
+    auto prefill = [&] {
+      const ref::KvSpan span{nullptr, nullptr, 0, 0, 0, ks[0].data(), vs[0].data()};
+      ops.attention(q.data(), kPrefill, span, shape, 0, kHeads, out.data());
+    };
+    auto best_ms = [](int reps, const auto& fn) {
+      double best = 1e30;
+      for (int r = 0; r < reps; ++r) {
+        // This thread's CPU time: a busy machine's preemptions do not count.
+        timespec t0{}, t1{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+        fn();
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+        best = std::min(best, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6);
+      }
+      return best;
+    };
+    const double d = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(false); });
+    const double dh = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(true); });
+    const double p = best_ms(isa == Isa::Scalar ? 1 : 5, prefill);
+    std::printf("[bench] %-7s (thread CPU ms, best of several) decode step (30 layers, ctx 560): %7.3f ms (one layer's cache 30x: %7.3f ms)   "
+                "prefill 512 (1 layer): %7.3f ms (x30: %6.1f ms)\n",
+                ops.isa, d, dh, p, 30 * p);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels

@@ -1,0 +1,63 @@
+// Throughput benchmark of a loaded Model (what `tessera bench` runs), in the
+// manner of llama-bench: per repetition, on a fresh Session, prefill
+// `prompt` pseudo-random token ids (fixed seed, no tokenizer), then `gen`
+// decode steps of one token each (the next pseudo-random id; no sampling).
+// Rates are the mean and sample standard deviation of the per-repetition
+// rates. Optionally the decode rate at context depths (prefill `depth`
+// tokens untimed, then time `gen` decode steps).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+
+namespace tessera {
+
+struct BenchOptions {
+  int64_t prompt = 512;             // prefill tokens (>= 1)
+  int64_t gen = 128;                // decode steps (>= 1)
+  int64_t reps = 3;                 // repetitions (>= 1)
+  std::vector<int64_t> depths;      // extra decode measurements at these context depths (>= 0)
+  int64_t context_length = 0;       // Session context; 0: exactly what the runs need
+  int64_t max_tokens_per_call = 0;  // prefill call size (0: the largest prefill variant)
+  uint64_t seed = 1234;             // of the pseudo-random token ids
+  bool warmup = true;               // one untimed short prefill + decode first (touches mmap'd weights)
+};
+
+struct ProgramTime {
+  std::string program;  // "decode.c0", "prefill512.c1", ...
+  double ms_per_call = 0;  // mean wall ms per call of this program (decode: per step)
+  int64_t calls = 0;       // calls per repetition
+};
+
+struct DepthResult {
+  int64_t depth = 0;
+  double tg_tok_s = 0, tg_tok_s_sd = 0;
+};
+
+struct BenchResult {
+  double pp_tok_s = 0, pp_tok_s_sd = 0;  // prefill tokens / s
+  double tg_tok_s = 0, tg_tok_s_sd = 0;  // decode tokens / s (depth = prompt)
+  double ttft_ms = 0;                    // mean of prefill + the first decode step
+  double prefill_ms = 0;                 // mean prefill wall time
+  double peak_rss_mib = 0;               // process peak resident set (VmHWM / ru_maxrss)
+  double cpu_s_per_token = 0;            // user + sys CPU seconds of the decode phase / decode steps
+  int64_t context_length = 0;            // of the Sessions
+  std::vector<double> pp_runs, tg_runs;  // per repetition
+  std::vector<ProgramTime> programs;     // prefill programs first, then decode, in run order
+  std::vector<DepthResult> depths;
+};
+
+// Throws Error for bad options (reps < 1, prompt/gen < 1, negative depths,
+// a run that does not fit in the context).
+BenchResult run_benchmark(const Model& model, const BenchOptions& options);
+
+// The largest context a run of `options` needs: max(prompt, depths) + gen.
+int64_t bench_context_needed(const BenchOptions& options);
+
+// Peak resident set of this process in MiB.
+double peak_rss_mib();
+
+}  // namespace tessera

@@ -1,0 +1,79 @@
+"""`tessera audit`: the placement plan of every program and the fallback
+shares. A lut4 bundle runs every op on an optimized kernel at the CPU's level
+(pass, exit 0); forcing TESSERA_ISA=scalar, or a checkpoint whose linear
+layers are f32, puts ops on reference kernels (fail, exit 1); bad options
+exit 2."""
+
+import json
+
+import pytest
+
+from conftest import run_tessera
+from tiny_models import make_tiny_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    src = tmp_path_factory.mktemp("audit_llama")
+    make_tiny_model("llama", src)
+    bundle = tmp_path_factory.mktemp("audit_bundle") / "b"
+    run_tessera("convert", src, "-o", bundle, "--chunks", "2")
+    return src, bundle
+
+
+def audit(model, *args, env=None):
+    proc = run_tessera("audit", model, "--json", "--steps", "3", *args, env=env, check=False)
+    return proc, (json.loads(proc.stdout) if proc.stdout.strip() else None)
+
+
+def test_lut4_bundle_runs_on_optimized_kernels(tiny):
+    _, bundle = tiny
+    proc, out = audit(bundle, "-t", "2")
+    if out["isa"] == "scalar":
+        pytest.skip("this CPU has no optimized level")
+    assert proc.returncode == 0, proc.stderr
+    assert out["pass"] is True
+    assert out["fallback_op_percent"] == 0 and out["fallback_time_percent"] == 0
+    names = [p["program"] for p in out["programs"]]
+    assert names == sorted(names, key=names.index) and "decode.c0" in names and "decode.c1" in names
+    assert any(n.startswith("prefill") for n in names)
+    kernels = {k["kernel"] for p in out["programs"] for k in p["kernels"]}
+    isa = out["isa"]
+    assert {f"linear.lut4.{isa}", f"linear.int8.{isa}", f"attention.{isa}", f"rms_norm.{isa}"} <= kernels
+    for p in out["programs"]:
+        assert p["ops"] == sum(k["ops"] for k in p["kernels"])
+        assert (p["ms_per_call"] > 0) == (p["calls"] > 0)
+    assert out["programs"][names.index("decode.c0")]["calls"] == 3
+
+
+def test_scalar_level_is_all_reference_and_fails(tiny):
+    _, bundle = tiny
+    proc, out = audit(bundle, env={"TESSERA_ISA": "scalar"})
+    assert proc.returncode == 1
+    assert out["pass"] is False and out["isa"] == "scalar"
+    assert out["fallback_op_percent"] > 50
+    fallback = {k["kernel"] for p in out["programs"] for k in p["kernels"] if k["fallback"]}
+    assert "linear.lut4.reference" in fallback and "attention.reference" in fallback
+
+
+def test_f32_checkpoint_linears_are_fallback(tiny):
+    src, _ = tiny
+    proc, out = audit(src)
+    assert proc.returncode == 1
+    fallback = {k["kernel"] for p in out["programs"] for k in p["kernels"] if k["fallback"]}
+    assert "linear.f32.reference" in fallback
+
+
+def test_text_report_and_threshold(tiny):
+    _, bundle = tiny
+    proc = run_tessera("audit", bundle, "--steps", "2", "--max-fallback", "100", env={"TESSERA_ISA": "scalar"},
+                       check=False)
+    assert proc.returncode == 0, proc.stderr  # everything allowed on fallback
+    assert "decode.c0" in proc.stdout and "PASS" in proc.stdout and "FALLBACK" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [["--max-fallback", "150"], ["--steps", "0"]])
+def test_bad_options_exit_2(tiny, args):
+    _, bundle = tiny
+    proc = run_tessera("audit", bundle, *args, check=False)
+    assert proc.returncode == 2 and "error" in proc.stderr

@@ -1,0 +1,123 @@
+"""`tessera bench` on a tiny random checkpoint: the --json object has every
+key with positive finite values, one timing per chunk program, the depth
+sweep, and clear errors (exit 2) for bad requests."""
+
+import json
+import math
+
+import pytest
+
+from conftest import run_tessera
+from tiny_models import make_tiny_model
+
+KEYS = ["model", "threads", "isa", "pp_tok_s", "pp_tok_s_sd", "tg_tok_s", "tg_tok_s_sd", "ttft_ms", "peak_rss_mib",
+        "cpu_s_per_token", "chunk_ms", "depths", "prompt", "gen", "reps", "bundle_bytes"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench_qwen2")
+    make_tiny_model("qwen2", path)
+    return path
+
+
+def bench_json(*args):
+    return json.loads(run_tessera("bench", *args, "--json", timeout=120).stdout)
+
+
+def test_json_has_every_key_with_sane_values(tiny, monkeypatch):
+    monkeypatch.setenv("TESSERA_ISA", "scalar")
+    out = bench_json(tiny, "--prompt", "40", "--gen", "16", "--reps", "2", "--chunks", "2", "-t", "2",
+                     "--depths", "0,100")
+    for key in KEYS:
+        assert key in out, key
+    assert out["isa"] == "scalar"  # the level the kernels ran, as forced by TESSERA_ISA
+    assert (out["threads"], out["prompt"], out["gen"], out["reps"]) == (2, 40, 16, 2)
+    for key in ("pp_tok_s", "tg_tok_s", "ttft_ms", "peak_rss_mib", "cpu_s_per_token", "bundle_bytes"):
+        assert math.isfinite(out[key]) and out[key] > 0, (key, out[key])
+    for key in ("pp_tok_s_sd", "tg_tok_s_sd"):
+        assert math.isfinite(out[key]) and out[key] >= 0, (key, out[key])
+    assert len(out["pp_runs"]) == len(out["tg_runs"]) == 2
+    # TTFT covers the prefill and the first decode step.
+    assert out["ttft_ms"] >= out["prefill_ms"] > 0
+    # One entry per chunk program of each variant that ran: 40 tokens run as
+    # one call of the 512-token prefill variant, 16 decode steps.
+    programs = {p["program"]: p for p in out["chunk_ms"]}
+    decode = sorted(n for n in programs if n.startswith("decode."))
+    prefill = sorted(n for n in programs if n.startswith("prefill"))
+    assert decode == ["decode.c0", "decode.c1"], programs
+    assert len(prefill) == 2 and [n.split(".")[1] for n in prefill] == ["c0", "c1"], programs
+    for name in decode:
+        assert programs[name]["calls"] == 16
+    for p in out["chunk_ms"]:
+        assert math.isfinite(p["ms_per_step"]) and p["ms_per_step"] > 0, p
+    # The decode programs of a step cannot take longer than the whole step.
+    assert sum(programs[n]["ms_per_step"] for n in decode) <= 1000.0 / min(out["tg_runs"]) * 1.01
+    assert [d["depth"] for d in out["depths"]] == [0, 100]
+    for d in out["depths"]:
+        assert math.isfinite(d["tg_tok_s"]) and d["tg_tok_s"] > 0, d
+    # The checkpoint's safetensors file.
+    assert out["bundle_bytes"] == sum(f.stat().st_size for f in tiny.glob("*.safetensors"))
+
+
+def test_single_rep_has_zero_sd_and_table_output(tiny):
+    out = bench_json(tiny, "--prompt", "8", "--gen", "4", "--reps", "1")
+    assert out["pp_tok_s_sd"] == 0 and out["tg_tok_s_sd"] == 0 and out["depths"] == []
+    assert [p["program"] for p in out["chunk_ms"]] == ["prefill8.c0", "decode.c0"]
+    table = run_tessera("bench", tiny, "--prompt", "8", "--gen", "4", "--reps", "1", "--depths", "16").stdout
+    assert "pp8" in table and "tg4" in table and "tg4 @ d16" in table and "decode.c0" in table
+
+
+def test_bundle_bytes_is_weights_bin(tiny, tmp_path):
+    bundle = tmp_path / "tiny.bundle"
+    run_tessera("convert", tiny, "-o", bundle, "--weights", "f32")
+    out = bench_json(bundle, "--prompt", "8", "--gen", "4", "--reps", "1")
+    assert out["bundle_bytes"] == (bundle / "weights.bin").stat().st_size
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--reps", "0"], "--reps"),
+    (["--gen", "0"], "--gen"),
+    (["--prompt", "0"], "--prompt"),
+    (["--prompt", "500", "--gen", "20"], "context length 512"),
+    (["--prompt", "8", "--gen", "8", "--depths", "0,600"], "context length 512"),
+    (["--prompt", "8", "--gen", "8", "--ctx", "12"], "context length 12"),
+    (["--depths", "0,-4"], "--depths"),
+    (["--chunks", "99"], "chunks"),
+])
+def test_bad_requests_are_clear_errors(tiny, args, needle):
+    proc = run_tessera("bench", tiny, *args, "--json", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+    assert "terminate" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_model_is_a_clear_error(tmp_path):
+    proc = run_tessera("bench", tmp_path / "nope", "--json", check=False)
+    assert proc.returncode == 2
+    assert "nope" in proc.stderr and "no such file" in proc.stderr
+
+
+def test_random_gguf_loads_and_benches(tmp_path):
+    """bench/make_random_gguf.py (one layer of SmolLM2-135M's shape): tessera
+    reads its shapes and tokenizer, runs it and benchmarks it."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    path = tmp_path / "smol-random.q8_0.gguf"
+    subprocess.run([sys.executable, str(REPO / "bench" / "make_random_gguf.py"), "--shape", "smollm2-135m",
+                    "--type", "q8_0", "--layers", "1", "-o", str(path)], check=True, capture_output=True, timeout=120)
+    info = json.loads(run_tessera("info", path, "--json").stdout)
+    spec = info["spec"]
+    assert (spec["hidden_size"], spec["num_layers"], spec["vocab_size"], spec["intermediate_size"]) == \
+        (576, 1, 49152, 1536)
+    # The synthetic BPE: byte-pair merges (llama.cpp's llama_cpp tokenizes it the same way).
+    lines = run_tessera("tokenize", path, "Hello world").stdout.splitlines()
+    ids = [int(line.split()[0]) for line in lines if line.strip().startswith(tuple("0123456789")) and '"' in line]
+    assert ids == [18789, 28012, 111, 8567, 28786, 28004], lines
+    out = json.loads(run_tessera("run", path, "--prompt-ids", "1,2,3", "-n", "4", "--ignore-eos", "--json").stdout)
+    assert len(out["ids"]) == 4
+    bench = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1")
+    assert bench["bundle_bytes"] == path.stat().st_size and bench["tg_tok_s"] > 0
