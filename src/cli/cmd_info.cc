@@ -1,6 +1,6 @@
 // tessera info MODEL [--json]: what a model is (architecture, sizes, tensor
-// formats, tokenizer, context length), read from a GGUF, an HF directory or a
-// pulled model name.
+// formats, tokenizer, context length), read from a GGUF, an HF directory, a
+// bundle (its manifest) or a pulled model name.
 #include <cstdio>
 #include <map>
 
@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "sources/model_source.h"
+#include "bundle/bundle_summary.h"
 #include "sources/model_summary.h"
 
 namespace tessera::cli {
@@ -69,14 +70,15 @@ void print_human(const nlohmann::json& j) {
 }  // namespace
 
 void register_info(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info", "Describe a model: GGUF file, HF directory or pulled name");
+  auto* cmd = app.add_subcommand("info", "Describe a model: GGUF file, HF directory, bundle or pulled name");
   static std::string model;
   static bool json = false;
-  cmd->add_option("model", model, "GGUF path, HF checkpoint directory, or pulled model name")
+  cmd->add_option("model", model, "GGUF path, HF checkpoint directory, bundle directory, or pulled model name")
       ->required();
   cmd->add_flag("--json", json, "Print one JSON object");
   cmd->callback([] {
-    const nlohmann::json j = summarize_model_source(open_model_source(model));
+    const nlohmann::json j = Bundle::is_bundle(model) ? summarize_bundle(Bundle::open(model), model)
+                                                      : summarize_model_source(open_model_source(model));
     if (json) fmt::print("{}\n", j.dump(2));
     else print_human(j);
   });

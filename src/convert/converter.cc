@@ -84,6 +84,7 @@ void convert_model(const std::string& source, const std::string& out, const Conv
   m.quantization = {{"weights", weight_format_name(o.weights)}, {"embeddings", weight_format_name(o.embeddings)},
                     {"lm_head", weight_format_name(o.lm_head)},   {"group_size", o.group_size},
                     {"seed", o.seed},                              {"kmeans_iterations", o.kmeans_iterations},
+                    {"palette_grid", "int8"},  // palettes snapped to q·m/127 (PalettizeOptions::int8_grid)
                     {"keep", keep_json}};
 
   // Weights, one tensor at a time (dequantize, quantize, append), so memory

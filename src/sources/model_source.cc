@@ -129,6 +129,12 @@ const TensorView* ModelSource::find(const std::string& name) const {
   return nullptr;
 }
 
+TokenizerSummary summarize_tokenizer(const std::string& gguf_or_directory) {
+  std::error_code ec;
+  if (fs::is_directory(gguf_or_directory, ec)) return hf_tokenizer(gguf_or_directory);
+  return gguf_tokenizer(GgufFile::open(gguf_or_directory));
+}
+
 ModelSource open_model_source(const std::string& name_or_path) {
   std::error_code ec;
   const fs::path p(name_or_path);

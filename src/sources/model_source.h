@@ -37,6 +37,10 @@ struct ModelSource {
   const TensorView* find(const std::string& name) const;
 };
 
+// The tokenizer of a GGUF file (its metadata) or an HF directory
+// (tokenizer.json), without reading any tensor.
+TokenizerSummary summarize_tokenizer(const std::string& gguf_or_directory);
+
 // Resolves `name_or_path` (existing path first, then a pulled model name) and
 // opens it. Throws Error naming what could not be found or read.
 ModelSource open_model_source(const std::string& name_or_path);

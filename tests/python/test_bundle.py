@@ -186,3 +186,19 @@ def test_q4_0_format_is_llama_cpp_q4_0(tmp_path):
         assert np.array_equal(ours, theirs.reshape(-1)), t["name"]
         checked += 1
     assert checked >= 6
+
+
+def test_info_and_tokenize_read_bundles(real_bundle, pulled_model_path):
+    name = "smollm2-135m-instruct"
+    bundle, src = real_bundle(name), pulled_model_path(name)
+    b = json.loads(run_tessera("info", bundle, "--json").stdout)
+    s = json.loads(run_tessera("info", src, "--json").stdout)
+    assert b["source"] == "bundle" and b["spec"] == s["spec"]
+    assert b["parameters"] == s["parameters"] and b["tensors"] == s["tensors"]
+    assert b["formats"]["lut4"]["tensors"] == 210 and b["formats"]["int8"]["tensors"] == 1
+    assert sum(f["bytes"] for f in b["formats"].values()) <= (Path(bundle) / "weights.bin").stat().st_size
+    assert b["tokenizer"] == s["tokenizer"]
+    assert b["quantization"]["weights"] == "lut4"
+    text = "Bundles tokenize like their source: ünïcödé, 12345!"
+    assert run_tessera("tokenize", bundle, text).stdout == run_tessera("tokenize", src, text).stdout
+    assert "lut4 x210" in run_tessera("info", bundle).stdout
