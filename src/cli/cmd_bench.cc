@@ -69,12 +69,7 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--json", json, "Print one JSON object instead of a table");
   cmd->callback([] {
     // Option errors first, before the (possibly slow) load.
-    if (o.reps < 1) fail("options", "--reps", "must be at least 1, got {}", o.reps);
-    if (o.prompt < 1) fail("options", "--prompt", "must be at least 1, got {}", o.prompt);
-    if (o.gen < 1) fail("options", "--gen", "must be at least 1, got {}", o.gen);
-    if (o.context_length < 0) fail("options", "--ctx", "must be >= 0, got {}", o.context_length);
-    for (int64_t d : o.depths)
-      if (d < 0) fail("options", "--depths", "depths must be >= 0, got {}", d);
+    validate_bench_options(o);
     o.warmup = !no_warmup;
     LoadOptions lo;
     lo.threads = threads;

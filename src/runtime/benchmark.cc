@@ -89,13 +89,18 @@ double peak_rss_mib() {
   return u.ru_maxrss / 1024.0;  // Linux: kB
 }
 
-BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
+void validate_bench_options(const BenchOptions& o) {
   if (o.reps < 1) fail("options", "--reps", "must be at least 1, got {}", o.reps);
   if (o.prompt < 1) fail("options", "--prompt", "must be at least 1, got {}", o.prompt);
   if (o.gen < 1) fail("options", "--gen", "must be at least 1, got {}", o.gen);
+  if (o.context_length < 0) fail("options", "--ctx", "must be >= 0, got {}", o.context_length);
   if (o.max_tokens_per_call < 0) fail("options", "--batch", "must be >= 0, got {}", o.max_tokens_per_call);
   for (int64_t d : o.depths)
     if (d < 0) fail("options", "--depths", "depths must be >= 0, got {}", d);
+}
+
+BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
+  validate_bench_options(o);
   const int64_t needed = bench_context_needed(o);
   const int64_t model_max = model.spec().context_length;
   if (o.context_length > 0 && needed > o.context_length)

@@ -50,6 +50,10 @@ struct BenchResult {
   std::vector<DepthResult> depths;
 };
 
+// Throws Error naming the first bad option (reps, prompt, gen < 1; negative
+// context, batch or depth). run_benchmark calls it too.
+void validate_bench_options(const BenchOptions& options);
+
 // Throws Error for bad options (reps < 1, prompt/gen < 1, negative depths,
 // a run that does not fit in the context).
 BenchResult run_benchmark(const Model& model, const BenchOptions& options);
