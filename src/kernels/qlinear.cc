@@ -44,8 +44,7 @@ QLinearWeights::QLinearWeights(const WeightView& w)
 }
 
 float qlinear_finish(float* lanes16, float out_scale, const float* bias, int64_t n) {
-  const float s = ref::reduce_lanes16(lanes16) * out_scale;
-  return bias ? s + bias[n] : s;
+  return qlinear_output(ref::reduce_lanes16(lanes16), out_scale, bias, n);
 }
 
 void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,

@@ -74,7 +74,12 @@ void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const fl
 void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy);
 
-// The last step shared by every kernel: 16 lane accumulators → y.
-float qlinear_finish(float* lanes16, float out_scale, const float* bias, int64_t n);
+// The last step shared by every kernel: the sum of the 16 lane accumulators
+// (added as ref::reduce_lanes16 does) times out_scale, plus the bias.
+inline float qlinear_output(float lane_sum, float out_scale, const float* bias, int64_t n) {
+  const float s = lane_sum * out_scale;
+  return bias ? s + bias[n] : s;
+}
+float qlinear_finish(float* lanes16, float out_scale, const float* bias, int64_t n);  // reduce, then qlinear_output
 
 }  // namespace tessera::kernels

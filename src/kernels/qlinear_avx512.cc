@@ -42,8 +42,7 @@ TESSERA_AVX512 inline float reduce16(__m512 v) {
 }
 
 TESSERA_AVX512 inline float finish(__m512 acc, const QLinearWeights& w, const float* bias, int64_t n) {
-  const float s = reduce16(acc) * w.out_scale(n);
-  return bias ? s + bias[n] : s;
+  return qlinear_output(reduce16(acc), w.out_scale(n), bias, n);
 }
 
 // One 64-byte step of a lut4 row: 128 weights against the chunk's activations.
