@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/qlinear.h"
+#include "kernels/qlinear_amx.h"
 
 namespace tessera::kernels {
 namespace {
@@ -20,6 +21,7 @@ struct Fixture {
   WeightView view;
   std::unique_ptr<QLinearWeights> w;
   Int8Activations acts;
+  std::vector<float> x;
   std::vector<float> y;
 
   Fixture(WeightFormat f, int64_t rows, int64_t cols, int64_t tokens) {
@@ -36,7 +38,7 @@ struct Fixture {
     view.palette = palette.data();
     view.group_size = 16;
     w = std::make_unique<QLinearWeights>(view);
-    std::vector<float> x(tokens * cols);
+    x.resize(tokens * cols);
     for (auto& v : x) v = std::normal_distribution<float>()(rng);
     quantize_activations(x.data(), tokens, cols, w->layout(), acts);
     y.resize(tokens * rows);
@@ -58,8 +60,41 @@ void run(benchmark::State& state, WeightFormat f, Isa isa) {
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens), benchmark::Counter::kIsRate);
 }
 
+// Prefill on AMX tiles, including the per-call bf16 packing of the activations.
+void run_amx(benchmark::State& state, WeightFormat f) {
+  if (!isa_supported(Isa::Amx)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  Fixture fx(f, rows, cols, tokens);
+  Bf16Activations b;
+  for (auto _ : state) {
+    pack_bf16_activations(Isa::Amx, fx.x.data(), tokens, cols, b);
+    qlinear_amx(*fx.w, b, nullptr, 0, rows, fx.y.data(), rows);
+    benchmark::DoNotOptimize(fx.y.data());
+  }
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens), benchmark::Counter::kIsRate);
+  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens * rows * cols) * 1e-9,
+                                                benchmark::Counter::kIsRate);
+}
+void pack_bf16(benchmark::State& state) {
+  const int64_t tokens = state.range(0), cols = state.range(1);
+  std::vector<float> x(tokens * cols, 1.5f);
+  Bf16Activations b;
+  for (auto _ : state) {
+    pack_bf16_activations(Isa::Amx, x.data(), tokens, cols, b);
+    benchmark::DoNotOptimize(b.pairs.data());
+  }
+  state.SetBytesProcessed(state.iterations() * tokens * cols * 4);
+}
+BENCHMARK(pack_bf16)->Args({512, 576})->Args({512, 1536});
+
+BENCHMARK_CAPTURE(run_amx, lut4_amx, WeightFormat::Lut4)->Args({1536, 576, 512})->Args({576, 1536, 512})->Args({1536, 576, 8})->Args({1536, 576, 16})->Args({1536, 576, 32});
+BENCHMARK_CAPTURE(run_amx, int8_amx, WeightFormat::Int8)->Args({1536, 576, 512});
+
 // SmolLM2-135M gate/up [1536, 576], down [576, 1536]; Qwen2.5-0.5B gate/up [4864, 896].
-#define SHAPES ->Args({1536, 576, 1})->Args({576, 1536, 1})->Args({4864, 896, 1})->Args({1536, 576, 64})
+#define SHAPES ->Args({1536, 576, 1})->Args({576, 1536, 1})->Args({4864, 896, 1})->Args({1536, 576, 8})->Args({1536, 576, 16})->Args({1536, 576, 32})->Args({1536, 576, 64})
 BENCHMARK_CAPTURE(run, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) SHAPES;
 BENCHMARK_CAPTURE(run, lut4_avx2, WeightFormat::Lut4, Isa::Avx2) SHAPES;
 BENCHMARK_CAPTURE(run, int8_avx512, WeightFormat::Int8, Isa::Avx512) SHAPES;

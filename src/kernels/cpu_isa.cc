@@ -3,13 +3,31 @@
 #include <atomic>
 #include <cstdlib>
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "core/error.h"
 
 namespace tessera {
 
 namespace {
 
-constexpr std::string_view kNames[] = {"scalar", "avx2", "avx512"};
+constexpr std::string_view kNames[] = {"scalar", "avx2", "avx512", "amx"};
+constexpr int kLevels = 4;
+
+// Linux keeps the 8 KB AMX tile state off until a process asks for it; the
+// first tile instruction without this permission raises SIGILL.
+bool os_grants_amx_tiles() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,6 +39,9 @@ Isa detect() {
                       __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                     __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+  const bool amx = __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
+                   __builtin_cpu_supports("avx512bf16");
+  if (avx512 && avx2 && amx && os_grants_amx_tiles()) return Isa::Amx;
   if (avx512 && avx2) return Isa::Avx512;
   if (avx2) return Isa::Avx2;
 #endif
@@ -31,7 +52,7 @@ Isa from_environment() {
   const char* env = std::getenv("TESSERA_ISA");
   if (env == nullptr || *env == '\0') return detected_isa();
   const std::optional<Isa> isa = isa_from_name(env);
-  if (!isa) fail("environment", "TESSERA_ISA", "unknown level '{}' (expected scalar, avx2 or avx512)", env);
+  if (!isa) fail("environment", "TESSERA_ISA", "unknown level '{}' (expected scalar, avx2, avx512 or amx)", env);
   if (!isa_supported(*isa))
     fail("environment", "TESSERA_ISA", "this CPU does not support {} (best: {})", env, isa_name(detected_isa()));
   return *isa;
@@ -44,7 +65,7 @@ std::atomic<int> g_active{-1};
 std::string_view isa_name(Isa isa) { return kNames[static_cast<int>(isa)]; }
 
 std::optional<Isa> isa_from_name(std::string_view name) {
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < kLevels; ++i)
     if (kNames[i] == name) return static_cast<Isa>(i);
   return std::nullopt;
 }

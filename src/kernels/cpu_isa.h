@@ -5,9 +5,13 @@
 //            optimized ones); always available
 //   avx2     AVX2 + FMA + F16C + BMI2 (x86-64 since Haswell / Excavator)
 //   avx512   AVX-512 F/BW/VL/DQ + VNNI + VBMI (Ice Lake, Sapphire Rapids, Zen 4)
+//   amx      avx512 + AVX512-BF16 + AMX tiles with BF16 (Sapphire Rapids and
+//            later), granted by the OS (Linux arch_prctl XTILEDATA): batched
+//            prefill linears run as bf16 tile GEMMs (kernels/qlinear_amx.h);
+//            everything else runs the avx512 kernels
 //
 // The level is chosen once per process: the best the CPU (and OS) supports,
-// or the one the environment variable TESSERA_ISA names (scalar|avx2|avx512),
+// or the one the environment variable TESSERA_ISA names (scalar|avx2|avx512|amx),
 // so every level can be run and tested on one machine. Naming a level the
 // CPU lacks is an error, not a silent downgrade.
 #pragma once
@@ -17,7 +21,10 @@
 
 namespace tessera {
 
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
+
+// The level whose vector kernels a level runs (amx runs avx512's).
+inline Isa vector_isa(Isa isa) { return isa == Isa::Amx ? Isa::Avx512 : isa; }
 
 std::string_view isa_name(Isa isa);
 std::optional<Isa> isa_from_name(std::string_view name);

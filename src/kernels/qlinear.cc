@@ -52,6 +52,7 @@ void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, cons
   if (acts.cols != w.cols() || acts.layout != w.layout())
     fail("", "qlinear", "activations ({} columns) do not match the weight ({} columns)", acts.cols, w.cols());
   switch (isa) {
+    case Isa::Amx:
     case Isa::Avx512: return qlinear_avx512(w, acts, bias, n_begin, n_end, y, ldy);
     case Isa::Avx2: return qlinear_avx2(w, acts, bias, n_begin, n_end, y, ldy);
     case Isa::Scalar: return qlinear_scalar(w, acts, bias, n_begin, n_end, y, ldy);

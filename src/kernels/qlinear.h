@@ -46,9 +46,16 @@ class QLinearWeights {
   const uint8_t* row(int64_t n) const { return data_ + n * row_bytes_; }
   int64_t row_bytes() const { return row_bytes_; }
   float out_scale(int64_t n) const { return out_scale_[n]; }
+  const float* out_scale_data() const { return out_scale_.data(); }
   // lut4: the 16 int8 palette entries of row n's group, repeated 4 times (64 bytes).
   const int8_t* table(int64_t n) const { return table_.data() + (n / group_size_) * 64; }
   int64_t group_size() const { return group_size_; }
+  // The int8 weight value w_q[n][c] the kernels multiply (scalar twins, tests).
+  int8_t value(int64_t n, int64_t c) const {
+    if (format_ == WeightFormat::Int8) return static_cast<int8_t>(row(n)[c]);
+    const uint8_t b = row(n)[c / 2];
+    return table(n)[(c % 2 == 0) ? (b & 0xf) : (b >> 4)];
+  }
 
  private:
   WeightFormat format_;

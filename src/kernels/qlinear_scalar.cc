@@ -4,18 +4,11 @@
 #include <cmath>
 
 #include "kernels/qlinear.h"
+#include "kernels/qlinear_amx.h"
 
 namespace tessera::kernels {
 
 namespace {
-
-// Signed int8 weight value of column c of row n.
-inline int32_t weight_value(const QLinearWeights& w, int64_t n, int64_t c) {
-  const uint8_t* row = w.row(n);
-  if (w.format() == WeightFormat::Int8) return static_cast<int8_t>(row[c]);
-  const uint8_t b = row[c / 2];
-  return w.table(n)[(c % 2 == 0) ? (b & 0xf) : (b >> 4)];
-}
 
 // Activation byte of column c (of a row laid out as acts.layout).
 inline int32_t act_value(const Int8Activations& a, const int8_t* q, int64_t c) {
@@ -39,7 +32,7 @@ void qlinear_scalar(const QLinearWeights& w, const Int8Activations& acts, const 
           int32_t sum = 0;
           for (int64_t k = 0; k < per_lane; ++k) {
             const int64_t c = m * cc + j * per_lane + k;
-            if (c < cols) sum += weight_value(w, n, c) * act_value(acts, q, c);
+            if (c < cols) sum += w.value(n, c) * act_value(acts, q, c);
           }
           lanes[j] = std::fma(sc[m * 16 + j], static_cast<float>(sum), lanes[j]);
         }
@@ -47,6 +40,16 @@ void qlinear_scalar(const QLinearWeights& w, const Int8Activations& acts, const 
       y[t * ldy + n] = qlinear_finish(lanes, w.out_scale(n), bias, n);
     }
   }
+}
+
+void qlinear_bf16_scalar(const QLinearWeights& w, const Bf16Activations& acts, const float* bias, int64_t n_begin,
+                         int64_t n_end, float* y, int64_t ldy) {
+  for (int64_t n = n_begin; n < n_end; ++n)
+    for (int64_t t = 0; t < acts.rows; ++t) {
+      float sum = 0.0f;
+      for (int64_t c = 0; c < w.cols(); ++c) sum += bf16_to_f32(acts.at(t, c)) * static_cast<float>(w.value(n, c));
+      y[t * ldy + n] = qlinear_output(sum, w.out_scale(n), bias, n);
+    }
 }
 
 }  // namespace tessera::kernels

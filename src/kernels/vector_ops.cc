@@ -755,6 +755,7 @@ VectorOps named(const VectorOps& ops, const char* isa) {
 const VectorOps& vector_ops(Isa isa) {
   if (!isa_supported(isa))
     fail("options", "isa", "this CPU does not support {} (best: {})", isa_name(isa), isa_name(detected_isa()));
+  isa = vector_isa(isa);
   static const VectorOps scalar = {"scalar",        &ref::rms_norm,     &ref::rope,   &ref::attention,
                                    &ref::gated_activation, &ref::add_in_place, &ref::softcap, &ref_dots};
   switch (isa) {
@@ -776,6 +777,8 @@ const VectorOps& vector_ops(Isa isa) {
       break;
 #endif
     }
+    case Isa::Amx:
+      break;
   }
   fail("options", "isa", "{} kernels were not compiled into this build", isa_name(isa));
 }

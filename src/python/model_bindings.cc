@@ -2,7 +2,7 @@
 // compare it with transformers:
 //
 //   m = _tessera.Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False, isa="")
-//       isa: "scalar" (reference kernels), "avx2", "avx512"; "" = TESSERA_ISA or the best the CPU has
+//       isa: "scalar" (reference kernels), "avx2", "avx512", "amx"; "" = TESSERA_ISA or the best the CPU has
 //       (chunks 0 / prefill_sizes []: the bundle's own, else 1 chunk and 8/32/512)
 //   m.vocab_size, m.stop_token_ids, m.programs_json()
 //   s = _tessera.Session(m, context_length=0)
@@ -37,7 +37,7 @@ void bind_model(py::module_& m) {
              LoadOptions o;
              if (!isa.empty()) {
                o.isa = isa_from_name(isa);
-               if (!o.isa) fail("options", "isa", "unknown level '{}' (expected scalar, avx2 or avx512)", isa);
+               if (!o.isa) fail("options", "isa", "unknown level '{}' (expected scalar, avx2, avx512 or amx)", isa);
              }
              o.threads = threads;
              o.chunks = chunks;

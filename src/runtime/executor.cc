@@ -13,16 +13,23 @@ namespace tessera {
 
 namespace {
 
+// Elements per thread below which an elementwise op is not split (a decode
+// step's ops are a few thousand elements; a pool hand-off costs microseconds).
+constexpr int64_t kElementwiseGrain = 16384;
+
 void expect_shape(const Program& p, const WeightView& t, const std::string& name, std::vector<int64_t> shape) {
   if (t.shape != shape)
     fail(p.name, name, "weight has shape [{}], the model needs [{}]", fmt::join(t.shape, ", "), fmt::join(shape, ", "));
 }
 
-KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, const std::string& level) {
+// `level` names the vector kernels; `linear_level` the integer Linear kernels
+// of this program (amx for prefill programs at Isa::Amx).
+KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, const std::string& level,
+                      const std::string& linear_level) {
   const bool scalar = level == isa_name(Isa::Scalar);
   switch (op.kind) {
     case OpKind::Linear:
-      if (integer_linear) return {fmt::format("linear.{}.{}", weight_format_name(w->format), level), false};
+      if (integer_linear) return {fmt::format("linear.{}.{}", weight_format_name(w->format), linear_level), false};
       return {fmt::format("linear.{}.reference", weight_format_name(w->format)), true};
     case OpKind::Embed:
       return {fmt::format("embed.{}.gather", weight_format_name(w->format)), false};
@@ -43,7 +50,11 @@ KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, co
 BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache)
     : program_(&program), isa_(isa), vops_(&kernels::vector_ops(isa)) {
   const Program& p = program;
-  const std::string level(isa_name(isa));
+  const std::string level(isa_name(vector_isa(isa)));
+  // A program whose calls can reach kAmxMinTokens rows runs its Linears on
+  // AMX tiles at Isa::Amx (shorter calls of it still take the avx512 kernels).
+  const std::string linear_level(
+      isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa));
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;
@@ -92,7 +103,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         break;
     }
     ops_.push_back(b);
-    placement_.push_back(place(op, b.w0, b.qw != nullptr, level));
+    placement_.push_back(place(op, b.w0, b.qw != nullptr, level, linear_level));
   }
   // A Linear whose input was quantized by the previous integer Linear, with
   // no op writing that value in between (q/k/v, gate/up), reuses it.
@@ -180,7 +191,14 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       const int64_t k = p.values[in].cols, n = p.values[out].cols, rows = rows_of(in);
       const float* x = ws.f(in);
       float* y = ws.f(out);
-      if (b.qw) {
+      if (b.qw && isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) {
+        // Every integer Linear of a call has the same row count, so the one
+        // that quantized this input took this path too.
+        if (!b.reuse_acts) kernels::pack_bf16_activations(isa_, x, rows, k, ws.bf16_acts);
+        pool.parallel_for((n + 15) / 16, [&](int64_t begin, int64_t end) {
+          kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
+        });
+      } else if (b.qw) {
         if (!b.reuse_acts) kernels::quantize_activations(x, rows, k, b.qw->layout(), ws.acts);
         // Blocks of 4 output features: the kernels' unit of work.
         const Isa isa = isa_;
@@ -214,13 +232,24 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       ctx.kv->store(op.kv_layer, ws.f(op.inputs[0]), ws.f(op.inputs[1]), T);
       break;
     case OpKind::GatedActivation: {
+      // Elementwise: any split gives the same bits. Decode-sized ops stay on
+      // one thread (the grain), prefill-sized ones use the pool.
       const int64_t n = T * p.values[op.inputs[0]].cols;
-      v.gated_activation(op.activation, ws.f(op.inputs[0]), ws.f(op.inputs[1]), n, ws.f(op.outputs[0]));
+      const float *gate = ws.f(op.inputs[0]), *up = ws.f(op.inputs[1]);
+      float* out = ws.f(op.outputs[0]);
+      pool.parallel_for(
+          n, [&](int64_t b, int64_t e) { v.gated_activation(op.activation, gate + b, up + b, e - b, out + b); },
+          kElementwiseGrain);
       break;
     }
-    case OpKind::Add:
-      v.add_in_place(ws.f(op.outputs[0]), ws.f(op.inputs[0]), rows_of(op.inputs[0]) * p.values[op.inputs[0]].cols);
+    case OpKind::Add: {
+      float* acc = ws.f(op.outputs[0]);
+      const float* x = ws.f(op.inputs[0]);
+      pool.parallel_for(
+          rows_of(op.inputs[0]) * p.values[op.inputs[0]].cols,
+          [&](int64_t b, int64_t e) { v.add_in_place(acc + b, x + b, e - b); }, kElementwiseGrain);
       break;
+    }
     case OpKind::SelectRows: {
       const int64_t w = p.values[op.inputs[0]].cols;
       const float* x = ws.f(op.inputs[0]);

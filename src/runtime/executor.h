@@ -3,7 +3,9 @@
 // executes the ops in order over a workspace of value buffers.
 //
 // Placement, per op, for the instruction set chosen at load (kernels/cpu_isa.h):
-//   Linear on lut4 / int8 weights   kernels/qlinear.h (int8 activations)
+//   Linear on lut4 / int8 weights   kernels/qlinear.h (int8 activations);
+//                                   at Isa::Amx, calls of kAmxMinTokens or
+//                                   more tokens: kernels/qlinear_amx.h (bf16)
 //   Linear on other formats         reference kernel (fallback)
 //   RMSNorm, RoPE, attention, gated activation, add, softcap
 //                                   kernels/vector_ops.h of that level
@@ -23,6 +25,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/int8_activations.h"
 #include "kernels/qlinear.h"
+#include "kernels/qlinear_amx.h"
 #include "kernels/vector_ops.h"
 #include "runtime/kv_cache.h"
 #include "runtime/thread_pool.h"
@@ -35,6 +38,7 @@ struct Workspace {
   std::vector<std::vector<float>> f32;    // by value id (empty for i32 values)
   std::vector<std::vector<int32_t>> i32;  // by value id (empty for f32 values)
   kernels::Int8Activations acts;          // the last quantized Linear input
+  kernels::Bf16Activations bf16_acts;     // the same, for the AMX kernels
 
   float* f(int id) { return f32[id].data(); }
   int32_t* i(int id) { return i32[id].data(); }
@@ -82,7 +86,7 @@ class BoundProgram {
     const WeightView* w0 = nullptr;  // the op's weight (Embed table, norm weight, linear matrix)
     const float* w1 = nullptr;       // Linear bias (f32)
     std::shared_ptr<const kernels::QLinearWeights> qw;  // Linear with an integer kernel
-    bool reuse_acts = false;         // the input is already quantized in ws.acts
+    bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts)
   };
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
 

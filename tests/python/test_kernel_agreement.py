@@ -2,17 +2,20 @@
 
 Both real models' default bundles (lut4 layers, int8 embeddings and head) are
 read teacher-forced over the parity corpus (test_real_model_parity: 5 prompts
-plus 64 greedy tokens each) and the oracle corpus (3 prompts plus 32) twice: with the reference kernels (isa="scalar": f32 activations,
-the plain kernels of kernels/reference) and with the default instruction set
-(the integer-dot linear kernels with int8 activations, Highway vector ops).
+plus 64 greedy tokens each) and the oracle corpus (3 prompts plus 32) with the
+reference kernels (isa="scalar": f32 activations, the plain kernels of
+kernels/reference) and with each optimized level this CPU has:
+  avx512 / avx2  integer-dot linear kernels (int8 activations), Highway vector
+                 ops: the path of every decode step and of calls under 32 tokens
+  amx            the same, but calls of 32+ tokens (these teacher-forced reads)
+                 run their linears as bf16 AMX tile GEMMs
 The issue "Fast CPU kernels" asks for top-1 identical at >= 99% of positions
-and mean KL(reference || optimized) <= 0.005 nats. KL is met (about 0.0015);
-top-1 is not yet: 97.8% (SmolLM2) and 98.3% (Gemma 3) at the time of
-writing, every flip at a position where the reference's top-2 logits are
-within 0.12 of each other. So this test holds KL to the goal and top-1 to
-0.97, the level reached, until the int8 activation rounding is reduced
-further (docs/ROADMAP.md). The measured values are printed (pytest -s) and
-recorded in docs/BENCHMARKING.md."""
+and mean KL(reference || optimized) <= 0.005 nats. KL is met at every level.
+Top-1 at the integer-dot levels is 97.8% (SmolLM2) and 98.3% (Gemma 3), every
+flip where the reference's top-2 logits are within 0.12 of each other, so
+this test holds them to 0.97, the level reached, until the int8 activation
+rounding is reduced further; the bf16 prefill path is held to 0.99. The
+measured values are printed (pytest -s) and recorded in docs/BENCHMARKING.md."""
 
 import json
 
@@ -31,12 +34,17 @@ def log_softmax(x):
     return x - np.log(np.exp(x).sum(-1, keepdims=True))
 
 
+@pytest.mark.parametrize("level", ["default", "avx512"])
 @pytest.mark.parametrize("name", ["smollm2-135m-instruct", "gemma3-270m"])
-def test_optimized_kernels_agree_with_reference(name, real_bundle, pulled_model_path):
+def test_optimized_kernels_agree_with_reference(name, level, real_bundle, pulled_model_path):
     path = str(real_bundle(name))
     fast = tessera.Model(path, threads=2)
     if fast.isa == "scalar":
         pytest.skip("this CPU has no optimized level")
+    if level != "default":
+        if fast.isa != "amx":
+            pytest.skip("the default level already is the integer-dot path")
+        fast = tessera.Model(path, threads=2, isa=level)
     ref = tessera.Model(path, threads=2, isa="scalar")
     tok = tessera.Tokenizer.from_file(pulled_model_path(name))
     agree = total = 0
@@ -60,9 +68,21 @@ def test_optimized_kernels_agree_with_reference(name, real_bundle, pulled_model_
     print(f"\n{name} {fast.isa} vs reference: top-1 {top1:.4f} ({agree}/{total}), mean KL {kl:.5f}, max KL {max(kls):.5f}, "
           f"reference top-2 margins where top-1 differs: {sorted(flips)}")
     assert kl <= 0.005
-    assert top1 >= 0.97
+    assert top1 >= (0.99 if fast.isa == "amx" else 0.97)
 
 
 def test_unknown_level_is_an_error(real_bundle):
     with pytest.raises(Exception, match="avx9"):
         tessera.Model(str(real_bundle("smollm2-135m-instruct")), isa="avx9")
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m-instruct", "gemma3-270m"])
+def test_long_calls_give_the_same_bits_for_any_thread_count(name, real_bundle, pulled_model_path):
+    # 160 tokens in one call: AMX tile GEMMs (at amx), elementwise ops large
+    # enough to be split across threads, attention split by heads.
+    path = str(real_bundle(name))
+    tok = tessera.Tokenizer.from_file(pulled_model_path(name))
+    ids = (tok.encode(" ".join(CORPUS["prompts"])) * 8)[:160]
+    one = tessera.Session(tessera.Model(path, threads=1)).forward(ids, all_logits=True)
+    two = tessera.Session(tessera.Model(path, threads=2)).forward(ids, all_logits=True)
+    assert np.array_equal(one, two)

@@ -1,0 +1,163 @@
+// AMX bf16 prefill GEMM: the tile kernel matches the scalar twin for any
+// shape and token count (partial tiles, padding) and gives the same bits for
+// any row split; the
+// AVX512-BF16 activation packer gives the plain packer's bits; the twin
+// stays within the bf16 rounding bound of the f32 reference.
+#include "kernels/qlinear_amx.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "kernels/qlinear_test_util.h"
+#include "kernels/reference/kernels.h"
+
+namespace tessera::kernels {
+namespace {
+
+using test_fixtures::random_acts;
+using test_fixtures::RandomWeight;
+using test_fixtures::same_bits;
+
+struct Shape {
+  WeightFormat format;
+  int64_t rows, cols, group, tokens;
+};
+
+// Rows and tokens off the 16/32 tile grid on purpose.
+const Shape kShapes[] = {
+    {WeightFormat::Lut4, 32, 64, 16, 32},   {WeightFormat::Lut4, 37, 576, 1, 33}, {WeightFormat::Lut4, 96, 640, 16, 64},
+    {WeightFormat::Lut4, 9, 192, 3, 1},     {WeightFormat::Lut4, 64, 1536, 64, 17}, {WeightFormat::Int8, 13, 576, 0, 40},
+    {WeightFormat::Int8, 40, 64, 0, 5},     {WeightFormat::Int8, 71, 896, 0, 100},
+};
+
+std::vector<float> run(bool amx, const QLinearWeights& w, const Bf16Activations& a, const float* bias, int64_t split) {
+  const int64_t n = w.rows();
+  std::vector<float> y(a.rows * n, NAN);
+  auto call = [&](int64_t b, int64_t e) {
+    if (amx) qlinear_amx(w, a, bias, b, e, y.data(), n);
+    else qlinear_bf16_scalar(w, a, bias, b, e, y.data(), n);
+  };
+  if (split <= 0 || split >= n) {
+    call(0, n);
+  } else {
+    call(0, split);
+    call(split, n);
+  }
+  return y;
+}
+
+TEST(QLinearAmx, PackersGiveTheSameBitsAndTheDocumentedLayout) {
+  if (!isa_supported(Isa::Amx)) GTEST_SKIP() << "needs amx";
+  std::mt19937 rng(21);
+  for (int64_t rows : {1, 16, 17, 33}) {
+    const int64_t cols = 96;
+    std::vector<float> x = random_acts(rng, rows, cols);
+    x[0] = 1e-40f;  // a subnormal: flushed to zero by both
+    x[1] = -0.0f;
+    Bf16Activations plain, fast;
+    pack_bf16_activations(Isa::Avx512, x.data(), rows, cols, plain);
+    pack_bf16_activations(Isa::Amx, x.data(), rows, cols, fast);
+    ASSERT_EQ(plain.blocks, (rows + 31) / 32 * 2);
+    const size_t used = static_cast<size_t>(plain.blocks * cols / 2 * kTileTokens);
+    ASSERT_TRUE(std::equal(plain.pairs.begin(), plain.pairs.begin() + used, fast.pairs.begin()));
+    for (int64_t t = 0; t < plain.blocks * kTileTokens; ++t)
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint16_t want = t < rows ? bf16_bits(x[t * cols + c]) : 0;
+        ASSERT_EQ(plain.at(t, c), want) << "token " << t << " column " << c;
+      }
+    EXPECT_EQ(plain.at(0, 0), 0);
+    EXPECT_EQ(plain.at(0, 1), 0x8000);
+  }
+}
+
+// The tile unit's order of additions inside one TDPBF16PS is not specified
+// (on this Sapphire Rapids no sequential or per-instruction order reproduces
+// more than 223 of 256 elements' bits), so the kernel is held to the twin
+// within the worst-case f32 summation error of both, 2·K·2^-24·Σ|w_q·x|·
+// out_scale, which a wrong column, nibble, palette or token breaks by orders
+// of magnitude; and to its own bits for any row split (thread count).
+TEST(QLinearAmx, TileKernelMatchesTheScalarTwinAndIsSplitInvariant) {
+  if (!isa_supported(Isa::Amx)) GTEST_SKIP() << "needs amx";
+  std::mt19937 rng(22);
+  for (const Shape& s : kShapes) {
+    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
+    const QLinearWeights w(rw.view);
+    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
+    std::vector<float> bias(s.rows);
+    for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
+    Bf16Activations a;
+    pack_bf16_activations(Isa::Amx, x.data(), s.tokens, s.cols, a);
+    const std::vector<float> twin = run(false, w, a, bias.data(), 0);
+    const std::vector<float> got = run(true, w, a, bias.data(), 0);
+    for (int64_t n = 0; n < s.rows; ++n)
+      for (int64_t t = 0; t < s.tokens; ++t) {
+        double mag = 0;
+        for (int64_t c = 0; c < s.cols; ++c) mag += std::fabs(bf16_to_f32(a.at(t, c)) * w.value(n, c));
+        const double bound = 2.0 * s.cols * std::ldexp(mag * std::fabs(w.out_scale(n)), -24) + 1e-30;
+        ASSERT_LE(std::fabs(got[t * s.rows + n] - twin[t * s.rows + n]), bound)
+            << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] row " << n << " token " << t;
+      }
+    for (int64_t split : {int64_t{1}, s.rows / 2, s.rows - 3})
+      EXPECT_TRUE(same_bits(run(true, w, a, bias.data(), split), got))
+          << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] tokens " << s.tokens << " split "
+          << split;
+  }
+}
+
+// bf16 keeps 8 significant bits: each activation moves by at most 2^-9 of
+// itself; palette entries move by half a step of the int8 grid as in the
+// integer-dot kernels. So |y_twin − y_ref| ≤ Σ_c |w_c x_c|·2^-9 + Σ_c |x_c|·s_n·m_g/254
+// plus f32 summation noise.
+TEST(QLinearAmx, ScalarTwinIsWithinTheBf16RoundingBoundOfTheReference) {
+  std::mt19937 rng(23);
+  for (const Shape& s : kShapes) {
+    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
+    const QLinearWeights w(rw.view);
+    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
+    Bf16Activations a;
+    pack_bf16_activations(Isa::Scalar, x.data(), s.tokens, s.cols, a);
+    const std::vector<float> got = run(false, w, a, nullptr, 0);
+    std::vector<float> want(s.tokens * s.rows);
+    ref::linear_any(x.data(), s.tokens, s.cols, rw.view, nullptr, s.rows, 0, s.rows, want.data());
+    std::vector<float> row(s.cols);
+    for (int64_t n = 0; n < s.rows; ++n) {
+      decode_row(rw.view, n, row.data());
+      double pal_step = 0;
+      if (s.format == WeightFormat::Lut4) {
+        float m = 0;
+        for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(rw.palette[(n / s.group) * 16 + i]));
+        pal_step = rw.scales[n] * m / 254.0;
+      }
+      for (int64_t t = 0; t < s.tokens; ++t) {
+        double bound = 0, mag = 0;
+        for (int64_t c = 0; c < s.cols; ++c) {
+          const double xc = x[t * s.cols + c];
+          bound += std::fabs(row[c] * xc) / 512.0 + std::fabs(xc) * pal_step;
+          mag += std::fabs(row[c] * xc);
+        }
+        bound = bound * 1.0001 + 1e-5 * mag;
+        EXPECT_LE(std::fabs(got[t * s.rows + n] - want[t * s.rows + n]), bound)
+            << weight_format_name(s.format) << " row " << n << " token " << t;
+      }
+    }
+  }
+}
+
+TEST(QLinearAmx, MismatchedActivationsAreRefused) {
+  if (!isa_supported(Isa::Amx)) GTEST_SKIP() << "needs amx";
+  std::mt19937 rng(24);
+  RandomWeight rw(rng, WeightFormat::Int8, 16, 128, 0);
+  const QLinearWeights w(rw.view);
+  const std::vector<float> x = random_acts(rng, 2, 64);
+  Bf16Activations a;
+  pack_bf16_activations(Isa::Amx, x.data(), 2, 64, a);
+  std::vector<float> y(32);
+  EXPECT_THROW(qlinear_amx(w, a, nullptr, 0, 16, y.data(), 16), Error);
+}
+
+}  // namespace
+}  // namespace tessera::kernels
