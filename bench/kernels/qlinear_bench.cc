@@ -40,7 +40,7 @@ struct Fixture {
     w = std::make_unique<QLinearWeights>(view);
     x.resize(tokens * cols);
     for (auto& v : x) v = std::normal_distribution<float>()(rng);
-    quantize_activations(x.data(), tokens, cols, w->layout(), acts);
+    quantize_activations(x.data(), tokens, cols, w->layout(), 2, acts);  // as for a layer's linears
     y.resize(tokens * rows);
   }
 };
@@ -90,7 +90,7 @@ void pack_bf16(benchmark::State& state) {
 }
 BENCHMARK(pack_bf16)->Args({512, 576})->Args({512, 1536});
 
-BENCHMARK_CAPTURE(run_amx, lut4_amx, WeightFormat::Lut4)->Args({1536, 576, 512})->Args({576, 1536, 512})->Args({1536, 576, 8})->Args({1536, 576, 16})->Args({1536, 576, 32});
+BENCHMARK_CAPTURE(run_amx, lut4_amx, WeightFormat::Lut4)->Args({1536, 576, 512})->Args({576, 1536, 512})->Args({4864, 896, 512})->Args({896, 4864, 512})->Args({1536, 576, 8})->Args({1536, 576, 16})->Args({1536, 576, 32});
 BENCHMARK_CAPTURE(run_amx, int8_amx, WeightFormat::Int8)->Args({1536, 576, 512});
 
 // SmolLM2-135M gate/up [1536, 576], down [576, 1536]; Qwen2.5-0.5B gate/up [4864, 896].

@@ -4,64 +4,90 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/error.h"
+
 namespace tessera::kernels {
 
-void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, Int8Activations& out) {
+namespace {
+
+// One pass over one row: q, scales and corrections of `xr` into qr/sr/br;
+// when `residual` is set, also x − s·q per column into it.
+void quantize_row(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
+                  int32_t* br, float* residual) {
+  const int64_t cc = act_chunk_cols(layout);
+  const int64_t blocks = (cols + kActBlock - 1) / kActBlock;
+  int8_t natural[128];
+  float block_scale[128 / kActBlock];
+  for (int64_t m = 0; m < chunks; ++m) {
+    // Quantize this chunk's blocks in column order.
+    std::memset(natural, 0, sizeof(natural));
+    for (int64_t b = 0; b < cc / kActBlock; ++b) {
+      const int64_t block = m * (cc / kActBlock) + b;
+      block_scale[b] = 0.0f;
+      if (block >= blocks) continue;
+      const int64_t c0 = block * kActBlock, c1 = std::min(cols, c0 + kActBlock);
+      float amax = 0.0f;
+      for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(xr[c]));
+      if (!std::isfinite(amax)) {
+        block_scale[b] = amax + xr[c0] * 0.0f;  // inf or NaN: the output becomes NaN, as it should
+        if (residual)
+          for (int64_t c = c0; c < c1; ++c) residual[c] = 0.0f;
+        continue;
+      }
+      if (amax != 0.0f) {
+        const float inv = 127.0f / amax;
+        block_scale[b] = amax / 127.0f;
+        for (int64_t c = c0; c < c1; ++c)
+          natural[b * kActBlock + (c - c0)] = static_cast<int8_t>(std::lrint(xr[c] * inv));
+      }
+      if (residual)
+        for (int64_t c = c0; c < c1; ++c)
+          residual[c] = xr[c] - block_scale[b] * static_cast<float>(natural[b * kActBlock + (c - c0)]);
+    }
+    int8_t* dst = qr + m * cc;
+    if (layout == ActLayout::Natural) {
+      std::memcpy(dst, natural, 64);
+    } else {
+      for (int i = 0; i < 64; ++i) {
+        dst[i] = natural[2 * i];
+        dst[64 + i] = natural[2 * i + 1];
+      }
+    }
+    for (int j = 0; j < 16; ++j) {
+      const int per_lane = layout == ActLayout::Natural ? 4 : 8;
+      int32_t sum = 0;
+      for (int k = 0; k < per_lane; ++k) sum += natural[j * per_lane + k];
+      br[m * 16 + j] = -128 * sum;
+      sr[m * 16 + j] = block_scale[(j * per_lane) / kActBlock];
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
+                          Int8Activations& out) {
+  if (passes < 1 || passes > kMaxActPasses) fail("", "int8 activations", "{} passes (1 or 2 allowed)", passes);
+  out.passes = passes;
   const int64_t cc = act_chunk_cols(layout);
   out.layout = layout;
   out.rows = rows;
   out.cols = cols;
   out.chunks = (cols + cc - 1) / cc;
   const int64_t row_bytes = out.row_bytes();
-  out.q.resize(static_cast<size_t>(rows * row_bytes));
-  out.scale16.resize(static_cast<size_t>(rows * out.chunks * 16));
-  out.bias16.resize(static_cast<size_t>(rows * out.chunks * 16));
-  const int64_t blocks = (cols + kActBlock - 1) / kActBlock;
-  int8_t natural[128];
-  float block_scale[128 / kActBlock];
-  for (int64_t t = 0; t < rows; ++t) {
-    const float* xr = x + t * cols;
-    int8_t* qr = out.q.data() + t * row_bytes;
-    float* sr = out.scale16.data() + t * out.chunks * 16;
-    int32_t* br = out.bias16.data() + t * out.chunks * 16;
-    for (int64_t m = 0; m < out.chunks; ++m) {
-      // Quantize this chunk's one or two blocks in column order.
-      std::memset(natural, 0, sizeof(natural));
-      for (int64_t b = 0; b < cc / kActBlock; ++b) {
-        const int64_t block = m * (cc / kActBlock) + b;
-        block_scale[b] = 0.0f;
-        if (block >= blocks) continue;
-        const int64_t c0 = block * kActBlock, c1 = std::min(cols, c0 + kActBlock);
-        float amax = 0.0f;
-        for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(xr[c]));
-        if (!std::isfinite(amax)) {
-          block_scale[b] = amax + xr[c0] * 0.0f;  // inf or NaN: the output becomes NaN, as it should
-          continue;
-        }
-        if (amax == 0.0f) continue;
-        const float inv = 127.0f / amax;
-        block_scale[b] = amax / 127.0f;
-        for (int64_t c = c0; c < c1; ++c)
-          natural[b * kActBlock + (c - c0)] = static_cast<int8_t>(std::lrint(xr[c] * inv));
-      }
-      int8_t* dst = qr + m * cc;
-      if (layout == ActLayout::Natural) {
-        std::memcpy(dst, natural, 64);
-      } else {
-        for (int i = 0; i < 64; ++i) {
-          dst[i] = natural[2 * i];
-          dst[64 + i] = natural[2 * i + 1];
-        }
-      }
-      for (int j = 0; j < 16; ++j) {
-        const int per_lane = layout == ActLayout::Natural ? 4 : 8;
-        int32_t sum = 0;
-        for (int k = 0; k < per_lane; ++k) sum += natural[j * per_lane + k];
-        br[m * 16 + j] = -128 * sum;
-        sr[m * 16 + j] = block_scale[(j * per_lane) / kActBlock];
-      }
+  out.q.resize(static_cast<size_t>(rows * passes * row_bytes));
+  out.scale16.resize(static_cast<size_t>(rows * passes * out.chunks * 16));
+  out.bias16.resize(static_cast<size_t>(rows * passes * out.chunks * 16));
+  static_assert(kMaxActPasses == 2);  // pass 1 reads the residual pass 0 wrote
+  thread_local std::vector<float> residual;
+  if (passes > 1 && residual.size() < static_cast<size_t>(cols)) residual.resize(static_cast<size_t>(cols));
+  for (int64_t t = 0; t < rows; ++t)
+    for (int pass = 0; pass < passes; ++pass) {
+      const int64_t i = t * passes + pass;
+      quantize_row(pass == 0 ? x + t * cols : residual.data(), cols, layout, out.chunks, out.q.data() + i * row_bytes,
+                   out.scale16.data() + i * out.chunks * 16, out.bias16.data() + i * out.chunks * 16,
+                   pass + 1 < passes ? residual.data() : nullptr);
     }
-  }
 }
 
 }  // namespace tessera::kernels

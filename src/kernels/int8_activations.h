@@ -26,6 +26,14 @@
 //   bias16[j]   -128 · Σ q over lane j's columns, which an unsigned×signed
 //               dot product (VNNI vpdpbusd) uses to undo a +128 bias on the
 //               weight bytes, giving the exact signed sum.
+//
+// One or two passes: pass 0 quantizes x as above; pass 1 (when asked for)
+// quantizes its rounding residual r = x − s·q (f32, per column, s the
+// block's scale) the same way. The kernels multiply each looked-up weight
+// vector with every pass, so two passes carry about 15 significant bits
+// instead of 8 for one extra integer dot product per weight vector. The
+// runtime uses two for every layer's linears and one for the output head
+// (measured trade-off in docs/BENCHMARKING.md).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +44,7 @@ namespace tessera::kernels {
 enum class ActLayout { Natural, Lut4Pairs };
 
 constexpr int64_t kActBlock = 8;  // columns per activation scale (one lane of a lut4 chunk)
+constexpr int kMaxActPasses = 2;  // x, then its rounding residual
 
 inline int64_t act_chunk_cols(ActLayout layout) { return layout == ActLayout::Natural ? 64 : 128; }
 
@@ -43,18 +52,25 @@ struct Int8Activations {
   ActLayout layout = ActLayout::Natural;
   int64_t rows = 0, cols = 0;
   int64_t chunks = 0;           // per row: ceil(cols / chunk_cols)
-  std::vector<int8_t> q;        // [rows][chunks · chunk_cols]
-  std::vector<float> scale16;   // [rows][chunks][16]
-  std::vector<int32_t> bias16;  // [rows][chunks][16]
+  int passes = 1;               // 1 or 2 (x, then its residual)
+  std::vector<int8_t> q;        // [rows][passes][chunks · chunk_cols]
+  std::vector<float> scale16;   // [rows][passes][chunks][16]
+  std::vector<int32_t> bias16;  // [rows][passes][chunks][16]
 
   int64_t row_bytes() const { return chunks * act_chunk_cols(layout); }
-  const int8_t* q_row(int64_t t) const { return q.data() + t * row_bytes(); }
-  const float* scale_row(int64_t t) const { return scale16.data() + t * chunks * 16; }
-  const int32_t* bias_row(int64_t t) const { return bias16.data() + t * chunks * 16; }
+  const int8_t* q_row(int64_t t, int pass = 0) const { return q.data() + (t * passes + pass) * row_bytes(); }
+  const float* scale_row(int64_t t, int pass = 0) const {
+    return scale16.data() + (t * passes + pass) * chunks * 16;
+  }
+  const int32_t* bias_row(int64_t t, int pass = 0) const {
+    return bias16.data() + (t * passes + pass) * chunks * 16;
+  }
 };
 
-// Quantizes x [rows][cols] into `out` (buffers reused when large enough).
-// Deterministic: the same bits on every machine and instruction set.
-void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, Int8Activations& out);
+// Quantizes x [rows][cols] into `out` in `passes` passes (1 or 2; buffers
+// reused when large enough). Deterministic: the same bits on every machine
+// and instruction set.
+void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
+                          Int8Activations& out);
 
 }  // namespace tessera::kernels

@@ -8,7 +8,7 @@
 //   overflow (|p| ≤ 128, |a| ≤ 127: a pair sums to at most 32512), and
 //   vpmaddwd with ones adds adjacent pairs into int32 lanes of 4 bytes — the
 //   same lanes as the AVX-512 kernel's vpdpbusd. One cvt + FMA per half
-//   applies the activation scales.
+//   and activation pass applies the activation scales.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -28,12 +28,10 @@ TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(p), _mm256_sign_epi8(a, p)), ones16);
 }
 
-template <int R>
+template <int R, int P>
 TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
                             const float* bias, float* y) {
   const bool lut = w.format() == WeightFormat::Lut4;
-  const int8_t* q = a.q_row(t);
-  const float* sc = a.scale_row(t);
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256i tbl[R];
@@ -49,24 +47,31 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
   for (int64_t m = 0; m < a.chunks; ++m) {
     for (int h = 0; h < 2; ++h) {
       if (m * cc + h * (cc / 2) >= cols) break;  // lut4 rows ending in half a chunk
-      const __m256 s = _mm256_loadu_ps(sc + 16 * m + 8 * h);
       for (int r = 0; r < R; ++r) {
         const uint8_t* p = row[r] + 64 * m + 32 * h;
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        __m256i d;
+        // The looked-up weights (lut4) or bytes (int8), then each activation pass.
+        __m256i plo = v, phi = v;
         if (lut) {
-          const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 32 * h));
-          const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 64 + 32 * h));
-          const __m256i plo = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(v, low4));
-          const __m256i phi = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
-          d = _mm256_add_epi32(dot4(plo, alo, ones16), dot4(phi, ahi, ones16));
-        } else {
-          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
-          d = dot4(v, av, ones16);
+          plo = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(v, low4));
+          phi = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
         }
-        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][h]);
+        for (int k = 0; k < P; ++k) {
+          const int8_t* q = a.q_row(t, k);
+          __m256i d;
+          if (lut) {
+            const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 32 * h));
+            const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 64 + 32 * h));
+            d = _mm256_add_epi32(dot4(plo, alo, ones16), dot4(phi, ahi, ones16));
+          } else {
+            const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
+            d = dot4(v, av, ones16);
+          }
+          const __m256 s = _mm256_loadu_ps(a.scale_row(t, k) + 16 * m + 8 * h);
+          acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][h]);
+        }
       }
     }
   }
@@ -80,16 +85,27 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
 
 }  // namespace
 
-void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
-                  int64_t n_end, float* y, int64_t ldy) {
+namespace {
+
+template <int P>
+void qlinear_passes(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                    int64_t n_end, float* y, int64_t ldy) {
   for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {  // see qlinear_avx512
     const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
     int64_t n = n_begin;
     for (; n + 2 <= n_end; n += 2)
-      for (int64_t t = t0; t < t1; ++t) rows_avx2<2>(w, acts, t, n, bias, y + t * ldy);
+      for (int64_t t = t0; t < t1; ++t) rows_avx2<2, P>(w, acts, t, n, bias, y + t * ldy);
     for (; n < n_end; ++n)
-      for (int64_t t = t0; t < t1; ++t) rows_avx2<1>(w, acts, t, n, bias, y + t * ldy);
+      for (int64_t t = t0; t < t1; ++t) rows_avx2<1, P>(w, acts, t, n, bias, y + t * ldy);
   }
+}
+
+}  // namespace
+
+void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                  int64_t n_end, float* y, int64_t ldy) {
+  if (acts.passes == 2) return qlinear_passes<2>(w, acts, bias, n_begin, n_end, y, ldy);
+  qlinear_passes<1>(w, acts, bias, n_begin, n_end, y, ldy);
 }
 
 }  // namespace tessera::kernels

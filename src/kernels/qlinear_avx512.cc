@@ -9,7 +9,8 @@
 //   activations (even columns against the low nibbles, odd against the high)
 //   into 16 int32 lanes that start from the activations' -128·Σq correction,
 //   leaving the exact signed sums. One cvt + FMA per chunk applies the
-//   activation scales.
+//   activation scales. Each looked-up vector is multiplied with both
+//   activation passes (x and its residual, kernels/int8_activations.h).
 // int8: the weight bytes are biased by +128 (xor 0x80) and go through the
 //   same vpdpbusd + correction, 64 weights per step.
 // Rows are processed four at a time so the activation vectors are loaded
@@ -54,21 +55,41 @@ TESSERA_AVX512 inline __m512i high_nibbles(__m512i v) {
   return _mm512_multishift_epi64_epi8(ctl, v);
 }
 
-TESSERA_AVX512 inline __m512 lut4_step(__m512i v, __m512i tbl, __m512i alo, __m512i ahi, __m512i b, __m512 s,
-                                       __m512 acc) {
+// A chunk's activations, every pass: even / odd columns, corrections, scales.
+template <int P>
+struct ChunkActs {
+  __m512i lo[P], hi[P], b[P];
+  __m512 s[P];
+};
+
+template <int P>
+TESSERA_AVX512 inline __m512 lut4_step(__m512i v, __m512i tbl, const ChunkActs<P>& a, __m512 acc) {
   const __m512i lo = _mm512_permutexvar_epi8(v, tbl);
   const __m512i hi = _mm512_permutexvar_epi8(high_nibbles(v), tbl);
-  const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(b, lo, alo), hi, ahi);
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc);
+#pragma GCC unroll 2
+  for (int p = 0; p < P; ++p) {
+    const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.b[p], lo, a.lo[p]), hi, a.hi[p]);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), a.s[p], acc);
+  }
+  return acc;
 }
 
-template <int R>
+template <int R, int P>
 TESSERA_AVX512 void lut4_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
                               const float* bias, float* y) {
-  const int8_t* q = a.q_row(t);
-  const float* sc = a.scale_row(t);
-  const int32_t* bi = a.bias_row(t);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  // Loads chunk m's activations of every pass.
+  auto chunk = [&](int64_t m) TESSERA_AVX512 {
+    ChunkActs<P> c;
+    for (int p = 0; p < P; ++p) {
+      const int8_t* q = a.q_row(t, p);
+      c.lo[p] = _mm512_loadu_si512(q + 128 * m);
+      c.hi[p] = _mm512_loadu_si512(q + 128 * m + 64);
+      c.b[p] = _mm512_loadu_si512(a.bias_row(t, p) + 16 * m);
+      c.s[p] = _mm512_loadu_ps(a.scale_row(t, p) + 16 * m);
+    }
+    return c;
+  };
   __m512i tbl[R];
   __m512 acc[R];
   const uint8_t* row0 = w.row(n);
@@ -80,39 +101,29 @@ TESSERA_AVX512 void lut4_rows(const QLinearWeights& w, const Int8Activations& a,
   }
   const int64_t full = w.cols() / 128;
   for (int64_t m = 0; m < full; ++m) {
-    const __m512i alo = _mm512_loadu_si512(q + 128 * m);
-    const __m512i ahi = _mm512_loadu_si512(q + 128 * m + 64);
-    const __m512i b = _mm512_loadu_si512(bi + 16 * m);
-    const __m512 s = _mm512_loadu_ps(sc + 16 * m);
+    const ChunkActs<P> c = chunk(m);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = row0 + r * rb + 64 * m;
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
-      acc[r] = lut4_step(_mm512_loadu_si512(p), tbl[r], alo, ahi, b, s, acc[r]);
+      acc[r] = lut4_step(_mm512_loadu_si512(p), tbl[r], c, acc[r]);
     }
   }
   if (w.cols() % 128 != 0) {  // the last 64 columns: 32 index bytes
-    const int64_t m = full;
-    const __m512i alo = _mm512_loadu_si512(q + 128 * m);
-    const __m512i ahi = _mm512_loadu_si512(q + 128 * m + 64);
-    const __m512i b = _mm512_loadu_si512(bi + 16 * m);
-    const __m512 s = _mm512_loadu_ps(sc + 16 * m);
+    const ChunkActs<P> c = chunk(full);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m512i v = _mm512_maskz_loadu_epi8(__mmask64{0xFFFFFFFFu}, row0 + r * rb + 64 * m);
-      acc[r] = lut4_step(v, tbl[r], alo, ahi, b, s, acc[r]);
+      const __m512i v = _mm512_maskz_loadu_epi8(__mmask64{0xFFFFFFFFu}, row0 + r * rb + 64 * full);
+      acc[r] = lut4_step(v, tbl[r], c, acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
 }
 
-template <int R>
+template <int R, int P>
 TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
                               const float* bias, float* y) {
-  const int8_t* q = a.q_row(t);
-  const float* sc = a.scale_row(t);
-  const int32_t* bi = a.bias_row(t);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const uint8_t* row[R];
   __m512 acc[R];
@@ -122,16 +133,23 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
   }
   const int64_t chunks = w.cols() / 64;
   for (int64_t m = 0; m < chunks; ++m) {
-    const __m512i av = _mm512_loadu_si512(q + 64 * m);
-    const __m512i b = _mm512_loadu_si512(bi + 16 * m);
-    const __m512 s = _mm512_loadu_ps(sc + 16 * m);
+    __m512i av[P], b[P];
+    __m512 s[P];
+    for (int p = 0; p < P; ++p) {
+      av[p] = _mm512_loadu_si512(a.q_row(t, p) + 64 * m);
+      b[p] = _mm512_loadu_si512(a.bias_row(t, p) + 16 * m);
+      s[p] = _mm512_loadu_ps(a.scale_row(t, p) + 16 * m);
+    }
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = row[r] + 64 * m;
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
       const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
-      const __m512i d = _mm512_dpbusd_epi32(b, v, av);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[r]);
+#pragma GCC unroll 2
+      for (int k = 0; k < P; ++k) {
+        const __m512i d = _mm512_dpbusd_epi32(b[k], v, av[k]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s[k], acc[r]);
+      }
     }
   }
   for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
@@ -139,27 +157,39 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
 
 }  // namespace
 
-void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+namespace {
+
+template <int P>
+void qlinear_passes(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy) {
   const bool lut = w.format() == WeightFormat::Lut4;
   // Prefill: tiles of kTokenTile tokens, whose quantized activations (about
-  // 1.3 KB per token per 1000 columns) stay in L1 while every row block of
-  // the range passes over them; the weights are re-read from L2 once per tile.
+  // 1.3 KB per token and pass per 1000 columns) stay in L1 while every row
+  // block of the range passes over them; the weights are re-read from L2
+  // once per tile.
   for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {
     const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
     int64_t n = n_begin;
     // Each row has its own palette register, so any four rows can go together.
     for (; n + 4 <= n_end; n += 4)
       for (int64_t t = t0; t < t1; ++t) {
-        if (lut) lut4_rows<4>(w, acts, t, n, bias, y + t * ldy);
-        else int8_rows<4>(w, acts, t, n, bias, y + t * ldy);
+        if (lut) lut4_rows<4, P>(w, acts, t, n, bias, y + t * ldy);
+        else int8_rows<4, P>(w, acts, t, n, bias, y + t * ldy);
       }
     for (; n < n_end; ++n)
       for (int64_t t = t0; t < t1; ++t) {
-        if (lut) lut4_rows<1>(w, acts, t, n, bias, y + t * ldy);
-        else int8_rows<1>(w, acts, t, n, bias, y + t * ldy);
+        if (lut) lut4_rows<1, P>(w, acts, t, n, bias, y + t * ldy);
+        else int8_rows<1, P>(w, acts, t, n, bias, y + t * ldy);
       }
   }
+}
+
+}  // namespace
+
+void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                    int64_t n_end, float* y, int64_t ldy) {
+  if (acts.passes == 2) return qlinear_passes<2>(w, acts, bias, n_begin, n_end, y, ldy);
+  qlinear_passes<1>(w, acts, bias, n_begin, n_end, y, ldy);
 }
 
 }  // namespace tessera::kernels

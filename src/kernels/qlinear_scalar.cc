@@ -24,17 +24,19 @@ void qlinear_scalar(const QLinearWeights& w, const Int8Activations& acts, const 
   const int64_t cc = act_chunk_cols(acts.layout), per_lane = cc / 16, cols = w.cols();
   for (int64_t n = n_begin; n < n_end; ++n) {
     for (int64_t t = 0; t < acts.rows; ++t) {
-      const int8_t* q = acts.q_row(t);
-      const float* sc = acts.scale_row(t);
       float lanes[16] = {};
       for (int64_t m = 0; m < acts.chunks; ++m) {
         for (int j = 0; j < 16; ++j) {
-          int32_t sum = 0;
-          for (int64_t k = 0; k < per_lane; ++k) {
-            const int64_t c = m * cc + j * per_lane + k;
-            if (c < cols) sum += w.value(n, c) * act_value(acts, q, c);
+          // Per chunk and lane: pass 0's sum, then pass 1's (the residual).
+          for (int pass = 0; pass < acts.passes; ++pass) {
+            const int8_t* q = acts.q_row(t, pass);
+            int32_t sum = 0;
+            for (int64_t k = 0; k < per_lane; ++k) {
+              const int64_t c = m * cc + j * per_lane + k;
+              if (c < cols) sum += w.value(n, c) * act_value(acts, q, c);
+            }
+            lanes[j] = std::fma(acts.scale_row(t, pass)[m * 16 + j], static_cast<float>(sum), lanes[j]);
           }
-          lanes[j] = std::fma(sc[m * 16 + j], static_cast<float>(sum), lanes[j]);
         }
       }
       y[t * ldy + n] = qlinear_finish(lanes, w.out_scale(n), bias, n);

@@ -96,6 +96,11 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           std::shared_ptr<const kernels::QLinearWeights>& q = cache[op.weights[0]];
           if (!q) q = std::make_shared<const kernels::QLinearWeights>(t);
           b.qw = q;
+          // Layers' linears read their input in two int8 passes (x and its
+          // residual); the output head (logit rows) in one: it is a third of
+          // a small model's bytes and its second pass bought little
+          // (docs/BENCHMARKING.md, "Two activation passes").
+          b.act_passes = p.values[op.inputs[0]].rows == RowsKind::LogitRows ? 1 : 2;
         }
         break;
       }
@@ -107,14 +112,15 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   }
   // A Linear whose input was quantized by the previous integer Linear, with
   // no op writing that value in between (q/k/v, gate/up), reuses it.
-  int quantized = -1;
+  int quantized = -1, passes = 0;
   kernels::ActLayout layout = kernels::ActLayout::Natural;
   for (BoundOp& b : ops_) {
     const Op& op = *b.op;
     if (b.qw) {
-      b.reuse_acts = quantized == op.inputs[0] && layout == b.qw->layout();
+      b.reuse_acts = quantized == op.inputs[0] && layout == b.qw->layout() && passes == b.act_passes;
       quantized = op.inputs[0];
       layout = b.qw->layout();
+      passes = b.act_passes;
     }
     for (int out : op.outputs)
       if (out == quantized) quantized = -1;
@@ -199,7 +205,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
           kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
         });
       } else if (b.qw) {
-        if (!b.reuse_acts) kernels::quantize_activations(x, rows, k, b.qw->layout(), ws.acts);
+        if (!b.reuse_acts) kernels::quantize_activations(x, rows, k, b.qw->layout(), b.act_passes, ws.acts);
         // Blocks of 4 output features: the kernels' unit of work.
         const Isa isa = isa_;
         pool.parallel_for(

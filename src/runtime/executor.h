@@ -87,6 +87,7 @@ class BoundProgram {
     const float* w1 = nullptr;       // Linear bias (f32)
     std::shared_ptr<const kernels::QLinearWeights> qw;  // Linear with an integer kernel
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts)
+    int act_passes = 2;              // int8 activation passes (1 for the output head)
   };
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
 

@@ -10,12 +10,13 @@ kernels/reference) and with each optimized level this CPU has:
   amx            the same, but calls of 32+ tokens (these teacher-forced reads)
                  run their linears as bf16 AMX tile GEMMs
 The issue "Fast CPU kernels" asks for top-1 identical at >= 99% of positions
-and mean KL(reference || optimized) <= 0.005 nats. KL is met at every level.
-Top-1 at the integer-dot levels is 97.8% (SmolLM2) and 98.3% (Gemma 3), every
-flip where the reference's top-2 logits are within 0.12 of each other, so
-this test holds them to 0.97, the level reached, until the int8 activation
-rounding is reduced further; the bf16 prefill path is held to 0.99. The
-measured values are printed (pytest -s) and recorded in docs/BENCHMARKING.md."""
+and mean KL(reference || optimized) <= 0.005 nats; both are held here. At
+the integer-dot levels every layer's linears read their input in two int8
+passes (x and its rounding residual, kernels/int8_activations.h), the
+output head in one: 99.28% (SmolLM2) and 99.04% (Gemma 3) at the time of
+writing, KL about 0.0002 (one pass everywhere: 97.8% / 98.3%, KL 0.0015;
+two everywhere: 100% / 100%; docs/BENCHMARKING.md). The measured values are
+printed (pytest -s) and recorded in docs/BENCHMARKING.md."""
 
 import json
 
@@ -68,7 +69,7 @@ def test_optimized_kernels_agree_with_reference(name, level, real_bundle, pulled
     print(f"\n{name} {fast.isa} vs reference: top-1 {top1:.4f} ({agree}/{total}), mean KL {kl:.5f}, max KL {max(kls):.5f}, "
           f"reference top-2 margins where top-1 differs: {sorted(flips)}")
     assert kl <= 0.005
-    assert top1 >= (0.99 if fast.isa == "amx" else 0.97)
+    assert top1 >= 0.99
 
 
 def test_unknown_level_is_an_error(real_bundle):
