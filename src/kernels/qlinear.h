@@ -1,16 +1,17 @@
 // Linear layers on stored low-bit weights with int8 activations: the decode
 // (GEMV) and prefill kernels of lut4 and int8 bundles.
 //
-//   y[t, n] = out_scale[n] · Σ_chunks Σ_lanes (act scale of the lane's block)
-//                            · (exact int32 Σ w_q[n, c] · a_q[t, c] over the lane)
+//   y[t, n] = out_scale[n] · Σ_chunks Σ_lanes Σ_passes (act scale of the lane's block in that pass)
+//                            · (exact int32 Σ w_q[n, c] · a_q[pass][t, c] over the lane)
 //             (+ bias[n])
 //
 // w_q are int8 weight values: an int8 weight's stored bytes, or a lut4
 // weight's palette entries re-expressed as int8 (per palette group: entries
 // scaled so the largest magnitude is 127; the group factor goes into
 // out_scale). a_q and the lane structure are described in
-// kernels/int8_activations.h. Each of the 16 lanes keeps an f32 accumulator
-// updated per chunk with one fused multiply-add of (act scale, lane sum);
+// kernels/int8_activations.h (one or two passes: x and its rounding residual).
+// Each of the 16 lanes keeps an f32 accumulator updated per chunk and pass,
+// in pass order, with one fused multiply-add of (act scale, lane sum);
 // the 16 lanes are then added as reference::reduce_lanes16 does, and the sum
 // is multiplied by out_scale[n] (then the bias is added).
 //
@@ -18,7 +19,8 @@
 // twin and the AVX2 and AVX-512 kernels give identical bits, for any row
 // split across threads and any number of tokens per call. Compared with the
 // f32 reference on the same bundle this differs only by the int8 rounding of
-// the activations and of the palette entries (measured in docs/BENCHMARKING.md).
+// the activations (the residual's, with two passes) and of the palette
+// entries (measured in docs/BENCHMARKING.md).
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,11 @@
 // could then drop or move the stores that fill the panel or the tile
 // configuration (GCC 12 does drop the configuration's stores in some builds,
 // which kills the process with SIGILL at the first tile instruction).
+// GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands (in
+// the widening and conversion intrinsics) are used uninitialized; they are
+// don't-care inputs.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include "kernels/qlinear_amx.h"
 
 #include <immintrin.h>

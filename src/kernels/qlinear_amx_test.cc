@@ -21,14 +21,13 @@ namespace {
 using test_fixtures::random_acts;
 using test_fixtures::RandomWeight;
 using test_fixtures::same_bits;
-
-struct Shape {
-  WeightFormat format;
-  int64_t rows, cols, group, tokens;
-};
+using test_fixtures::call_split;
+using test_fixtures::LinearShape;
+using test_fixtures::RandomCase;
+using test_fixtures::expect_within_rounding_bound;
 
 // Rows and tokens off the 16/32 tile grid on purpose.
-const Shape kShapes[] = {
+const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 32, 64, 16, 32},   {WeightFormat::Lut4, 37, 576, 1, 33}, {WeightFormat::Lut4, 96, 640, 16, 64},
     {WeightFormat::Lut4, 9, 192, 3, 1},     {WeightFormat::Lut4, 64, 1536, 64, 17}, {WeightFormat::Int8, 13, 576, 0, 40},
     {WeightFormat::Int8, 40, 64, 0, 5},     {WeightFormat::Int8, 71, 896, 0, 100},
@@ -37,16 +36,10 @@ const Shape kShapes[] = {
 std::vector<float> run(bool amx, const QLinearWeights& w, const Bf16Activations& a, const float* bias, int64_t split) {
   const int64_t n = w.rows();
   std::vector<float> y(a.rows * n, NAN);
-  auto call = [&](int64_t b, int64_t e) {
+  call_split(n, split, [&](int64_t b, int64_t e) {
     if (amx) qlinear_amx(w, a, bias, b, e, y.data(), n);
     else qlinear_bf16_scalar(w, a, bias, b, e, y.data(), n);
-  };
-  if (split <= 0 || split >= n) {
-    call(0, n);
-  } else {
-    call(0, split);
-    call(split, n);
-  }
+  });
   return y;
 }
 
@@ -83,12 +76,11 @@ TEST(QLinearAmx, PackersGiveTheSameBitsAndTheDocumentedLayout) {
 TEST(QLinearAmx, TileKernelMatchesTheScalarTwinAndIsSplitInvariant) {
   if (!isa_supported(Isa::Amx)) GTEST_SKIP() << "needs amx";
   std::mt19937 rng(22);
-  for (const Shape& s : kShapes) {
-    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
-    const QLinearWeights w(rw.view);
-    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
-    std::vector<float> bias(s.rows);
-    for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
+  for (const LinearShape& s : kShapes) {
+    const RandomCase c(rng, s);
+    const QLinearWeights& w = c.w;
+    const std::vector<float>& x = c.x;
+    const std::vector<float>& bias = c.bias;
     Bf16Activations a;
     pack_bf16_activations(Isa::Amx, x.data(), s.tokens, s.cols, a);
     const std::vector<float> twin = run(false, w, a, bias.data(), 0);
@@ -108,42 +100,22 @@ TEST(QLinearAmx, TileKernelMatchesTheScalarTwinAndIsSplitInvariant) {
   }
 }
 
-// bf16 keeps 8 significant bits: each activation moves by at most 2^-9 of
-// itself; palette entries move by half a step of the int8 grid as in the
-// integer-dot kernels. So |y_twin − y_ref| ≤ Σ_c |w_c x_c|·2^-9 + Σ_c |x_c|·s_n·m_g/254
+// bf16 keeps 8 significant bits: each activation moves by at most 2^-8 of
+// itself (half an ulp); palette entries move by half a step of the int8 grid as in the
+// integer-dot kernels. So |y_twin − y_ref| ≤ Σ_c |w_c x_c|·2^-8 + Σ_c |x_c|·s_n·m_g/254
 // plus f32 summation noise.
 TEST(QLinearAmx, ScalarTwinIsWithinTheBf16RoundingBoundOfTheReference) {
   std::mt19937 rng(23);
-  for (const Shape& s : kShapes) {
-    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
-    const QLinearWeights w(rw.view);
-    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
+  for (const LinearShape& s : kShapes) {
+    const RandomCase c(rng, s);
+    const RandomWeight& rw = c.rw;
+    const QLinearWeights& w = c.w;
+    const std::vector<float>& x = c.x;
     Bf16Activations a;
     pack_bf16_activations(Isa::Scalar, x.data(), s.tokens, s.cols, a);
-    const std::vector<float> got = run(false, w, a, nullptr, 0);
-    std::vector<float> want(s.tokens * s.rows);
-    ref::linear_any(x.data(), s.tokens, s.cols, rw.view, nullptr, s.rows, 0, s.rows, want.data());
-    std::vector<float> row(s.cols);
-    for (int64_t n = 0; n < s.rows; ++n) {
-      decode_row(rw.view, n, row.data());
-      double pal_step = 0;
-      if (s.format == WeightFormat::Lut4) {
-        float m = 0;
-        for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(rw.palette[(n / s.group) * 16 + i]));
-        pal_step = rw.scales[n] * m / 254.0;
-      }
-      for (int64_t t = 0; t < s.tokens; ++t) {
-        double bound = 0, mag = 0;
-        for (int64_t c = 0; c < s.cols; ++c) {
-          const double xc = x[t * s.cols + c];
-          bound += std::fabs(row[c] * xc) / 512.0 + std::fabs(xc) * pal_step;
-          mag += std::fabs(row[c] * xc);
-        }
-        bound = bound * 1.0001 + 1e-5 * mag;
-        EXPECT_LE(std::fabs(got[t * s.rows + n] - want[t * s.rows + n]), bound)
-            << weight_format_name(s.format) << " row " << n << " token " << t;
-      }
-    }
+    auto act_error = [&](int64_t t, int64_t c) { return std::fabs(x[t * s.cols + c]) / 256.0; };
+    expect_within_rounding_bound(rw, x, s.tokens, run(false, w, a, nullptr, 0), act_error,
+                                 std::string(weight_format_name(s.format)));
   }
 }
 

@@ -21,25 +21,19 @@ namespace {
 using test_fixtures::RandomWeight;
 using test_fixtures::random_acts;
 using test_fixtures::same_bits;
+using test_fixtures::call_split;
+using test_fixtures::LinearShape;
+using test_fixtures::RandomCase;
+using test_fixtures::expect_within_rounding_bound;
 
 std::vector<float> run(Isa isa, const QLinearWeights& w, const Int8Activations& a, const float* bias, int64_t split) {
   const int64_t n = w.rows();
   std::vector<float> y(a.rows * n, NAN);
-  if (split <= 0 || split >= n) {
-    qlinear(isa, w, a, bias, 0, n, y.data(), n);
-  } else {
-    qlinear(isa, w, a, bias, 0, split, y.data(), n);
-    qlinear(isa, w, a, bias, split, n, y.data(), n);
-  }
+  call_split(n, split, [&](int64_t b, int64_t e) { qlinear(isa, w, a, bias, b, e, y.data(), n); });
   return y;
 }
 
-struct Shape {
-  WeightFormat format;
-  int64_t rows, cols, group, tokens;
-};
-
-const Shape kShapes[] = {
+const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 16, 64, 16, 1},   {WeightFormat::Lut4, 37, 576, 1, 1},   {WeightFormat::Lut4, 48, 640, 16, 3},
     {WeightFormat::Lut4, 9, 192, 3, 2},    {WeightFormat::Lut4, 64, 1536, 64, 1}, {WeightFormat::Int8, 13, 576, 0, 1},
     {WeightFormat::Int8, 40, 64, 0, 5},    {WeightFormat::Int8, 7, 896, 0, 2},   {WeightFormat::Lut4, 12, 576, 4, 37},
@@ -48,12 +42,11 @@ const Shape kShapes[] = {
 
 TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
   std::mt19937 rng(7);
-  for (const Shape& s : kShapes) {
-    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
-    const QLinearWeights w(rw.view);
-    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
-    std::vector<float> bias(s.rows);
-    for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
+  for (const LinearShape& s : kShapes) {
+    const RandomCase c(rng, s);
+    const QLinearWeights& w = c.w;
+    const std::vector<float>& x = c.x;
+    const std::vector<float>& bias = c.bias;
     for (int passes : {1, 2}) {
       Int8Activations a;
       quantize_activations(x.data(), s.tokens, s.cols, w.layout(), passes, a);
@@ -93,48 +86,30 @@ TEST(QLinear, TokensOfOneCallMatchOneTokenCalls) {
 
 // The twin against the f32 reference on the same stored weight. The only
 // differences are roundings: each activation by at most half a step of its
-// residual's block with two passes (the residual is within amax/254 of
-// zero, its step a 127th of that: amax/254² per column; the one-pass bound
-// amax/254 is 254 times looser), with one pass of its own block, and each lut4 palette entry by half a
-// step of its group's int8 grid (m/254, times the row scale). So
-//   |y_twin − y_ref| ≤ Σ_c |w_c|·amax(c)·step + Σ_c |x_c|·s_n·m_g/254, step = 1/254 or 1/254²
-// plus f32 summation noise; a wrong lane, block or nibble breaks it at once.
+// block (amax/254) with one pass; with two, by half a step of its residual's
+// block (the residual is within amax/254 of zero, its step a 127th of that:
+// amax/254², a bound a one-pass kernel fails); and each lut4 palette entry by
+// half a step of its group's int8 grid (expect_within_rounding_bound). A
+// wrong lane, block or nibble breaks it at once.
 TEST(QLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
   std::mt19937 rng(9);
-  for (const Shape& s : kShapes) {
-    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group);
-    const QLinearWeights w(rw.view);
-    const std::vector<float> x = random_acts(rng, s.tokens, s.cols);
+  for (const LinearShape& s : kShapes) {
+    const RandomCase c(rng, s);
+    const RandomWeight& rw = c.rw;
+    const QLinearWeights& w = c.w;
+    const std::vector<float>& x = c.x;
     for (int passes : {1, 2}) {
-    Int8Activations a;
-    quantize_activations(x.data(), s.tokens, s.cols, w.layout(), passes, a);
-    const std::vector<float> got = run(Isa::Scalar, w, a, nullptr, 0);
-    const double act_step = passes == 1 ? 1.0 / 254.0 : 1.01 / (254.0 * 254.0);
-    std::vector<float> want(s.tokens * s.rows);
-    ref::linear_any(x.data(), s.tokens, s.cols, rw.view, nullptr, s.rows, 0, s.rows, want.data());
-    std::vector<float> row(s.cols);
-    for (int64_t n = 0; n < s.rows; ++n) {
-      decode_row(rw.view, n, row.data());
-      double pal_step = 0;
-      if (s.format == WeightFormat::Lut4) {
-        float m = 0;
-        for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(rw.palette[(n / s.group) * 16 + i]));
-        pal_step = rw.scales[n] * m / 254.0;
-      }
-      for (int64_t t = 0; t < s.tokens; ++t) {
-        double bound = 0, mag = 0;
-        for (int64_t c = 0; c < s.cols; ++c) {
-          const int64_t b0 = c / kActBlock * kActBlock;
-          float amax = 0;
-          for (int64_t k = b0; k < std::min(s.cols, b0 + kActBlock); ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
-          bound += std::fabs(row[c]) * amax * act_step + std::fabs(x[t * s.cols + c]) * pal_step;
-          mag += std::fabs(row[c] * x[t * s.cols + c]);
-        }
-        bound = bound * 1.0001 + 1e-5 * mag;
-        EXPECT_LE(std::fabs(got[t * s.rows + n] - want[t * s.rows + n]), bound)
-            << weight_format_name(s.format) << " row " << n << " token " << t << " passes " << passes;
-      }
-    }
+      Int8Activations a;
+      quantize_activations(x.data(), s.tokens, s.cols, w.layout(), passes, a);
+      const double act_step = passes == 1 ? 1.0 / 254.0 : 1.01 / (254.0 * 254.0);
+      auto act_error = [&](int64_t t, int64_t c) {  // the column's block amax times the step
+        const int64_t b0 = c / kActBlock * kActBlock;
+        float amax = 0;
+        for (int64_t k = b0; k < std::min(s.cols, b0 + kActBlock); ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
+        return amax * act_step;
+      };
+      expect_within_rounding_bound(rw, x, s.tokens, run(Isa::Scalar, w, a, nullptr, 0), act_error,
+                                   std::string(weight_format_name(s.format)) + " passes " + std::to_string(passes));
     }
   }
 }

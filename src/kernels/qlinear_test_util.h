@@ -7,7 +7,15 @@
 #include <random>
 #include <vector>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
 #include "bundle/weight_format.h"
+#include "kernels/qlinear.h"
+#include "kernels/reference/kernels.h"
 
 namespace tessera::kernels::test_fixtures {
 
@@ -54,6 +62,72 @@ inline std::vector<float> random_acts(std::mt19937& rng, int64_t rows, int64_t c
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// A test case: a weight of this format and shape, called with `tokens` rows.
+struct LinearShape {
+  WeightFormat format;
+  int64_t rows, cols, group, tokens;
+};
+
+// One random case of a shape: the stored weight, its kernel form,
+// activations and a bias (not copyable: w points into rw).
+struct RandomCase {
+  RandomWeight rw;
+  QLinearWeights w;
+  std::vector<float> x, bias;
+
+  RandomCase(std::mt19937& rng, const LinearShape& s)
+      : rw(rng, s.format, s.rows, s.cols, s.group), w(rw.view), x(random_acts(rng, s.tokens, s.cols)), bias(s.rows) {
+    for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
+  }
+  RandomCase(const RandomCase&) = delete;
+  RandomCase& operator=(const RandomCase&) = delete;
+};
+
+// kernel(n_begin, n_end) over [0, rows): in one range, or in two split at
+// `split` (0 or rows: one), as two threads would.
+template <class Kernel>
+void call_split(int64_t rows, int64_t split, Kernel kernel) {
+  if (split <= 0 || split >= rows) {
+    kernel(0, rows);
+  } else {
+    kernel(0, split);
+    kernel(split, rows);
+  }
+}
+
+// Expects got [tokens][rows] (a kernel's twin, no bias) within the rounding
+// bound of the f32 reference on the same stored weight:
+//   |got − ref| ≤ Σ_c |w_c|·act_error(t, c) + Σ_c |x_c|·(half a step of row n's
+//                 palette on the int8 grid: s_n·m_g/254) + 1e-5·Σ_c |w_c·x_c|
+// (the last term is f32 summation noise). act_error(t, c) bounds how far the
+// kernel's version of activation x[t][c] is from it.
+template <class ActError>
+void expect_within_rounding_bound(const RandomWeight& rw, const std::vector<float>& x, int64_t tokens,
+                                  const std::vector<float>& got, ActError act_error, const std::string& what) {
+  const int64_t rows = rw.view.rows(), cols = rw.view.cols();
+  std::vector<float> want(tokens * rows), row(cols);
+  ref::linear_any(x.data(), tokens, cols, rw.view, nullptr, rows, 0, rows, want.data());
+  for (int64_t n = 0; n < rows; ++n) {
+    decode_row(rw.view, n, row.data());
+    double pal_step = 0;
+    if (rw.view.format == WeightFormat::Lut4) {
+      float m = 0;
+      for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(rw.palette[(n / rw.view.group_size) * 16 + i]));
+      pal_step = rw.scales[n] * m / 254.0;
+    }
+    for (int64_t t = 0; t < tokens; ++t) {
+      double bound = 0, mag = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double xc = x[t * cols + c];
+        bound += std::fabs(row[c]) * act_error(t, c) + std::fabs(xc) * pal_step;
+        mag += std::fabs(row[c] * xc);
+      }
+      bound = bound * 1.0001 + 1e-5 * mag;
+      ASSERT_LE(std::fabs(got[t * rows + n] - want[t * rows + n]), bound) << what << " row " << n << " token " << t;
+    }
+  }
 }
 
 }  // namespace tessera::kernels::test_fixtures
