@@ -1,3 +1,7 @@
+// GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands are
+// used uninitialized; they are don't-care inputs.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include "kernels/bf16_activations.h"
 
 #include <immintrin.h>

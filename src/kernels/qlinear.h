@@ -23,8 +23,10 @@
 // entries (measured in docs/BENCHMARKING.md).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bundle/weight_format.h"
@@ -69,6 +71,32 @@ class QLinearWeights {
 
 // Tokens per tile in the prefill loops of the vector kernels.
 constexpr int64_t kTokenTile = 16;
+
+// The walk the vector kernels share. Prefill runs in tiles of kTokenTile
+// tokens, whose quantized activations (about 1.3 KB per token and pass per
+// 1000 columns) stay in L1 while every row block of the range passes over
+// them; the weights are re-read from L2 once per tile. Within a tile, rows
+// go in blocks of R (then one by one), each block over every token:
+// block(std::integral_constant<int, rows in the block>{}, t, n).
+template <int R, class Block>
+void for_each_row_block(int64_t tokens, int64_t n_begin, int64_t n_end, Block&& block) {
+  for (int64_t t0 = 0; t0 < tokens; t0 += kTokenTile) {
+    const int64_t t1 = std::min(tokens, t0 + kTokenTile);
+    int64_t n = n_begin;
+    for (; n + R <= n_end; n += R)
+      for (int64_t t = t0; t < t1; ++t) block(std::integral_constant<int, R>{}, t, n);
+    for (; n < n_end; ++n)
+      for (int64_t t = t0; t < t1; ++t) block(std::integral_constant<int, 1>{}, t, n);
+  }
+}
+
+// f(std::integral_constant<int, acts.passes>{}): the kernels are compiled
+// per pass count.
+template <class F>
+void with_act_passes(const Int8Activations& acts, F&& f) {
+  if (acts.passes == 2) f(std::integral_constant<int, 2>{});
+  else f(std::integral_constant<int, 1>{});
+}
 
 // y[t * ldy + n] for t < acts.rows and n in [n_begin, n_end). acts must be
 // quantized with w.layout() and acts.cols == w.cols().

@@ -85,27 +85,14 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
 
 }  // namespace
 
-namespace {
-
-template <int P>
-void qlinear_passes(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
-                    int64_t n_end, float* y, int64_t ldy) {
-  for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {  // see qlinear_avx512
-    const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
-    int64_t n = n_begin;
-    for (; n + 2 <= n_end; n += 2)
-      for (int64_t t = t0; t < t1; ++t) rows_avx2<2, P>(w, acts, t, n, bias, y + t * ldy);
-    for (; n < n_end; ++n)
-      for (int64_t t = t0; t < t1; ++t) rows_avx2<1, P>(w, acts, t, n, bias, y + t * ldy);
-  }
-}
-
-}  // namespace
-
 void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                   int64_t n_end, float* y, int64_t ldy) {
-  if (acts.passes == 2) return qlinear_passes<2>(w, acts, bias, n_begin, n_end, y, ldy);
-  qlinear_passes<1>(w, acts, bias, n_begin, n_end, y, ldy);
+  with_act_passes(acts, [&](auto passes) {
+    constexpr int P = decltype(passes)::value;
+    for_each_row_block<2>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
+      rows_avx2<decltype(rows)::value, P>(w, acts, t, n, bias, y + t * ldy);
+    });
+  });
 }
 
 }  // namespace tessera::kernels

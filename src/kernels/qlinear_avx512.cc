@@ -19,6 +19,7 @@
 // GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands "may
 // be used uninitialized" inside vpermb / masked loads; they are don't-care inputs.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -157,39 +158,18 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
 
 }  // namespace
 
-namespace {
-
-template <int P>
-void qlinear_passes(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
-                    int64_t n_end, float* y, int64_t ldy) {
-  const bool lut = w.format() == WeightFormat::Lut4;
-  // Prefill: tiles of kTokenTile tokens, whose quantized activations (about
-  // 1.3 KB per token and pass per 1000 columns) stay in L1 while every row
-  // block of the range passes over them; the weights are re-read from L2
-  // once per tile.
-  for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {
-    const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
-    int64_t n = n_begin;
-    // Each row has its own palette register, so any four rows can go together.
-    for (; n + 4 <= n_end; n += 4)
-      for (int64_t t = t0; t < t1; ++t) {
-        if (lut) lut4_rows<4, P>(w, acts, t, n, bias, y + t * ldy);
-        else int8_rows<4, P>(w, acts, t, n, bias, y + t * ldy);
-      }
-    for (; n < n_end; ++n)
-      for (int64_t t = t0; t < t1; ++t) {
-        if (lut) lut4_rows<1, P>(w, acts, t, n, bias, y + t * ldy);
-        else int8_rows<1, P>(w, acts, t, n, bias, y + t * ldy);
-      }
-  }
-}
-
-}  // namespace
-
 void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy) {
-  if (acts.passes == 2) return qlinear_passes<2>(w, acts, bias, n_begin, n_end, y, ldy);
-  qlinear_passes<1>(w, acts, bias, n_begin, n_end, y, ldy);
+  const bool lut = w.format() == WeightFormat::Lut4;
+  with_act_passes(acts, [&](auto passes) {
+    constexpr int P = decltype(passes)::value;
+    // Each row has its own palette register, so any four rows can go together.
+    for_each_row_block<4>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
+      constexpr int R = decltype(rows)::value;
+      if (lut) lut4_rows<R, P>(w, acts, t, n, bias, y + t * ldy);
+      else int8_rows<R, P>(w, acts, t, n, bias, y + t * ldy);
+    });
+  });
 }
 
 }  // namespace tessera::kernels

@@ -198,8 +198,8 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       const float* x = ws.f(in);
       float* y = ws.f(out);
       if (b.qw && isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) {
-        // Every integer Linear of a call has the same row count, so the one
-        // that quantized this input took this path too.
+        // Linears sharing an input share its row count, so the one that
+        // packed this input (reuse_acts) took this path too.
         if (!b.reuse_acts) kernels::pack_bf16_activations(isa_, x, rows, k, ws.bf16_acts);
         pool.parallel_for((n + 15) / 16, [&](int64_t begin, int64_t end) {
           kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
