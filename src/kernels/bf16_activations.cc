@@ -45,7 +45,7 @@ TESSERA_AVX512_BF16 void pack_block_avx512(const float* x, int64_t cols, int64_t
 
 }  // namespace
 
-void pack_bf16_activations(Isa isa, const float* x, int64_t rows, int64_t cols, Bf16Activations& out) {
+void prepare_bf16_activations(int64_t rows, int64_t cols, Bf16Activations& out) {
   if (cols % 2 != 0) fail("", "bf16 activations", "{} columns: pairs need an even count", cols);
   out.rows = rows;
   out.cols = cols;
@@ -56,7 +56,11 @@ void pack_bf16_activations(Isa isa, const float* x, int64_t rows, int64_t cols, 
   const int64_t first_pad_block = rows / kTileTokens;
   std::fill(out.pairs.begin() + first_pad_block * (cols / 2) * kTileTokens, out.pairs.begin() + static_cast<int64_t>(n),
             0u);
-  for (int64_t b = 0; b * kTileTokens < rows; ++b) {
+}
+
+void pack_bf16_blocks(Isa isa, const float* x, int64_t b_begin, int64_t b_end, Bf16Activations& out) {
+  const int64_t rows = out.rows, cols = out.cols;
+  for (int64_t b = b_begin; b < b_end && b * kTileTokens < rows; ++b) {
     const int64_t tokens = std::min(kTileTokens, rows - b * kTileTokens);
     const float* xb = x + b * kTileTokens * cols;
     uint32_t* dst = out.pairs.data() + b * (cols / 2) * kTileTokens;
@@ -66,6 +70,11 @@ void pack_bf16_activations(Isa isa, const float* x, int64_t rows, int64_t cols, 
       for (int64_t t = 0; t < tokens; ++t) pack_row_plain(xb + t * cols, cols, dst + t);
     }
   }
+}
+
+void pack_bf16_activations(Isa isa, const float* x, int64_t rows, int64_t cols, Bf16Activations& out) {
+  prepare_bf16_activations(rows, cols, out);
+  pack_bf16_blocks(isa, x, 0, bf16_data_blocks(rows), out);
 }
 
 }  // namespace tessera::kernels

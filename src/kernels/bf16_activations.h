@@ -63,4 +63,11 @@ struct Bf16Activations {
 // uses AVX512-BF16 conversions; every level gives the same bits.
 void pack_bf16_activations(Isa isa, const float* x, int64_t rows, int64_t cols, Bf16Activations& out);
 
+// The same in two steps, for a thread split over token blocks: prepare sizes
+// `out` and zeroes its padding; pack_bf16_blocks then fills token blocks
+// [b_begin, b_end) of x (blocks are independent: any split, same bits).
+inline int64_t bf16_data_blocks(int64_t rows) { return (rows + kTileTokens - 1) / kTileTokens; }
+void prepare_bf16_activations(int64_t rows, int64_t cols, Bf16Activations& out);
+void pack_bf16_blocks(Isa isa, const float* x, int64_t b_begin, int64_t b_end, Bf16Activations& out);
+
 }  // namespace tessera::kernels

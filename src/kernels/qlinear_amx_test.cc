@@ -64,6 +64,15 @@ TEST(QLinearAmx, PackersGiveTheSameBitsAndTheDocumentedLayout) {
       }
     EXPECT_EQ(plain.at(0, 0), 0);
     EXPECT_EQ(plain.at(0, 1), 0x8000);
+    // Packed block range by block range (the executor's thread split), into
+    // a buffer left dirty by a larger call: the same bits.
+    Bf16Activations split;
+    pack_bf16_activations(Isa::Amx, random_acts(rng, 70, cols).data(), 70, cols, split);
+    prepare_bf16_activations(rows, cols, split);
+    const int64_t nb = bf16_data_blocks(rows);
+    for (int64_t b = nb; b > 0; --b) pack_bf16_blocks(Isa::Amx, x.data(), b - 1, b, split);
+    ASSERT_EQ(split.blocks, fast.blocks);
+    ASSERT_TRUE(std::equal(fast.pairs.begin(), fast.pairs.begin() + used, split.pairs.begin()));
   }
 }
 

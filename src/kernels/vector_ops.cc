@@ -587,7 +587,7 @@ constexpr int64_t kRowTile = 8;
 constexpr int64_t kValueBlock = 64;
 
 void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::AttentionShape& shape, int64_t h_begin,
-               int64_t h_end, float* out) {
+               int64_t h_end, int64_t t_begin, int64_t t_end, float* out) {
   const D d;
   const int64_t hd = shape.head_dim;
   const int64_t kv_width = shape.kv_heads * hd;
@@ -609,8 +609,8 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
     return std::max(first, kv.past_begin);
   };
 
-  for (int64_t t0 = 0; t0 < rows; t0 += kRowTile) {
-    const int64_t nt = std::min(kRowTile, rows - t0);
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += kRowTile) {
+    const int64_t nt = std::min(kRowTile, t_end - t0);
     // The tile's scores cover the union of its rows' keys, [ub, ue); row
     // ti's own keys are [lo(ti), hi(ti)) in that numbering.
     const int64_t ub = row_begin(t0);

@@ -17,7 +17,7 @@
 //     (16 lanes) differ, so the output is within a small relative error of the
 //     reference. A row of a multi-row call gets the same bits as alone.
 // Every level is deterministic: same inputs, same bits, whatever the thread
-// split of [h_begin, h_end).
+// split of heads [h_begin, h_end) and query rows [t_begin, t_end).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,7 @@ struct VectorOps {
   void (*rope)(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_dim, bool neox, const float* cos,
                const float* sin);
   void (*attention)(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::AttentionShape& shape,
-                    int64_t h_begin, int64_t h_end, float* out);
+                    int64_t h_begin, int64_t h_end, int64_t t_begin, int64_t t_end, float* out);
   void (*gated_activation)(Activation act, const float* gate, const float* up, int64_t n, float* out);
   void (*add_in_place)(float* y, const float* x, int64_t n);
   void (*softcap)(float* x, int64_t n, float cap);

@@ -224,10 +224,10 @@ struct AttentionData {
              c.softcap};
   }
   std::vector<float> run(void (*fn)(const float*, int64_t, const ref::KvSpan&, const ref::AttentionShape&, int64_t,
-                                    int64_t, float*),
+                                    int64_t, int64_t, int64_t, float*),
                          int64_t h_begin, int64_t h_end) const {
     std::vector<float> out(q.size(), 0.0f);
-    fn(q.data(), c.rows, span, shape, h_begin, h_end, out.data());
+    fn(q.data(), c.rows, span, shape, h_begin, h_end, 0, c.rows, out.data());
     return out;
   }
 };
@@ -252,6 +252,7 @@ const AttentionCase kAttentionCases[] = {
     {3, 1, 128, 17, 4, 20, 60, 48, 5.0f},   // window + softcap
     {2, 2, 72, 0, 2, 0, 30, 30, 20.0f},     // head_dim 72: partial vectors
     {2, 1, 20, 0, 3, 3, 21, 25, 5.0f},      // head_dim 20
+    {9, 3, 64, 0, 40, 0, 20, 64, 0.0f},     // SmolLM2 heads, a prefill chunk after a cache
     {4, 4, 8, 3, 2, 0, 6, 8, 0.0f},         // tiny heads
     {8, 2, 128, 0, 2, 0, 1000, 1024, 0.0f}, // long context
     {4, 1, 256, 64, 3, 900, 1000, 70, 0.0f},// head_dim 256, window in a ring
@@ -302,14 +303,25 @@ TEST_P(VectorOpsIsa, AttentionIsDeterministicAndSplitFree) {
     // Two head ranges, and one head at a time, give the same bits.
     for (int64_t split = 1; split < c.heads; ++split) {
       std::vector<float> out(data.q.size(), 0.0f);
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, split, out.data());
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, split, c.heads, out.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, split, 0, c.rows, out.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, split, c.heads, 0, c.rows, out.data());
       ASSERT_EQ(first_bit_difference(one_call, out), -1) << describe(c) << " split at " << split;
     }
     std::vector<float> out(data.q.size(), 0.0f);
     for (int64_t h = c.heads - 1; h >= 0; --h)
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, h, h + 1, out.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, h, h + 1, 0, c.rows, out.data());
     ASSERT_EQ(first_bit_difference(one_call, out), -1) << describe(c) << " head by head";
+    // Row ranges (any cut, not only at row-tile boundaries) crossed with head
+    // ranges, as the executor's prefill split makes them.
+    for (int64_t cut : {int64_t{1}, c.rows / 3, c.rows / 2 + 5, c.rows - 1}) {
+      if (cut <= 0 || cut >= c.rows) continue;
+      std::vector<float> parts(data.q.size(), 0.0f);
+      const int64_t hs = c.heads / 2;
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, hs, 0, cut, parts.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, hs, c.heads, 0, cut, parts.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, c.heads, cut, c.rows, parts.data());
+      ASSERT_EQ(first_bit_difference(one_call, parts), -1) << describe(c) << " rows cut at " << cut;
+    }
   }
 }
 
@@ -337,7 +349,7 @@ TEST_P(VectorOpsIsa, AttentionRowsMatchOneRowAtATime) {
       const ref::KvSpan span{k.data(), v.data(), cap, c.past_begin, p, k.data() + p * kv_width,
                              v.data() + p * kv_width};
       std::vector<float> one(width);
-      ops().attention(data.q.data() + t * width, 1, span, data.shape, 0, c.heads, one.data());
+      ops().attention(data.q.data() + t * width, 1, span, data.shape, 0, c.heads, 0, 1, one.data());
       const std::vector<float> want(all.begin() + t * width, all.begin() + (t + 1) * width);
       ASSERT_EQ(first_bit_difference(want, one), -1) << describe(c) << " row " << t;
     }
@@ -428,12 +440,12 @@ TEST(VectorOpsBench, SmolLmAttention) {
         const int64_t l = hot ? 0 : l0;
         const ref::KvSpan span{ks[l].data(), vs[l].data(), kCtx + 64, 0, kCtx - 1, ks[l].data() + (kCtx - 1) * kv_width,
                                vs[l].data() + (kCtx - 1) * kv_width};
-        ops.attention(q.data(), 1, span, shape, 0, kHeads, out.data());
+        ops.attention(q.data(), 1, span, shape, 0, kHeads, 0, 1, out.data());
       }
     };
     auto prefill = [&] {
       const ref::KvSpan span{nullptr, nullptr, 0, 0, 0, ks[0].data(), vs[0].data()};
-      ops.attention(q.data(), kPrefill, span, shape, 0, kHeads, out.data());
+      ops.attention(q.data(), kPrefill, span, shape, 0, kHeads, 0, kPrefill, out.data());
     };
     auto best_ms = [](int reps, const auto& fn) {
       double best = 1e30;

@@ -16,6 +16,8 @@ namespace {
 // Elements per thread below which an elementwise op is not split (a decode
 // step's ops are a few thousand elements; a pool hand-off costs microseconds).
 constexpr int64_t kElementwiseGrain = 16384;
+// Query rows per work item of a prefill attention split (see Attention).
+constexpr int64_t kAttentionRowBlock = 16;
 
 void expect_shape(const Program& p, const WeightView& t, const std::string& name, std::vector<int64_t> shape) {
   if (t.shape != shape)
@@ -200,7 +202,12 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       if (b.qw && isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) {
         // Linears sharing an input share its row count, so the one that
         // packed this input (reuse_acts) took this path too.
-        if (!b.reuse_acts) kernels::pack_bf16_activations(isa_, x, rows, k, ws.bf16_acts);
+        if (!b.reuse_acts) {
+          kernels::prepare_bf16_activations(rows, k, ws.bf16_acts);
+          pool.parallel_for(kernels::bf16_data_blocks(rows), [&](int64_t begin, int64_t end) {
+            kernels::pack_bf16_blocks(isa_, x, begin, end, ws.bf16_acts);
+          });
+        }
         pool.parallel_for((n + 15) / 16, [&](int64_t begin, int64_t end) {
           kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
         });
@@ -229,8 +236,47 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       ref::AttentionShape shape{op.heads, op.kv_heads, op.head_dim, op.window, op.scale, op.softcap};
       const float* q = ws.f(op.inputs[0]);
       float* o = ws.f(op.outputs[0]);
-      pool.parallel_for(op.heads, [&](int64_t begin, int64_t end) {
-        v.attention(q, T, span, shape, begin, end, o);
+      if (T < 2 * kAttentionRowBlock || pool.threads() == 1) {
+        pool.parallel_for(op.heads, [&](int64_t begin, int64_t end) {
+          v.attention(q, T, span, shape, begin, end, 0, T, o);
+        });
+        break;
+      }
+      // Prefill: heads alone split unevenly (9 heads over 2 threads is 5:4),
+      // so the work is cut into (KV head group, block of query rows) items,
+      // in group order, and each thread takes a contiguous run of items of
+      // about equal cost — a row's cost is the number of keys it sees, which
+      // grows along a causal chunk. Every output is still computed once, by
+      // the same arithmetic, so the bits do not depend on the split.
+      const int64_t group = op.heads / op.kv_heads;
+      const int64_t blocks = (T + kAttentionRowBlock - 1) / kAttentionRowBlock;
+      std::vector<double> prefix(static_cast<size_t>(op.kv_heads * blocks) + 1, 0.0);
+      for (int64_t g = 0, i = 0; g < op.kv_heads; ++g)
+        for (int64_t b = 0; b < blocks; ++b, ++i) {
+          double keys = 0;
+          for (int64_t t = b * kAttentionRowBlock, e = std::min(T, t + kAttentionRowBlock); t < e; ++t) {
+            const int64_t pos = span.past_end + t;
+            const int64_t first = op.window > 0 ? std::max<int64_t>(0, pos - op.window + 1) : 0;
+            keys += static_cast<double>(pos + 1 - std::max(first, span.past_begin));
+          }
+          prefix[i + 1] = prefix[i] + keys;
+        }
+      const int parts = pool.threads();
+      std::vector<int64_t> cut(static_cast<size_t>(parts) + 1, op.kv_heads * blocks);
+      cut[0] = 0;
+      for (int p = 1; p < parts; ++p)
+        cut[p] = std::lower_bound(prefix.begin(), prefix.end(), prefix.back() * p / parts) - prefix.begin();
+      pool.parallel_for(parts, [&](int64_t begin, int64_t end) {
+        for (int64_t part = begin; part < end; ++part) {
+          // Items [cut[part], cut[part+1]): per group, one contiguous row range.
+          for (int64_t i = cut[part]; i < cut[part + 1];) {
+            const int64_t g = i / blocks, b0 = i % blocks;
+            const int64_t b1 = std::min(blocks, b0 + (cut[part + 1] - i));
+            v.attention(q, T, span, shape, g * group, (g + 1) * group, b0 * kAttentionRowBlock,
+                        std::min(T, b1 * kAttentionRowBlock), o);
+            i += b1 - b0;
+          }
+        }
       });
       break;
     }

@@ -318,14 +318,14 @@ TEST(KvCache, ChunkedAttentionThroughCacheMatchesOneCall) {
     one.new_k = all.k.data();
     one.new_v = all.v.data();
     std::vector<float> whole(q.size());
-    ref::attention(q.data(), kContext, one, sh, 0, sh.heads, whole.data());
+    ref::attention(q.data(), kContext, one, sh, 0, sh.heads, 0, kContext, whole.data());
 
     KvCache kv(two_layer_spec(), kContext);
     std::vector<float> chunked(q.size(), std::numeric_limits<float>::quiet_NaN());
     for (int64_t n : {3, 1, 6, 1, 1, 4}) {
       const int64_t p = kv.length();
       const ref::KvSpan s = kv.span(layer, window, &all.k[p * kWidth], &all.v[p * kWidth]);
-      ref::attention(&q[p * qw], n, s, sh, 0, sh.heads, &chunked[p * qw]);
+      ref::attention(&q[p * qw], n, s, sh, 0, sh.heads, 0, n, &chunked[p * qw]);
       kv.store(layer, &all.k[p * kWidth], &all.v[p * kWidth], n);
       kv.advance(n);
     }

@@ -109,14 +109,15 @@ void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_d
 }
 
 void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionShape& shape, int64_t h_begin,
-               int64_t h_end, float* out) {
+               int64_t h_end, int64_t t_begin, int64_t t_end, float* out) {
   const int64_t hd = shape.head_dim;
   const int64_t kv_width = shape.kv_heads * hd;
   const int64_t group = shape.heads / shape.kv_heads;
   const int64_t past = kv.past_end - kv.past_begin;
   std::vector<float> scores(static_cast<size_t>(past + rows));
   std::vector<float> acc(static_cast<size_t>(hd));
-  for (int64_t t = 0; t < rows; ++t) {
+  (void)rows;
+  for (int64_t t = t_begin; t < t_end; ++t) {
     const int64_t pos = kv.past_end + t;
     const int64_t first = shape.window > 0 ? std::max<int64_t>(0, pos - shape.window + 1) : 0;
     for (int64_t h = h_begin; h < h_end; ++h) {

@@ -66,10 +66,11 @@ struct AttentionShape {
 
 // Causal grouped-query attention for `rows` queries at positions
 // past_end + t. q: [rows][heads · head_dim]; out likewise. Query head h reads
-// KV head h / (heads / kv_heads). Heads [h_begin, h_end) only (thread split).
+// KV head h / (heads / kv_heads). Heads [h_begin, h_end) of query rows
+// [t_begin, t_end) only (the thread split; other outputs are not written).
 // Scores, softmax and the weighted sum run in position order.
 void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionShape& shape, int64_t h_begin,
-               int64_t h_end, float* out);
+               int64_t h_end, int64_t t_begin, int64_t t_end, float* out);
 
 // a[i] = act(gate[i]) · up[i] for n values (SiLU or GELU with tanh approximation).
 void gated_activation(Activation act, const float* gate, const float* up, int64_t n, float* out);

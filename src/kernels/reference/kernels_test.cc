@@ -383,7 +383,7 @@ TEST(RefAttention, MatchesNaiveOverRingCache) {
     kv.new_k = k_all.data() + c.past_end * kvw;
     kv.new_v = v_all.data() + c.past_end * kvw;
     std::vector<float> out(q.size(), std::numeric_limits<float>::quiet_NaN());
-    ref::attention(q.data(), c.rows, kv, sh, 0, c.heads, out.data());
+    ref::attention(q.data(), c.rows, kv, sh, 0, c.heads, 0, c.rows, out.data());
     const std::vector<double> want = naive_attention(q, c.rows, c.past_end, k_all, v_all, sh);
     for (size_t i = 0; i < out.size(); ++i) expect_near_rel(out[i], want[i], 1e-5, 2e-6, "attention", i);
 
@@ -416,10 +416,10 @@ TEST(RefAttention, HeadSplitGivesSameBits) {
   kv.new_k = k.data();
   kv.new_v = v.data();
   std::vector<float> whole(q.size()), split(q.size(), std::numeric_limits<float>::quiet_NaN());
-  ref::attention(q.data(), rows, kv, sh, 0, sh.heads, whole.data());
-  ref::attention(q.data(), rows, kv, sh, 0, 1, split.data());
-  ref::attention(q.data(), rows, kv, sh, 1, 4, split.data());
-  ref::attention(q.data(), rows, kv, sh, 4, 6, split.data());
+  ref::attention(q.data(), rows, kv, sh, 0, sh.heads, 0, rows, whole.data());
+  ref::attention(q.data(), rows, kv, sh, 0, 1, 0, rows, split.data());
+  ref::attention(q.data(), rows, kv, sh, 1, 4, 0, rows, split.data());
+  ref::attention(q.data(), rows, kv, sh, 4, 6, 0, rows, split.data());
   EXPECT_TRUE(same_bits(whole, split));
 }
 
@@ -464,7 +464,7 @@ TEST(RefAttention, ChunkedEqualsOneCallBitwise) {
     one.new_k = k.data();
     one.new_v = v.data();
     std::vector<float> whole(q.size());
-    ref::attention(q.data(), total, one, sh, 0, sh.heads, whole.data());
+    ref::attention(q.data(), total, one, sh, 0, sh.heads, 0, total, whole.data());
 
     std::vector<float> ring_k(c.capacity * kvw, std::numeric_limits<float>::quiet_NaN());
     std::vector<float> ring_v(c.capacity * kvw, std::numeric_limits<float>::quiet_NaN());
@@ -479,7 +479,7 @@ TEST(RefAttention, ChunkedEqualsOneCallBitwise) {
       kv.past_begin = c.window > 0 ? std::max<int64_t>(0, done - c.window + 1) : 0;
       kv.new_k = k.data() + done * kvw;
       kv.new_v = v.data() + done * kvw;
-      ref::attention(q.data() + done * qw, n, kv, sh, 0, sh.heads, chunked.data() + done * qw);
+      ref::attention(q.data() + done * qw, n, kv, sh, 0, sh.heads, 0, n, chunked.data() + done * qw);
       // Then store this chunk's keys into the ring (after attention, as the runtime does).
       for (int64_t p = done; p < done + n; ++p) {
         std::memcpy(&ring_k[(p % c.capacity) * kvw], &k[p * kvw], sizeof(float) * kvw);
