@@ -18,6 +18,10 @@ Tokenizer = _core.Tokenizer
 # Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab].
 Model = _core.Model
 Session = _core.Session
+# calibrate(source, text="", max_tokens=512, threads=1) -> {"ids", "random_ids",
+# "input_moments": {weight: E[x_c^2] per input column}}: what `tessera convert`
+# weighs activation-aware palettes with (convert/calibration.h).
+calibrate = _core.calibrate
 
 
 def spec_from_hf_config(config: "dict | str") -> dict:

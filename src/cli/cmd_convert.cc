@@ -1,6 +1,7 @@
 // tessera convert SRC -o BUNDLE [--weights lut4] [--embeddings int8] [--lm-head int8]
 //                 [--group-size 32] [--keep REGEX=FORMAT ...] [--chunks N] [--prefill 8,32,512]
 //                 [--seed S] [--threads N] [--force]
+//                 [--calibration builtin|none|TEXT_FILE] [--calibration-tokens 512]
 //
 // SRC is a GGUF file, an HF checkpoint directory or a pulled model name. The
 // bundle is written to a temporary directory and renamed into place when
@@ -25,7 +26,7 @@ WeightFormat format_option(const std::string& flag, const std::string& value) {
 
 void register_convert(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert", "Convert a GGUF / HF checkpoint into a Tessera bundle");
-  static std::string source, out, weights = "lut4", embeddings = "int8", lm_head = "int8";
+  static std::string source, out, weights = "lut4", embeddings = "int8", lm_head = "int8", calibration = "builtin";
   static std::vector<std::string> keep;
   static std::vector<int64_t> prefill = {8, 32, 512};
   static ConvertOptions o;
@@ -41,12 +42,19 @@ void register_convert(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "k-means seed")->capture_default_str();
   cmd->add_option("--kmeans-iterations", o.kmeans_iterations, "Lloyd iterations per palette")->capture_default_str();
   cmd->add_option("-t,--threads", o.threads, "Threads for k-means (output is identical for any count)")->capture_default_str();
+  cmd->add_option("--calibration", calibration,
+                  "LUT formats: activation-aware palettes from the f32 model run over a text: 'builtin' (a text "
+                  "shipped in the binary), a UTF-8 text file, or 'none' (plain k-means)")
+      ->capture_default_str();
+  cmd->add_option("--calibration-tokens", o.calibration_tokens, "Tokens of the calibration text used")
+      ->capture_default_str();
   cmd->add_flag("--force", o.force, "Replace an existing bundle");
   cmd->callback([] {
     o.weights = format_option("--weights", weights);
     o.embeddings = format_option("--embeddings", embeddings);
     o.lm_head = format_option("--lm-head", lm_head);
     o.prefill_sizes = prefill;
+    o.calibration = calibration;
     o.keep.clear();
     for (const std::string& rule : keep) o.keep.push_back(parse_keep_rule(rule));
     convert_model(source, out, o);

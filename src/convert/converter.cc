@@ -1,10 +1,14 @@
 #include "convert/converter.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <numeric>
 #include <regex>
 
 #include "bundle/bundle_writer.h"
+#include "convert/calibration.h"
 #include "convert/quantize.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -62,6 +66,8 @@ std::vector<uint8_t> gguf_metadata_only(const GgufFile& g) {
 
 void convert_model(const std::string& source, const std::string& out, const ConvertOptions& o) {
   if (o.group_size < 1) fail("options", "--group-size", "must be at least 1, got {}", o.group_size);
+  if (o.calibration_tokens < 1)
+    fail("options", "--calibration-tokens", "must be at least 1, got {}", o.calibration_tokens);
   const ModelSource src = open_model_source(source);
   model::BuildOptions build;
   build.chunks = o.chunks;
@@ -70,6 +76,29 @@ void convert_model(const std::string& source, const std::string& out, const Conv
   const std::vector<std::string> names = weights_used(programs);
   std::vector<std::regex> keep;
   for (const auto& [re, f] : o.keep) keep.emplace_back(re);
+
+  // Activation-aware palettes: input moments of every linear, when any
+  // weight may become a LUT.
+  bool any_lut = is_lut(o.weights) || is_lut(o.embeddings) || is_lut(o.lm_head);
+  for (const auto& [re, f] : o.keep) any_lut = any_lut || is_lut(f);
+  std::optional<Calibration> cal;
+  nlohmann::ordered_json cal_json = {{"text", "none"}};
+  if (any_lut && o.calibration != "none") {
+    CalibrationOptions co;
+    co.max_tokens = o.calibration_tokens;
+    co.threads = o.threads;
+    if (o.calibration != "builtin") {
+      std::ifstream f(o.calibration, std::ios::binary);
+      if (!f) fail(o.calibration, "--calibration", "cannot read the calibration text file");
+      std::ostringstream text;
+      text << f.rdbuf();
+      co.text = text.str();
+      if (co.text.empty()) fail(o.calibration, "--calibration", "the calibration text file is empty");
+    }
+    if (o.progress) std::cerr << "calibrating on " << co.max_tokens << " tokens at most\n";
+    cal = calibrate(src.path, co);
+    cal_json = {{"text", o.calibration}, {"tokens", cal->tokens}, {"random_ids", cal->random_ids}};
+  }
 
   BundleWriter writer(out, o.force);
   Manifest& m = writer.manifest;
@@ -85,7 +114,8 @@ void convert_model(const std::string& source, const std::string& out, const Conv
                     {"lm_head", weight_format_name(o.lm_head)},   {"group_size", o.group_size},
                     {"seed", o.seed},                              {"kmeans_iterations", o.kmeans_iterations},
                     {"palette_grid", "int8"},  // palettes snapped to q·m/127 (PalettizeOptions::int8_grid)
-                    {"keep", keep_json}};
+                    {"keep", keep_json},
+                    {"calibration", cal_json}};
 
   // Weights, one tensor at a time (dequantize, quantize, append), so memory
   // stays at about one f32 tensor beyond the source mapping.
@@ -102,6 +132,11 @@ void convert_model(const std::string& source, const std::string& out, const Conv
     const F32Tensor& t = one.at(name);
     const WeightFormat f = choose_format(name, t, o, keep);
     q.group_size = o.group_size;
+    q.input_moments = nullptr;
+    if (cal) {
+      const auto it = cal->input_moments.find(name);
+      if (it != cal->input_moments.end()) q.input_moments = &it->second;
+    }
     if (is_lut(f)) {
       if (t.shape.back() % 8 != 0)
         fail(src.path, name, "{} needs a multiple of 8 columns, this tensor has {}", weight_format_name(f),

@@ -13,6 +13,11 @@
 // LUT formats need rows divisible by the group size; a matrix whose rows are
 // not uses the largest divisor of its rows below the group size (recorded per
 // tensor in the manifest).
+//
+// LUT palettes are activation-aware by default: before quantizing, the f32
+// source runs once over a calibration text and each linear layer's palettes
+// are fitted to minimize the expected output error under those inputs
+// (convert/calibration.h; measured in docs/QUANTIZATION.md).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,11 @@ struct ConvertOptions {
   int64_t group_size = 16;  // measured: docs/QUANTIZATION.md
   uint64_t seed = 0;
   int kmeans_iterations = 25;
+  // LUT formats: "builtin", "none" or a text file (convert/calibration.h):
+  // the palettes are weighted by the source model's input moments over
+  // calibration_tokens tokens of that text. Skipped when no weight is a LUT.
+  std::string calibration = "builtin";
+  int64_t calibration_tokens = 512;
   std::vector<std::pair<std::string, WeightFormat>> keep;  // (regex, format)
   int64_t chunks = 1;
   std::vector<int64_t> prefill_sizes = {8, 32, 512};

@@ -81,7 +81,7 @@ void assign(const float* sv, int64_t n, const float* c, int k, int64_t* L) {
 // k-means++ seeding over the sorted values (more than k distinct ones).
 // Squared distances to the nearest centre so far are kept per value, with
 // block sums so that a draw costs O(n / B + B) instead of O(n).
-void kmeans_pp(const float* sv, int64_t n, int k, std::mt19937_64& rng, float* c) {
+void kmeans_pp(const float* sv, const double* sw, int64_t n, int k, std::mt19937_64& rng, float* c) {
   constexpr int64_t B = 256;
   const int64_t nb = (n + B - 1) / B;
   std::vector<double> d2(static_cast<size_t>(n)), bsum(static_cast<size_t>(nb));
@@ -91,7 +91,7 @@ void kmeans_pp(const float* sv, int64_t n, int k, std::mt19937_64& rng, float* c
     bsum[b] = s;
   };
   c[0] = sv[rng() % static_cast<uint64_t>(n)];
-  for (int64_t i = 0; i < n; ++i) d2[i] = sq(dist(sv[i], c[0]));
+  for (int64_t i = 0; i < n; ++i) d2[i] = sw[i] * sq(dist(sv[i], c[0]));
   for (int64_t b = 0; b < nb; ++b) block_sum(b);
   for (int m = 1; m < k; ++m) {
     double total = 0;
@@ -121,13 +121,13 @@ void kmeans_pp(const float* sv, int64_t n, int k, std::mt19937_64& rng, float* c
     // The values now nearer to cm form a contiguous run around pick.
     int64_t lo = pick, hi = pick;
     for (int64_t i = pick; i >= 0; --i) {
-      const double d = sq(dist(sv[i], cm));
+      const double d = sw[i] * sq(dist(sv[i], cm));
       if (!(d < d2[i])) break;
       d2[i] = d;
       lo = i;
     }
     for (int64_t i = pick + 1; i < n; ++i) {
-      const double d = sq(dist(sv[i], cm));
+      const double d = sw[i] * sq(dist(sv[i], cm));
       if (!(d < d2[i])) break;
       d2[i] = d;
       hi = i;
@@ -174,7 +174,7 @@ uint64_t palette_group_seed(uint64_t seed, int64_t g) {
   return seed + 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(g) + 1);
 }
 
-KMeansResult kmeans_1d(const float* values, int64_t n, int k, uint64_t seed, int iterations) {
+KMeansResult kmeans_1d(const float* values, const float* weights, int64_t n, int k, uint64_t seed, int iterations) {
   if (n < 1 || n > int64_t{std::numeric_limits<uint32_t>::max()})
     fail("", "kmeans", "{} values (1 to 2^32-1 supported)", n);
   if (k < 1 || k > 256) fail("", "kmeans", "{} clusters (1 to 256 supported)", k);
@@ -182,11 +182,17 @@ KMeansResult kmeans_1d(const float* values, int64_t n, int k, uint64_t seed, int
   std::vector<uint64_t> keys(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(values[i])) fail("", "kmeans", "value {} at index {} is not finite", values[i], i);
+    if (weights && !(weights[i] > 0 && std::isfinite(weights[i])))
+      fail("", "kmeans", "weight {} at index {} is not a positive finite number", weights[i], i);
     keys[i] = (static_cast<uint64_t>(order_key(values[i])) << 32) | static_cast<uint64_t>(i);
   }
   radix_sort_keys(keys);
   std::vector<float> sv(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) sv[i] = values[keys[i] & 0xffffffffu];
+  std::vector<double> sw(static_cast<size_t>(n), 1.0);
+  for (int64_t i = 0; i < n; ++i) {
+    sv[i] = values[keys[i] & 0xffffffffu];
+    if (weights) sw[i] = weights[keys[i] & 0xffffffffu];
+  }
 
   KMeansResult res;
   std::vector<float>& c = res.centroids;
@@ -202,10 +208,15 @@ KMeansResult kmeans_1d(const float* values, int64_t n, int k, uint64_t seed, int
   } else {
     c.resize(static_cast<size_t>(k));
     std::mt19937_64 rng(seed);
-    kmeans_pp(sv.data(), n, k, rng, c.data());
-    std::vector<double> prefix(static_cast<size_t>(n) + 1);
-    prefix[0] = 0;
-    for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + sv[i];
+    kmeans_pp(sv.data(), sw.data(), n, k, rng, c.data());
+    // Prefix sums of weight and weight · value: a cluster's weighted mean is
+    // two differences. Unit weights make these the count and the plain sum.
+    std::vector<double> prefix(static_cast<size_t>(n) + 1), prefix_w(static_cast<size_t>(n) + 1);
+    prefix[0] = prefix_w[0] = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      prefix[i + 1] = prefix[i] + sw[i] * sv[i];
+      prefix_w[i + 1] = prefix_w[i] + sw[i];
+    }
     std::vector<int64_t> prev;
     while (res.iterations < iterations) {
       assign(sv.data(), n, c.data(), k, L.data());
@@ -218,7 +229,7 @@ KMeansResult kmeans_1d(const float* values, int64_t n, int k, uint64_t seed, int
           ++empty;
           continue;
         }
-        c[j] = static_cast<float>((prefix[L[j + 1]] - prefix[L[j]]) / static_cast<double>(cnt));
+        c[j] = static_cast<float>((prefix[L[j + 1]] - prefix[L[j]]) / (prefix_w[L[j + 1]] - prefix_w[L[j]]));
       }
       ++res.iterations;
       if (empty > 0) {
@@ -294,6 +305,15 @@ Palettized palettize(const float* w, int64_t rows, int64_t cols, const Palettize
     fail("", "palettize", "group of {} rows × {} columns is too large", gs, cols);
   for (int64_t i = 0; i < rows * cols; ++i)
     if (!std::isfinite(w[i])) fail("", "palettize", "value {} at [{}, {}] is not finite", w[i], i / cols, i % cols);
+  if (!o.row_weights != !o.column_weights) fail("", "palettize", "row and column weights must be given together");
+  if (o.row_weights) {
+    for (int64_t r = 0; r < rows; ++r)
+      if (!(o.row_weights[r] > 0 && std::isfinite(o.row_weights[r])))
+        fail("", "palettize", "row weight {} of row {} is not a positive finite number", o.row_weights[r], r);
+    for (int64_t c = 0; c < cols; ++c)
+      if (!(o.column_weights[c] > 0 && std::isfinite(o.column_weights[c])))
+        fail("", "palettize", "column weight {} of column {} is not a positive finite number", o.column_weights[c], c);
+  }
 
   const int k = 1 << o.bits;
   Palettized out;
@@ -303,7 +323,15 @@ Palettized palettize(const float* w, int64_t rows, int64_t cols, const Palettize
   const int64_t group_bytes = n * o.bits / 8;
 
   auto run_group = [&](int64_t g) {
-    KMeansResult r = kmeans_1d(w + g * n, n, k, palette_group_seed(o.seed, g), o.kmeans_iterations);
+    std::vector<float> weights;
+    if (o.row_weights) {
+      // Element (r, c) of the group weighs row_weights[r] · column_weights[c].
+      weights.resize(static_cast<size_t>(n));
+      for (int64_t r = 0; r < gs; ++r)
+        for (int64_t c = 0; c < cols; ++c) weights[r * cols + c] = o.row_weights[g * gs + r] * o.column_weights[c];
+    }
+    KMeansResult r = kmeans_1d(w + g * n, o.row_weights ? weights.data() : nullptr, n, k,
+                               palette_group_seed(o.seed, g), o.kmeans_iterations);
     if (o.int8_grid) snap_to_int8_grid(w + g * n, n, r);
     std::copy(r.centroids.begin(), r.centroids.end(), out.palette.begin() + g * k);
     // cols is a multiple of 8, so the group's rows pack back to back.

@@ -41,6 +41,16 @@ struct PalettizeOptions {
   // group's largest |entry|, then reassign every value to its nearest snapped
   // entry. The kernels then compute with exactly the stored palette.
   bool int8_grid = false;
+  // Optional importance weights (both or neither; positive, finite): the
+  // k-means minimizes Σ row_weights[r] · column_weights[c] · (w[r][c] −
+  // palette entry)² instead of the plain squared error. With column weights
+  // E[x_c²] of the layer's input and row weights the rows' scale², that is
+  // the expected squared error of the layer's output under a diagonal model of
+  // the inputs (activation-aware palettes, convert/calibration.h). Assignment
+  // stays nearest-entry (a weight does not change which scalar entry is
+  // nearest); only the centroids move to weighted means.
+  const float* row_weights = nullptr;     // rows values
+  const float* column_weights = nullptr;  // cols values
 };
 
 struct Palettized {
@@ -62,8 +72,11 @@ struct KMeansResult {
   int iterations = 0;            // Lloyd updates performed
   int reseeds = 0;               // empty clusters re-seeded along the way
 };
-// n ≥ 1 finite values, 1 ≤ k ≤ 256.
-KMeansResult kmeans_1d(const float* values, int64_t n, int k, uint64_t seed, int iterations);
+// n ≥ 1 finite values, 1 ≤ k ≤ 256. weights: null (all 1) or n positive
+// finite weights; the centroids are then weighted means and k-means++ draws
+// with probability ∝ weight · squared distance. Unit weights give exactly
+// the unweighted result.
+KMeansResult kmeans_1d(const float* values, const float* weights, int64_t n, int k, uint64_t seed, int iterations);
 
 // PalettizeOptions::int8_grid applied to one group's result (values: the
 // group's n inputs); updates centroids, indices and sse.

@@ -83,7 +83,7 @@ TEST(Palettize, RecoversWellSeparatedClusters) {
         }
       std::shuffle(x.begin(), x.end(), std::mt19937(7));
       std::shuffle(truth.begin(), truth.end(), std::mt19937(7));  // same permutation
-      const KMeansResult r = kmeans_1d(x.data(), static_cast<int64_t>(x.size()), k, seed, 25);
+      const KMeansResult r = kmeans_1d(x.data(), nullptr, static_cast<int64_t>(x.size()), k, seed, 25);
       check_kmeans(x, r, k, 25);
       std::vector<double> mean(k, 0.0);
       std::vector<int> count(k, 0);
@@ -114,7 +114,7 @@ TEST(Palettize, KMeansInvariantsOnHardData) {
     for (int k : {1, 2, 8, 16})
       for (int iters : {0, 3, 25}) {
         SCOPED_TRACE(::testing::Message() << "k=" << k << " iters=" << iters << " n=" << x.size());
-        const KMeansResult r = kmeans_1d(x.data(), static_cast<int64_t>(x.size()), k, 3, iters);
+        const KMeansResult r = kmeans_1d(x.data(), nullptr, static_cast<int64_t>(x.size()), k, 3, iters);
         check_kmeans(x, r, k, iters);
       }
 }
@@ -125,7 +125,7 @@ TEST(Palettize, KMeansInvariantsOnHardData) {
 // k-means++ draw ever changes, search for a new case.
 TEST(Palettize, EmptyClusterIsReseeded) {
   const std::vector<float> x = {-168.5f, 361.5f, 56.5f, 77.25f, 9.75f, -1.0f, 291.25f, -35.25f};
-  const KMeansResult r = kmeans_1d(x.data(), 8, 3, 0, 25);
+  const KMeansResult r = kmeans_1d(x.data(), nullptr, 8, 3, 0, 25);
   EXPECT_GT(r.reseeds, 0);
   check_kmeans(x, r, 3, 25);
   std::vector<int> used(3, 0);
@@ -139,7 +139,7 @@ TEST(Palettize, TiesGoToTheLowerCentroid) {
   const std::vector<float> x = {-2.0f, 0.0f, 2.0f, -2.0f, 2.0f};
   int ties = 0;
   for (uint64_t seed = 0; seed < 32; ++seed) {
-    const KMeansResult r = kmeans_1d(x.data(), 5, 2, seed, 0);
+    const KMeansResult r = kmeans_1d(x.data(), nullptr, 5, 2, seed, 0);
     check_kmeans(x, r, 2, 0);
     if (r.centroids == std::vector<float>{-2.0f, 2.0f}) {
       ++ties;
@@ -151,7 +151,7 @@ TEST(Palettize, TiesGoToTheLowerCentroid) {
 
 TEST(Palettize, FewDistinctValuesAreExact) {
   const std::vector<float> x = {2.0f, -1.0f, 2.0f, 0.5f, -1.0f, 2.0f, 0.5f, 0.5f};
-  const KMeansResult r = kmeans_1d(x.data(), 8, 4, 0, 25);
+  const KMeansResult r = kmeans_1d(x.data(), nullptr, 8, 4, 0, 25);
   EXPECT_EQ(r.centroids, (std::vector<float>{-1.0f, 0.5f, 2.0f, 2.0f}));  // padded with the largest
   EXPECT_EQ(r.sse, 0.0);
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(r.centroids[r.indices[i]], x[i]);
@@ -253,7 +253,7 @@ TEST(Palettize, GroupsArePackedKMeansResults) {
     std::vector<float> out(cols);
     double sse = 0;
     for (int64_t g = 0; g < rows / gs; ++g) {
-      const KMeansResult r = kmeans_1d(w.data() + g * gs * cols, gs * cols, k, palette_group_seed(4, g), 25);
+      const KMeansResult r = kmeans_1d(w.data() + g * gs * cols, nullptr, gs * cols, k, palette_group_seed(4, g), 25);
       for (int j = 0; j < k; ++j) ASSERT_EQ(p.palette[g * k + j], r.centroids[j]);
       for (int64_t rr = 0; rr < gs; ++rr) {
         decode_row(v, g * gs + rr, out.data());
@@ -309,10 +309,10 @@ TEST(Palettize, RejectsBadArguments) {
   o.group_size = 16;
   w[40] = std::nanf("");
   EXPECT_THROW(palettize(w.data(), 32, 16, o), Error);
-  EXPECT_THROW(kmeans_1d(w.data(), 64, 4, 0, 5), Error);
-  EXPECT_THROW(kmeans_1d(w.data(), 0, 4, 0, 5), Error);
-  EXPECT_THROW(kmeans_1d(w.data(), 8, 0, 0, 5), Error);
-  EXPECT_THROW(kmeans_1d(w.data(), 8, 257, 0, 5), Error);
+  EXPECT_THROW(kmeans_1d(w.data(), nullptr, 64, 4, 0, 5), Error);
+  EXPECT_THROW(kmeans_1d(w.data(), nullptr, 0, 4, 0, 5), Error);
+  EXPECT_THROW(kmeans_1d(w.data(), nullptr, 8, 0, 0, 5), Error);
+  EXPECT_THROW(kmeans_1d(w.data(), nullptr, 8, 257, 0, 5), Error);
 }
 
 }  // namespace
@@ -343,7 +343,9 @@ TEST(Palettize, Int8GridPalettesAreOnTheGridAndNearest) {
     for (int i = 0; i < 16; ++i) {
       const float q = pal[i] * (127.0f / m);
       EXPECT_NEAR(q, std::nearbyint(q), 1e-4) << "group " << g << " entry " << i;
-      if (i > 0) EXPECT_LE(pal[i - 1], pal[i]);
+      if (i > 0) {
+        EXPECT_LE(pal[i - 1], pal[i]);
+      }
     }
   }
   for (int64_t i = 0; i < rows * cols; ++i) {
@@ -355,6 +357,94 @@ TEST(Palettize, Int8GridPalettesAreOnTheGridAndNearest) {
   }
   EXPECT_GE(grid.mse, free.mse);
   EXPECT_LE(grid.mse, free.mse * 1.05);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Unit weights reproduce the unweighted k-means bit for bit, and so does any
+// power-of-two weight (every weighted sum is then an exact rescaling).
+TEST(Palettize, UniformWeightsGiveTheUnweightedResult) {
+  const std::vector<float> x = gaussian(3000, 8);
+  const KMeansResult plain = kmeans_1d(x.data(), nullptr, 3000, 16, 5, 25);
+  for (float w : {1.0f, 4.0f, 0.125f}) {
+    const std::vector<float> weights(x.size(), w);
+    const KMeansResult r = kmeans_1d(x.data(), weights.data(), 3000, 16, 5, 25);
+    EXPECT_EQ(r.centroids, plain.centroids) << "weight " << w;
+    EXPECT_EQ(r.indices, plain.indices) << "weight " << w;
+  }
+}
+
+// Converged weighted clusters sit at their weighted means.
+TEST(Palettize, WeightedCentroidsAreWeightedMeans) {
+  const std::vector<float> x = {0.0f, 1.0f, 10.0f, 11.0f, 12.0f};
+  const std::vector<float> w = {1.0f, 3.0f, 2.0f, 1.0f, 1.0f};
+  const KMeansResult r = kmeans_1d(x.data(), w.data(), 5, 2, 0, 25);
+  ASSERT_EQ(r.centroids.size(), 2u);
+  EXPECT_FLOAT_EQ(r.centroids[0], 0.75f);                   // (0·1 + 1·3) / 4
+  EXPECT_FLOAT_EQ(r.centroids[1], (20.0f + 11 + 12) / 4);  // (10·2 + 11 + 12) / 4
+  EXPECT_EQ(r.indices, (std::vector<uint8_t>{0, 0, 1, 1, 1}));
+}
+
+// Heavy columns get the palette's attention. A palette is a function of the
+// value alone, so weights matter where heavy columns hold other values than
+// light ones — here (as with the outlier input channels of LLMs) small
+// weights: their error shrinks against the unweighted palettes, and the
+// weighted objective drops.
+TEST(Palettize, ColumnWeightsMoveErrorOffHeavyColumns) {
+  const int64_t rows = 32, cols = 64;
+  std::vector<float> w = gaussian(rows * cols, 9);
+  std::vector<float> row_w(rows, 1.0f), col_w(cols, 1.0f);
+  for (int64_t c = 0; c < cols; c += 4) col_w[c] = 1000.0f;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; c += 4) w[r * cols + c] *= 0.05f;
+  PalettizeOptions o;
+  o.group_size = 16;
+  const Palettized plain = palettize(w.data(), rows, cols, o);
+  o.row_weights = row_w.data();
+  o.column_weights = col_w.data();
+  const Palettized weighted = palettize(w.data(), rows, cols, o);
+  auto errors = [&](const Palettized& p) {
+    std::vector<float> ones;
+    const WeightView v = view_of(p, rows, cols, 4, 16, ones);
+    std::vector<float> row(cols);
+    double heavy = 0, objective = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      decode_row(v, r, row.data());
+      for (int64_t c = 0; c < cols; ++c) {
+        const double e = static_cast<double>(row[c]) - w[r * cols + c];
+        objective += col_w[c] * e * e;
+        if (col_w[c] > 1) heavy += e * e;
+      }
+    }
+    return std::pair{heavy, objective};
+  };
+  const auto [heavy_plain, obj_plain] = errors(plain);
+  const auto [heavy_weighted, obj_weighted] = errors(weighted);
+  EXPECT_LT(heavy_weighted, 0.5 * heavy_plain);
+  EXPECT_LT(obj_weighted, 0.5 * obj_plain);
+}
+
+TEST(Palettize, RejectsBadWeights) {
+  const std::vector<float> x = gaussian(64, 10);
+  std::vector<float> weights(64, 1.0f);
+  weights[7] = 0.0f;
+  EXPECT_THROW(kmeans_1d(x.data(), weights.data(), 64, 4, 0, 5), Error);
+  weights[7] = std::nanf("");
+  EXPECT_THROW(kmeans_1d(x.data(), weights.data(), 64, 4, 0, 5), Error);
+  std::vector<float> row_w(8, 1.0f), col_w(8, 1.0f);
+  PalettizeOptions o;
+  o.group_size = 4;
+  o.row_weights = row_w.data();
+  EXPECT_THROW(palettize(x.data(), 8, 8, o), Error);  // column weights missing
+  o.column_weights = col_w.data();
+  col_w[3] = -1.0f;
+  EXPECT_THROW(palettize(x.data(), 8, 8, o), Error);
+  col_w[3] = 1.0f;
+  EXPECT_NO_THROW(palettize(x.data(), 8, 8, o));
 }
 
 }  // namespace

@@ -66,6 +66,26 @@ void encode_int8(const float* w, int64_t rows, int64_t cols, QuantizedWeight& q)
   q.mse = sse / static_cast<double>(rows * cols);
 }
 
+// Column weights for the activation-aware k-means: the moments, with values
+// below 1e-6 of their mean raised to that floor (none, i.e. plain k-means,
+// if every moment is 0).
+std::vector<float> importance_floor(const std::vector<float>& m, int64_t cols) {
+  if (static_cast<int64_t>(m.size()) != cols)
+    fail("", kSubject, "input moments have {} values for {} columns", m.size(), cols);
+  double mean = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    if (!(m[c] >= 0 && std::isfinite(m[c])))
+      fail("", kSubject, "input moment {} of column {} is not a finite non-negative number", m[c], c);
+    mean += m[c];
+  }
+  mean /= static_cast<double>(cols);
+  const float floor = static_cast<float>(mean * 1e-6);
+  if (!(floor > 0)) return {};
+  std::vector<float> w(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) w[c] = std::max(m[c], floor);
+  return w;
+}
+
 }  // namespace
 
 // llama.cpp's reference Q4_0 quantizer (quantize_row_q4_0_ref): per block of
@@ -173,6 +193,17 @@ QuantizedWeight quantize_weight(const float* w, std::vector<int64_t> shape, Weig
         for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(w[r * cols + c]));
         q.scales[r] = amax;
         for (int64_t c = 0; c < cols; ++c) normalized[r * cols + c] = amax > 0 ? w[r * cols + c] / amax : 0.0f;
+      }
+      std::vector<float> row_weights, column_weights;
+      if (o.input_moments) column_weights = importance_floor(*o.input_moments, cols);
+      if (!column_weights.empty()) {
+        row_weights.resize(static_cast<size_t>(rows));
+        // A zero row (scale 0) has nothing to lose; any positive weight will do.
+        for (int64_t r = 0; r < rows; ++r) row_weights[r] = q.scales[r] > 0 ? q.scales[r] * q.scales[r] : 1.0f;
+        if (std::any_of(row_weights.begin(), row_weights.end(), [](float v) { return !(v > 0); }))
+          for (int64_t r = 0; r < rows; ++r) row_weights[r] = 1.0f;  // scales so small their squares underflow
+        p.row_weights = row_weights.data();
+        p.column_weights = column_weights.data();
       }
       Palettized r = palettize(normalized.data(), rows, cols, p);
       q.data = std::move(r.data);

@@ -9,12 +9,14 @@
 //              so tiny that max|w_r| / 127 underflows) gets scale 0 and q = 0;
 //   lut4/3/2   rows divided by their largest magnitude (kept as the row
 //              scale), then k-means palettes per group of group_size rows
-//              (convert/palettize.h).
+//              (convert/palettize.h); with input_moments, the k-means is
+//              weighted by scale_r² · E[x_c²] (activation-aware palettes).
 // Throws tessera::Error for: a shape that is not [cols] or [rows, cols] with
 // positive sizes (int8 and lut* need [rows, cols]); lut* with cols not a
 // multiple of 8, group_size < 1, or rows not a multiple of group_size (the
 // caller picks another group size; nothing is adjusted silently); and a NaN
-// or infinity in the input (naming the first one's index).
+// or infinity in the input (naming the first one's index); input_moments of
+// the wrong length or with a negative or non-finite value.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,13 @@ struct QuantizeOptions {
   int kmeans_iterations = 25;  // lut*: Lloyd iterations
   int threads = 1;             // lut*: worker threads (< 1: all hardware threads); never changes the result
   bool int8_palette = true;    // lut*: palettes on the integer kernels' int8 grid (PalettizeOptions::int8_grid)
+  // lut*: optional E[x_c²] per input column c of the layer (cols values,
+  // convert/calibration.h). Given, element (r, c) weighs scale_r² · E[x_c²]
+  // in the k-means, so the palettes minimize the expected squared error of
+  // the layer's output rather than of its weights. Values below 1e-6 of the
+  // mean are raised to that floor (a column no calibration token used still
+  // counts a little). Null or all zero: plain k-means on the normalized rows.
+  const std::vector<float>* input_moments = nullptr;
 };
 
 struct QuantizedWeight {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 
@@ -64,6 +65,14 @@ void quantize_row(const float* xr, int64_t cols, ActLayout layout, int64_t chunk
 }
 
 }  // namespace
+
+void activation_residual(const float* x, int64_t cols, float* residual) {
+  const int64_t chunks = (cols + 63) / 64;
+  std::vector<int8_t> q(static_cast<size_t>(chunks * 64));
+  std::vector<float> scales(static_cast<size_t>(chunks * 16));
+  std::vector<int32_t> bias(static_cast<size_t>(chunks * 16));
+  quantize_row(x, cols, ActLayout::Natural, chunks, q.data(), scales.data(), bias.data(), residual);
+}
 
 void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
                           Int8Activations& out) {

@@ -32,8 +32,9 @@
 // block's scale) the same way. The kernels multiply each looked-up weight
 // vector with every pass, so two passes carry about 15 significant bits
 // instead of 8 for one extra integer dot product per weight vector. The
-// runtime uses two for every layer's linears and one for the output head
-// (measured trade-off in docs/BENCHMARKING.md).
+// runtime uses two for every layer's linears; the output head runs one and
+// recomputes with two only the logits that could be the top one
+// (kernels/qlinear_refine.h; measured trade-off in docs/BENCHMARKING.md).
 #pragma once
 
 #include <cstdint>
@@ -66,6 +67,10 @@ struct Int8Activations {
     return bias16.data() + (t * passes + pass) * chunks * 16;
   }
 };
+
+// The rounding residual x − s·q of one pass over one row of `cols` values
+// (what pass 1 quantizes), per column, into residual[0..cols).
+void activation_residual(const float* x, int64_t cols, float* residual);
 
 // Quantizes x [rows][cols] into `out` in `passes` passes (1 or 2; buffers
 // reused when large enough). Deterministic: the same bits on every machine

@@ -9,6 +9,9 @@
 //   s.forward(ids, all_logits=True, max_tokens_per_call=0) -> float32 ndarray [rows, vocab]
 //   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False) -> dict
 //   s.length, s.reset(), s.truncate(n)
+//   _tessera.calibrate(source, text="", max_tokens=512, threads=1)
+//       -> {"ids": [...], "random_ids": bool, "input_moments": {weight name: float32 ndarray [cols]}}
+//       (convert/calibration.h; text "" = the built-in calibration text)
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "convert/calibration.h"
 #include "core/error.h"
 #include "graph/program.h"
 #include "runtime/generate.h"
@@ -29,6 +33,29 @@ namespace py = pybind11;
 void bind_model(py::module_& m) {
   using namespace tessera;
   register_tessera_error(m);
+
+  m.def(
+      "calibrate",
+      [](const std::string& source, const std::string& text, int64_t max_tokens, int threads) {
+        Calibration cal;
+        {
+          py::gil_scoped_release release;
+          CalibrationOptions o;
+          o.text = text;
+          o.max_tokens = max_tokens;
+          o.threads = threads;
+          cal = calibrate(source, o);
+        }
+        py::dict moments;
+        for (const auto& [name, v] : cal.input_moments)
+          moments[py::str(name)] = py::array_t<float>(static_cast<py::ssize_t>(v.size()), v.data());
+        py::dict out;
+        out["ids"] = cal.ids;
+        out["random_ids"] = cal.random_ids;
+        out["input_moments"] = moments;
+        return out;
+      },
+      py::arg("source"), py::arg("text") = "", py::arg("max_tokens") = 512, py::arg("threads") = 1);
 
   py::class_<Model>(m, "Model")
       .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,

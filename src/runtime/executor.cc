@@ -99,10 +99,14 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           if (!q) q = std::make_shared<const kernels::QLinearWeights>(t);
           b.qw = q;
           // Layers' linears read their input in two int8 passes (x and its
-          // residual); the output head (logit rows) in one: it is a third of
-          // a small model's bytes and its second pass bought little
+          // residual). The output head (logit rows) runs one pass and then
+          // recomputes with two every logit that could be the top one
+          // (kernels/qlinear_refine.h): its argmax is the two-pass one, at
+          // about one pass's cost on a third of a small model's bytes
           // (docs/BENCHMARKING.md, "Two activation passes").
-          b.act_passes = p.values[op.inputs[0]].rows == RowsKind::LogitRows ? 1 : 2;
+          const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
+          b.act_passes = head ? 1 : 2;
+          b.refine_top = head;
         }
         break;
       }
@@ -199,6 +203,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       const int64_t k = p.values[in].cols, n = p.values[out].cols, rows = rows_of(in);
       const float* x = ws.f(in);
       float* y = ws.f(out);
+      if (ctx.on_linear_input) (*ctx.on_linear_input)(op.weights[0], x, rows, k);
       if (b.qw && isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) {
         // Linears sharing an input share its row count, so the one that
         // packed this input (reuse_acts) took this path too.
@@ -221,6 +226,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
               kernels::qlinear(isa, *b.qw, ws.acts, b.w1, begin * 4, std::min(n, end * 4), y, n);
             },
             16);
+        if (b.refine_top) kernels::refine_top_outputs(isa_, *b.qw, x, rows, b.w1, y, n, ws.refine);
       } else {
         pool.parallel_for(
             n, [&](int64_t begin, int64_t end) { ref::linear_any(x, rows, k, *b.w0, b.w1, n, begin, end, y); }, 64);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@
 #include "kernels/int8_activations.h"
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
+#include "kernels/qlinear_refine.h"
 #include "kernels/vector_ops.h"
 #include "runtime/kv_cache.h"
 #include "runtime/thread_pool.h"
@@ -39,6 +41,7 @@ struct Workspace {
   std::vector<std::vector<int32_t>> i32;  // by value id (empty for f32 values)
   kernels::Int8Activations acts;          // the last quantized Linear input
   kernels::Bf16Activations bf16_acts;     // the same, for the AMX kernels
+  kernels::RefineScratch refine;          // the output head's top-logit refinement
 
   float* f(int id) { return f32[id].data(); }
   int32_t* i(int id) { return i32[id].data(); }
@@ -57,6 +60,10 @@ struct CallContext {
   KvCache* kv = nullptr;
   ThreadPool* pool = nullptr;
   OpProfile* profile = nullptr;      // optional: per-op timing
+  // Optional: called before every Linear with its weight's name and its
+  // input [rows][cols] (calibration, convert/calibration.h).
+  const std::function<void(const std::string& weight, const float* x, int64_t rows, int64_t cols)>*
+      on_linear_input = nullptr;
 };
 
 // Which kernel an op runs, for the audit.
@@ -87,7 +94,8 @@ class BoundProgram {
     const float* w1 = nullptr;       // Linear bias (f32)
     std::shared_ptr<const kernels::QLinearWeights> qw;  // Linear with an integer kernel
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts)
-    int act_passes = 2;              // int8 activation passes (1 for the output head)
+    int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
+    bool refine_top = false;         // output head: one pass, top candidates redone with two
   };
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
 

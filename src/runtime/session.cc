@@ -78,6 +78,7 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
   ctx.rows = n;
   ctx.kv = &kv_;
   ctx.pool = &model_.pool();
+  if (on_linear_input) ctx.on_linear_input = &on_linear_input;
   if (logits_out) {
     if (all_logits) {
       for (int64_t r = 0; r < n; ++r) ctx.logit_rows.push_back(static_cast<int32_t>(r));

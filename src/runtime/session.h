@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/kv_cache.h"
@@ -56,6 +57,11 @@ class Session {
   // wall time in seconds (including the copy of its inputs). Unset: the clock
   // is never read.
   std::function<void(const Program& program, double seconds)> on_program_timed;
+
+  // Optional observer: called before every Linear of every program call with
+  // its weight's name and input [rows][cols] (valid only during the call).
+  // Unset: no cost.
+  std::function<void(const std::string& weight, const float* x, int64_t rows, int64_t cols)> on_linear_input;
 
  private:
   void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out);
