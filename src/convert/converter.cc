@@ -118,7 +118,9 @@ void convert_model(const std::string& source, const std::string& out, const Conv
                     {"calibration", cal_json}};
 
   // Weights, one tensor at a time (dequantize, quantize, append), so memory
-  // stays at about one f32 tensor beyond the source mapping.
+  // stays at about one f32 tensor beyond the source mapping. (Calibration,
+  // above, briefly held the whole model in f32 — 4 bytes per parameter —
+  // and has released it by now.)
   std::optional<Progress> bar;
   if (o.progress) bar.emplace("converting " + fs::path(src.path).filename().string(), names.size());
   QuantizeOptions q;
