@@ -30,13 +30,13 @@ Calibration calibrate(const std::string& source, const CalibrationOptions& o) {
     const uint64_t vocab = static_cast<uint64_t>(model->spec().vocab_size);
     for (int64_t i = 0; i < limit; ++i) ids.push_back(static_cast<int32_t>(rng() % vocab));
   }
-  cal.tokens = static_cast<int64_t>(ids.size());
   cal.ids = ids;
+  const int64_t tokens = static_cast<int64_t>(ids.size());
 
   // Sums of squares in double, per weight, in token order (the observer runs
   // on the calling thread, between ops).
   std::map<std::string, std::vector<double>> sums;
-  Session session(*model, cal.tokens);
+  Session session(*model, tokens);
   session.on_linear_input = [&](const std::string& weight, const float* x, int64_t rows, int64_t cols) {
     std::vector<double>& s = sums[weight];
     s.resize(static_cast<size_t>(cols), 0.0);
@@ -47,7 +47,7 @@ Calibration calibrate(const std::string& source, const CalibrationOptions& o) {
   for (const auto& [name, s] : sums) {
     std::vector<float>& m = cal.input_moments[name];
     m.resize(s.size());
-    for (size_t c = 0; c < s.size(); ++c) m[c] = static_cast<float>(s[c] / static_cast<double>(cal.tokens));
+    for (size_t c = 0; c < s.size(); ++c) m[c] = static_cast<float>(s[c] / static_cast<double>(tokens));
   }
   return cal;
 }

@@ -29,7 +29,6 @@ struct CalibrationOptions {
 struct Calibration {
   std::map<std::string, std::vector<float>> input_moments;  // weight name → E[x_c²], one per input column
   std::vector<int32_t> ids;                                   // the tokens the moments average over
-  int64_t tokens = 0;                                         // ids.size()
   bool random_ids = false;                                    // the model had no tokenizer
 };
 

@@ -97,7 +97,7 @@ void convert_model(const std::string& source, const std::string& out, const Conv
     }
     if (o.progress) std::cerr << "calibrating on " << co.max_tokens << " tokens at most\n";
     cal = calibrate(src.path, co);
-    cal_json = {{"text", o.calibration}, {"tokens", cal->tokens}, {"random_ids", cal->random_ids}};
+    cal_json = {{"text", o.calibration}, {"tokens", cal->ids.size()}, {"random_ids", cal->random_ids}};
   }
 
   BundleWriter writer(out, o.force);

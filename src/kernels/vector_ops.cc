@@ -603,11 +603,7 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
   const bool capped = shape.softcap > 0;
   const V cap = hn::Set(d, shape.softcap);
   // Keys visible to row t: [row_begin(t), past_end + t + 1); both ends grow with t.
-  auto row_begin = [&](int64_t t) {
-    const int64_t pos = kv.past_end + t;
-    const int64_t first = shape.window > 0 ? std::max<int64_t>(0, pos - shape.window + 1) : 0;
-    return std::max(first, kv.past_begin);
-  };
+  auto row_begin = [&](int64_t t) { return ref::first_visible_key(kv, shape.window, t); };
 
   for (int64_t t0 = t_begin; t0 < t_end; t0 += kRowTile) {
     const int64_t nt = std::min(kRowTile, t_end - t0);

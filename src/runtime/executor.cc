@@ -256,17 +256,14 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       // the same arithmetic, so the bits do not depend on the split.
       const int64_t group = op.heads / op.kv_heads;
       const int64_t blocks = (T + kAttentionRowBlock - 1) / kAttentionRowBlock;
+      // Keys seen by each row block (the same for every group), then the
+      // running cost over items in group order.
+      std::vector<double> block_keys(static_cast<size_t>(blocks), 0.0);
+      for (int64_t t = 0; t < T; ++t)
+        block_keys[t / kAttentionRowBlock] +=
+            static_cast<double>(span.past_end + t + 1 - ref::first_visible_key(span, op.window, t));
       std::vector<double> prefix(static_cast<size_t>(op.kv_heads * blocks) + 1, 0.0);
-      for (int64_t g = 0, i = 0; g < op.kv_heads; ++g)
-        for (int64_t b = 0; b < blocks; ++b, ++i) {
-          double keys = 0;
-          for (int64_t t = b * kAttentionRowBlock, e = std::min(T, t + kAttentionRowBlock); t < e; ++t) {
-            const int64_t pos = span.past_end + t;
-            const int64_t first = op.window > 0 ? std::max<int64_t>(0, pos - op.window + 1) : 0;
-            keys += static_cast<double>(pos + 1 - std::max(first, span.past_begin));
-          }
-          prefix[i + 1] = prefix[i] + keys;
-        }
+      for (int64_t i = 0; i < op.kv_heads * blocks; ++i) prefix[i + 1] = prefix[i] + block_keys[i % blocks];
       const int parts = pool.threads();
       std::vector<int64_t> cut(static_cast<size_t>(parts) + 1, op.kv_heads * blocks);
       cut[0] = 0;

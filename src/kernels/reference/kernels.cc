@@ -119,7 +119,7 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
   (void)rows;
   for (int64_t t = t_begin; t < t_end; ++t) {
     const int64_t pos = kv.past_end + t;
-    const int64_t first = shape.window > 0 ? std::max<int64_t>(0, pos - shape.window + 1) : 0;
+    const int64_t begin = first_visible_key(kv, shape.window, t);
     for (int64_t h = h_begin; h < h_end; ++h) {
       const float* qh = q + (t * shape.heads + h) * hd;
       const int64_t kvh = h / group;
@@ -134,7 +134,6 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
           v = kv.new_v + (p - kv.past_end) * kv_width + kvh * hd;
         }
       };
-      const int64_t begin = std::max(first, kv.past_begin);
       const int64_t n = pos + 1 - begin;
       float max_s = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < n; ++j) {

@@ -64,6 +64,15 @@ struct AttentionShape {
   float softcap = 0.0f;  // 0: off; else s = softcap · tanh(s / softcap)
 };
 
+// The first key position query row t of a call sees: its window's start
+// (window > 0) or 0, and never before what the cache still holds. Row t sees
+// keys [first_visible_key(kv, window, t), kv.past_end + t].
+inline int64_t first_visible_key(const KvSpan& kv, int64_t window, int64_t t) {
+  const int64_t pos = kv.past_end + t;
+  const int64_t first = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+  return first > kv.past_begin ? first : kv.past_begin;
+}
+
 // Causal grouped-query attention for `rows` queries at positions
 // past_end + t. q: [rows][heads · head_dim]; out likewise. Query head h reads
 // KV head h / (heads / kv_heads). Heads [h_begin, h_end) of query rows
