@@ -255,6 +255,17 @@ def report(args, ours, peer):
         p = peer_depths.get(d["depth"], {"tg_tok_s": float("nan"), "tg_tok_s_sd": float("nan")})
         rows.append((f"tg{args.gen} tok/s @ depth {d['depth']}", fmt_rate(d["tg_tok_s"], d["tg_tok_s_sd"]),
                      fmt_rate(p["tg_tok_s"], p["tg_tok_s_sd"]), ratio(d["tg_tok_s"], p["tg_tok_s"])))
+    # Each decode rate as a share of Tessera's read-bandwidth ceiling (bytes
+    # its decode step reads over the bandwidth measured for that working set,
+    # `tessera bench`); the peer's share is of the same ceiling, for scale.
+    bands = [("", ours.get("bandwidth"), ours["tg_tok_s"], peer["tg_tok_s"])]
+    bands += [(f" @ depth {d['depth']}", d.get("bandwidth"), d["tg_tok_s"],
+               peer_depths.get(d["depth"], {}).get("tg_tok_s", float("nan"))) for d in ours.get("depths", [])]
+    for suffix, band, rate, peer_rate in bands:
+        if band:
+            ceiling = band["ceiling_tok_s"]
+            rows.append((f"tg{args.gen}{suffix} % of ceiling ({ceiling:.0f} tok/s)", fmt_num(100 * rate / ceiling, 1),
+                         fmt_num(100 * peer_rate / ceiling, 1), ratio(rate, peer_rate)))
     for key, label, digits in (("ttft_ms", "TTFT ms", 1), ("peak_rss_mib", "peak RSS MiB", 1),
                                ("cpu_s_per_token", "decode CPU s/token", 4)):
         rows.append((label, fmt_num(ours[key], digits), fmt_num(peer[key], digits), ratio(ours[key], peer[key])))

@@ -93,6 +93,15 @@ uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
   fail("", "weight format", "unknown weight format {}", static_cast<int>(f));
 }
 
+uint64_t weight_view_bytes(const WeightView& w) {
+  const int64_t rows = w.rows();
+  uint64_t n = weight_data_bytes(w.format, rows, w.cols());
+  if (w.scales) n += static_cast<uint64_t>(rows) * sizeof(float);
+  if (w.palette && w.group_size > 0)
+    n += static_cast<uint64_t>(rows / w.group_size) * (uint64_t{1} << lut_bits(w.format)) * sizeof(float);
+  return n;
+}
+
 void decode_row(const WeightView& w, int64_t r, float* out) {
   if (w.shape.empty() || w.shape.size() > 2) fail("", "decode_row", "weight has rank {}, expected 1 or 2", w.shape.size());
   const int64_t rows = w.rows(), cols = w.cols();

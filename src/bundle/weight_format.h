@@ -62,6 +62,9 @@ struct WeightView {
   int64_t cols() const { return shape.back(); }
 };
 
+// Bytes of every section of w (data, scales, palettes): what reading it all takes.
+uint64_t weight_view_bytes(const WeightView& w);
+
 // The f32 values of row r (exact for f32/f16/bf16/lut; int8: scale · q
 // rounded once to f32). The reference every format kernel is tested against.
 void decode_row(const WeightView& w, int64_t r, float* out);

@@ -4,8 +4,10 @@
 // prefill of --prompt pseudo-random token ids, then --gen decode steps, on a
 // fresh session per repetition; mean ± sample sd of the rates, TTFT, the wall
 // ms of each program per call, peak RSS and decode CPU-seconds per token.
-// --depths adds the decode rate after that many tokens of context. --json
-// prints one object instead of the table.
+// --depths adds the decode rate after that many tokens of context. Every
+// decode rate is also set against its memory ceiling: bytes read per step
+// over the read bandwidth measured for that working set (--no-bandwidth
+// skips the probe). --json prints one object instead of the table.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -49,7 +51,7 @@ void register_bench(CLI::App& app) {
   static BenchOptions o;
   static int threads = 1;
   static int64_t chunks = 0;
-  static bool json = false, no_warmup = false, verify = false;
+  static bool json = false, no_warmup = false, verify = false, no_bandwidth = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
   cmd->add_option("-n,--gen", o.gen, "Decode steps per repetition")->capture_default_str();
@@ -65,12 +67,14 @@ void register_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the pseudo-random token ids")->capture_default_str();
   cmd->add_flag("--no-warmup", no_warmup, "Skip the untimed warm-up run");
+  cmd->add_flag("--no-bandwidth", no_bandwidth, "Skip the read-bandwidth probe (ceiling of the decode rates)");
   cmd->add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
   cmd->add_flag("--json", json, "Print one JSON object instead of a table");
   cmd->callback([] {
     // Option errors first, before the (possibly slow) load.
     validate_bench_options(o);
     o.warmup = !no_warmup;
+    o.bandwidth = !no_bandwidth;
     LoadOptions lo;
     lo.threads = threads;
     lo.chunks = chunks;
@@ -107,9 +111,19 @@ void register_bench(CLI::App& app) {
         programs.push_back({{"program", p.program}, {"ms_per_step", p.ms_per_call}, {"calls", p.calls}});
       out["chunk_ms"] = programs;
       nlohmann::ordered_json depths = nlohmann::ordered_json::array();
-      for (const DepthResult& d : r.depths)
-        depths.push_back({{"depth", d.depth}, {"tg_tok_s", d.tg_tok_s}, {"tg_tok_s_sd", d.tg_tok_s_sd}});
+      auto ceiling_json = [](const BandwidthCeiling& c) {
+        return nlohmann::ordered_json{{"decode_bytes_per_token", c.bytes_per_token},
+                                      {"read_gb_s", c.read_gb_s},
+                                      {"ceiling_tok_s", c.ceiling_tok_s},
+                                      {"efficiency", c.efficiency}};
+      };
+      for (const DepthResult& d : r.depths) {
+        nlohmann::ordered_json dj{{"depth", d.depth}, {"tg_tok_s", d.tg_tok_s}, {"tg_tok_s_sd", d.tg_tok_s_sd}};
+        if (o.bandwidth) dj["bandwidth"] = ceiling_json(d.ceiling);
+        depths.push_back(dj);
+      }
       out["depths"] = depths;
+      if (o.bandwidth) out["bandwidth"] = ceiling_json(r.ceiling);
       out["bundle_bytes"] = disk;
       out["weight_bytes"] = m->weight_bytes();
       out["from_bundle"] = m->from_bundle();
@@ -127,6 +141,14 @@ void register_bench(CLI::App& app) {
     for (const DepthResult& d : r.depths)
       fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("tg{} @ d{}", o.gen, d.depth), d.tg_tok_s,
                  d.tg_tok_s_sd);
+    auto print_ceiling = [](const std::string& what, const BandwidthCeiling& c) {
+      fmt::print("{:<14} reads {:.2f} MiB/token at {:.1f} GB/s: ceiling {:.1f} tok/s, decode at {:.1f}% of it\n",
+                 what, c.bytes_per_token / 1048576.0, c.read_gb_s, c.ceiling_tok_s, 100.0 * c.efficiency);
+    };
+    if (o.bandwidth) {
+      print_ceiling(fmt::format("tg{}", o.gen), r.ceiling);
+      for (const DepthResult& d : r.depths) print_ceiling(fmt::format("tg{} @ d{}", o.gen, d.depth), d.ceiling);
+    }
     fmt::print("ttft {:.2f} ms (prefill {:.2f} ms + first decode step) | peak RSS {:.1f} MiB | "
                "decode CPU {:.4f} s/token\n",
                r.ttft_ms, r.prefill_ms, r.peak_rss_mib, r.cpu_s_per_token);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "runtime/read_bandwidth.h"
 #include "runtime/session.h"
 
 namespace tessera {
@@ -71,7 +72,37 @@ double time_decode(Session& session, TokenStream& tokens, int64_t gen, double* f
   return seconds_since(start);
 }
 
+BandwidthCeiling ceiling_of(const Model& model, int64_t depth, double tg_tok_s) {
+  BandwidthCeiling c;
+  c.bytes_per_token = decode_step_bytes(model, depth);
+  c.read_gb_s = measure_read_bandwidth(detected_isa(), c.bytes_per_token, model.pool()).gb_s;
+  c.ceiling_tok_s = c.read_gb_s * 1e9 / static_cast<double>(c.bytes_per_token);
+  c.efficiency = tg_tok_s / c.ceiling_tok_s;
+  return c;
+}
+
 }  // namespace
+
+int64_t decode_step_bytes(const Model& model, int64_t depth) {
+  const WeightStore& weights = model.weights();
+  int64_t bytes = 0;
+  for (const Program& p : model.programs().programs) {
+    if (p.kind != ProgramKind::Decode) continue;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::Embed) {
+        const WeightView& e = weights.get(op.weights.at(0));
+        bytes += static_cast<int64_t>(weight_data_bytes(e.format, 1, e.cols()) + (e.scales ? sizeof(float) : 0));
+        continue;
+      }
+      for (const std::string& name : op.weights) bytes += static_cast<int64_t>(weight_view_bytes(weights.get(name)));
+      if (op.kind == OpKind::Attention) {
+        const int64_t seen = op.window > 0 ? std::min(depth + 1, op.window) : depth + 1;
+        bytes += 2 * seen * op.kv_heads * op.head_dim * static_cast<int64_t>(sizeof(float));
+      }
+    }
+  }
+  return bytes;
+}
 
 int64_t bench_context_needed(const BenchOptions& o) {
   int64_t longest = o.prompt;
@@ -176,8 +207,10 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
     DepthResult d;
     d.depth = depth;
     mean_sd(runs, d.tg_tok_s, d.tg_tok_s_sd);
+    if (o.bandwidth) d.ceiling = ceiling_of(model, depth + (o.gen - 1) / 2, d.tg_tok_s);
     r.depths.push_back(d);
   }
+  if (o.bandwidth) r.ceiling = ceiling_of(model, o.prompt + (o.gen - 1) / 2, r.tg_tok_s);
   r.peak_rss_mib = peak_rss_mib();
   return r;
 }

@@ -24,6 +24,7 @@ struct BenchOptions {
   int64_t max_tokens_per_call = 0;  // prefill call size (0: the largest prefill variant)
   uint64_t seed = 1234;             // of the pseudo-random token ids
   bool warmup = true;               // one untimed short prefill + decode first (touches mmap'd weights)
+  bool bandwidth = true;            // measure the read-bandwidth ceiling of the decode rates
 };
 
 struct ProgramTime {
@@ -32,9 +33,20 @@ struct ProgramTime {
   int64_t calls = 0;       // calls per repetition
 };
 
+// A decode rate against its memory ceiling: the bytes one step reads at
+// that context (decode_step_bytes) over the read bandwidth measured for a
+// working set of that size (runtime/read_bandwidth.h).
+struct BandwidthCeiling {
+  int64_t bytes_per_token = 0;
+  double read_gb_s = 0;
+  double ceiling_tok_s = 0;  // read_gb_s · 10⁹ / bytes_per_token
+  double efficiency = 0;     // the measured decode rate / ceiling_tok_s
+};
+
 struct DepthResult {
   int64_t depth = 0;
   double tg_tok_s = 0, tg_tok_s_sd = 0;
+  BandwidthCeiling ceiling;  // zeros unless BenchOptions::bandwidth
 };
 
 struct BenchResult {
@@ -48,6 +60,7 @@ struct BenchResult {
   std::vector<double> pp_runs, tg_runs;  // per repetition
   std::vector<ProgramTime> programs;     // prefill programs first, then decode, in run order
   std::vector<DepthResult> depths;
+  BandwidthCeiling ceiling;              // of tg_tok_s, at its mean depth; zeros unless BenchOptions::bandwidth
 };
 
 // Throws Error naming the first bad option (reps, prompt, gen < 1; negative
@@ -60,6 +73,12 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& options);
 
 // The largest context a run of `options` needs: max(prompt, depths) + gen.
 int64_t bench_context_needed(const BenchOptions& options);
+
+// Bytes one decode step reads with `depth` tokens already in the KV cache:
+// every weight of every decode program (the embedding: one row; a tied
+// output head counts its full matrix again), norm and bias vectors, and
+// the K and V rows each attention op sees (f32).
+int64_t decode_step_bytes(const Model& model, int64_t depth);
 
 // Peak resident set of this process in MiB.
 double peak_rss_mib();

@@ -33,12 +33,7 @@ void WeightStore::put_view(std::string name, WeightView v) { views_[std::move(na
 
 uint64_t WeightStore::bytes() const {
   uint64_t n = 0;
-  for (const auto& [name, v] : views_) {
-    const int64_t rows = v.rows(), cols = v.cols();
-    n += weight_data_bytes(v.format, rows, cols);
-    if (v.scales) n += rows * sizeof(float);
-    if (v.palette && v.group_size > 0) n += (rows / v.group_size) * (int64_t{1} << lut_bits(v.format)) * sizeof(float);
-  }
+  for (const auto& [name, v] : views_) n += weight_view_bytes(v);
   return n;
 }
 

@@ -121,3 +121,35 @@ def test_random_gguf_loads_and_benches(tmp_path):
     assert len(out["ids"]) == 4
     bench = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1")
     assert bench["bundle_bytes"] == path.stat().st_size and bench["tg_tok_s"] > 0
+
+
+def test_decode_rates_are_set_against_the_read_bandwidth_ceiling(tiny):
+    """The bytes a decode step reads are every weight once (the embedding one
+    row; the tied head its full matrix) plus the K and V rows attention sees
+    at the step's depth; the ceiling is the measured read bandwidth over them."""
+    from safetensors import safe_open
+    config = json.loads((tiny / "config.json").read_text())
+    hidden, vocab, layers = config["hidden_size"], config["vocab_size"], config["num_hidden_layers"]
+    kv_width = config["num_key_value_heads"] * (config.get("head_dim") or hidden // config["num_attention_heads"])
+    weights = 0
+    for f in tiny.glob("*.safetensors"):
+        with safe_open(f, "np") as st:
+            for name in st.keys():
+                if name != "model.embed_tokens.weight":
+                    weights += 4 * math.prod(st.get_slice(name).get_shape())
+    weights += 4 * hidden + (4 * vocab * hidden if config["tie_word_embeddings"] else 0)
+
+    def expected(depth):  # the mean depth of the timed steps
+        return weights + layers * 2 * kv_width * 4 * (depth + 1)
+
+    prompt, gen = 24, 9
+    out = bench_json(tiny, "--prompt", prompt, "--gen", gen, "--reps", "1", "--depths", "0,50")
+    bands = [out["bandwidth"]] + [d["bandwidth"] for d in out["depths"]]
+    assert [b["decode_bytes_per_token"] for b in bands] == [expected(prompt + 4), expected(4), expected(54)]
+    for b, rate in zip(bands, [out["tg_tok_s"]] + [d["tg_tok_s"] for d in out["depths"]]):
+        assert b["read_gb_s"] > 0 and math.isfinite(b["read_gb_s"]), b
+        assert b["ceiling_tok_s"] == pytest.approx(b["read_gb_s"] * 1e9 / b["decode_bytes_per_token"])
+        assert b["efficiency"] == pytest.approx(rate / b["ceiling_tok_s"])
+    assert "bandwidth" not in bench_json(tiny, "--prompt", "8", "--gen", "2", "--reps", "1", "--no-bandwidth")
+    table = run_tessera("bench", tiny, "--prompt", "8", "--gen", "2", "--reps", "1").stdout
+    assert "GB/s: ceiling" in table and "% of it" in table

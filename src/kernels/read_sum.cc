@@ -1,0 +1,66 @@
+// GCC 12 warns that _mm512_reduce_add_epi64's _mm512_undefined operand "is
+// used uninitialized"; it is a don't-care input.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "kernels/read_sum.h"
+
+#include <immintrin.h>
+
+namespace tessera::kernels {
+
+namespace {
+
+__attribute__((target("avx512f"))) uint64_t read_sum_avx512(const uint64_t* w, int64_t n) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {  // 256 bytes: four cache lines
+    a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(w + i));
+    a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(w + i + 8));
+    a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(w + i + 16));
+    a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(w + i + 24));
+  }
+  uint64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  for (; i < n; ++i) s += w[i];
+  return s;
+}
+
+__attribute__((target("avx2"))) uint64_t read_sum_avx2(const uint64_t* w, int64_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {  // 128 bytes: two cache lines
+    a0 = _mm256_add_epi64(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i + 4)));
+    a2 = _mm256_add_epi64(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i + 8)));
+    a3 = _mm256_add_epi64(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i + 12)));
+  }
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                     _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+  uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) s += w[i];
+  return s;
+}
+
+}  // namespace
+
+uint64_t read_sum_scalar(const uint64_t* w, int64_t n) {
+  uint64_t s0 = 0, s1 = 0;
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    s0 += w[i];
+    s1 += w[i + 1];
+  }
+  if (i < n) s0 += w[i];
+  return s0 + s1;
+}
+
+uint64_t read_sum(Isa isa, const uint64_t* words, int64_t n) {
+  switch (isa) {
+    case Isa::Amx:
+    case Isa::Avx512: return read_sum_avx512(words, n);
+    case Isa::Avx2: return read_sum_avx2(words, n);
+    case Isa::Scalar: break;
+  }
+  return read_sum_scalar(words, n);
+}
+
+}  // namespace tessera::kernels
