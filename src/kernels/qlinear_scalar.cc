@@ -1,10 +1,12 @@
-// The scalar twin of the integer-dot linear kernels: the contract of
-// kernels/qlinear.h written out one lane at a time. The AVX2 and AVX-512
-// kernels must give exactly these bits.
+// The scalar twins of the linear kernels, each contract written out one lane
+// at a time: the integer-dot kernels (kernels/qlinear.h; the AVX2 and AVX-512
+// kernels must give exactly these bits), the AMX bf16 GEMM
+// (kernels/qlinear_amx.h) and the AVX2 f32 GEMM (kernels/qlinear_f32gemm.h).
 #include <cmath>
 
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
+#include "kernels/qlinear_f32gemm.h"
 
 namespace tessera::kernels {
 
@@ -51,6 +53,24 @@ void qlinear_bf16_scalar(const QLinearWeights& w, const Bf16Activations& acts, c
       float sum = 0.0f;
       for (int64_t c = 0; c < w.cols(); ++c) sum += bf16_to_f32(acts.at(t, c)) * static_cast<float>(w.value(n, c));
       y[t * ldy + n] = qlinear_output(sum, w.out_scale(n), bias, n);
+    }
+}
+
+}  // namespace tessera::kernels
+
+namespace tessera::kernels {
+
+void qlinear_f32gemm_scalar(const QLinearWeights& w, const float* x, int64_t tokens, const float* bias,
+                            int64_t n_begin, int64_t n_end, float* y, int64_t ldy) {
+  const int64_t cols = w.cols();
+  for (int64_t n = n_begin; n < n_end; ++n)
+    for (int64_t t = 0; t < tokens; ++t) {
+      float lanes[8] = {};
+      for (int64_t c = 0; c < cols; ++c)
+        lanes[c % 8] = std::fma(x[t * cols + c], static_cast<float>(w.value(n, c)), lanes[c % 8]);
+      for (int width = 4; width >= 1; width /= 2)
+        for (int j = 0; j < width; ++j) lanes[j] = lanes[j] + lanes[j + width];
+      y[t * ldy + n] = qlinear_output(lanes[0], w.out_scale(n), bias, n);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "kernels/qlinear_f32gemm.h"
 #include "kernels/reference/kernels.h"
 
 namespace tessera {
@@ -54,9 +55,11 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   const Program& p = program;
   const std::string level(isa_name(vector_isa(isa)));
   // A program whose calls can reach kAmxMinTokens rows runs its Linears on
-  // AMX tiles at Isa::Amx (shorter calls of it still take the avx512 kernels).
-  const std::string linear_level(
-      isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa));
+  // AMX tiles at Isa::Amx, and one whose calls reach kF32GemmMinTokens on the
+  // f32 GEMM at Isa::Avx2 (shorter calls of them still take the integer-dot
+  // kernels of the vector level).
+  std::string linear_level(isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa));
+  if (isa == Isa::Avx2 && p.max_tokens >= kernels::kF32GemmMinTokens) linear_level = "avx2_f32gemm";
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;
@@ -215,6 +218,11 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
         }
         pool.parallel_for((n + 15) / 16, [&](int64_t begin, int64_t end) {
           kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
+        });
+      } else if (b.qw && isa_ == Isa::Avx2 && rows >= kernels::kF32GemmMinTokens) {
+        // Blocks of 32 output features: the rows one expansion serves.
+        pool.parallel_for((n + 31) / 32, [&](int64_t begin, int64_t end) {
+          kernels::qlinear_f32gemm_avx2(*b.qw, x, rows, b.w1, begin * 32, std::min(n, end * 32), y, n);
         });
       } else if (b.qw) {
         if (!b.reuse_acts) kernels::quantize_activations(x, rows, k, b.qw->layout(), b.act_passes, ws.acts);
