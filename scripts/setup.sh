@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  cmake g++ make git python3-venv libssl-dev
+  cmake g++ make git ccache python3-venv libssl-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libhwy-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   clang-14 libclang-rt-14-dev
