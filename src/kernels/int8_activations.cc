@@ -68,9 +68,16 @@ void quantize_row(const float* xr, int64_t cols, ActLayout layout, int64_t chunk
 
 void activation_residual(const float* x, int64_t cols, float* residual) {
   const int64_t chunks = (cols + 63) / 64;
-  std::vector<int8_t> q(static_cast<size_t>(chunks * 64));
-  std::vector<float> scales(static_cast<size_t>(chunks * 16));
-  std::vector<int32_t> bias(static_cast<size_t>(chunks * 16));
+  // The quantized row itself is not needed: per-thread buffers, grown once
+  // (the output head calls this twice per decode step).
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> scales;
+  thread_local std::vector<int32_t> bias;
+  if (q.size() < static_cast<size_t>(chunks * 64)) {
+    q.resize(static_cast<size_t>(chunks * 64));
+    scales.resize(static_cast<size_t>(chunks * 16));
+    bias.resize(static_cast<size_t>(chunks * 16));
+  }
   quantize_row(x, cols, ActLayout::Natural, chunks, q.data(), scales.data(), bias.data(), residual);
 }
 

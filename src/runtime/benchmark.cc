@@ -207,11 +207,15 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
     DepthResult d;
     d.depth = depth;
     mean_sd(runs, d.tg_tok_s, d.tg_tok_s_sd);
-    if (o.bandwidth) d.ceiling = ceiling_of(model, depth + (o.gen - 1) / 2, d.tg_tok_s);
     r.depths.push_back(d);
   }
-  if (o.bandwidth) r.ceiling = ceiling_of(model, o.prompt + (o.gen - 1) / 2, r.tg_tok_s);
   r.peak_rss_mib = peak_rss_mib();
+  // After the peak RSS: the probe's buffer is as large as a decode step's
+  // reads (the whole model) and would otherwise count as the model's memory.
+  if (o.bandwidth) {
+    r.ceiling = ceiling_of(model, o.prompt + (o.gen - 1) / 2, r.tg_tok_s);
+    for (DepthResult& d : r.depths) d.ceiling = ceiling_of(model, d.depth + (o.gen - 1) / 2, d.tg_tok_s);
+  }
   return r;
 }
 

@@ -121,6 +121,11 @@ def test_random_gguf_loads_and_benches(tmp_path):
     assert len(out["ids"]) == 4
     bench = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1")
     assert bench["bundle_bytes"] == path.stat().st_size and bench["tg_tok_s"] > 0
+    # The bandwidth probe reads a buffer as large as a decode step's reads
+    # (here the f32 head alone is 108 MiB); peak RSS is taken before it.
+    assert bench["bandwidth"]["decode_bytes_per_token"] > 100 * 2**20
+    quiet = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1", "--no-bandwidth")
+    assert abs(bench["peak_rss_mib"] - quiet["peak_rss_mib"]) < 32, (bench["peak_rss_mib"], quiet["peak_rss_mib"])
 
 
 def test_decode_rates_are_set_against_the_read_bandwidth_ceiling(tiny):
