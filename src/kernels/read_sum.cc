@@ -1,6 +1,3 @@
-// GCC 12 warns that _mm512_reduce_add_epi64's _mm512_undefined operand "is
-// used uninitialized"; it is a don't-care input.
-#pragma GCC diagnostic ignored "-Wuninitialized"
 #include "kernels/read_sum.h"
 
 #include <immintrin.h>
@@ -18,7 +15,12 @@ __attribute__((target("avx512f"))) uint64_t read_sum_avx512(const uint64_t* w, i
     a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(w + i + 16));
     a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(w + i + 24));
   }
-  uint64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  // Lanes added as unsigned words (_mm512_reduce_add_epi64 adds them as
+  // signed long long, an overflow UBSan rightly reports).
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  uint64_t s = 0;
+  for (uint64_t lane : lanes) s += lane;
   for (; i < n; ++i) s += w[i];
   return s;
 }
