@@ -31,8 +31,11 @@ test-python:
 	  $(PYTHON) -m pytest -q tests/python $(PYTEST_ARGS)
 
 # The bad-input suite again, against a tessera built with ASan + UBSan.
+# -O1 -g1 (line tables): what ASan recommends, and about 1.5x faster to
+# compile than -O2 -g, which is most of this target's time in CI.
 test-asan:
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON >/dev/null
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+	  -DTESSERA_SANITIZE=ON >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
