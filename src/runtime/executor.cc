@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 
@@ -19,6 +20,8 @@ namespace {
 constexpr int64_t kElementwiseGrain = 16384;
 // Query rows per work item of a prefill attention split (see Attention).
 constexpr int64_t kAttentionRowBlock = 16;
+// Linears in one group at most (q/k/v make 3).
+constexpr int kMaxLinearGroup = 8;
 
 void expect_shape(const Program& p, const WeightView& t, const std::string& name, std::vector<int64_t> shape) {
   if (t.shape != shape)
@@ -134,6 +137,34 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
     for (int out : op.outputs)
       if (out == quantized) quantized = -1;
   }
+  // Groups: a Linear that reuses the quantized input of the Linear right
+  // before it joins that Linear's group (the head, which refines its
+  // outputs afterwards, stays alone).
+  for (size_t i = 1; i < ops_.size(); ++i) {
+    BoundOp& b = ops_[i];
+    if (!b.reuse_acts || b.refine_top || !ops_[i - 1].qw || ops_[i - 1].refine_top ||
+        p.values[b.op->inputs[0]].rows != RowsKind::Tokens)
+      continue;
+    size_t leader = i - 1;
+    while (ops_[leader].linear_group == 0) --leader;
+    if (ops_[leader].linear_group == kMaxLinearGroup) continue;  // b leads the next group
+    ++ops_[leader].linear_group;
+    b.linear_group = 0;
+  }
+}
+
+BoundProgram::LinearPath BoundProgram::linear_path(const BoundOp& b, int64_t rows) const {
+  if (!b.qw) return LinearPath::Reference;
+  if (isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) return LinearPath::Amx;
+  if (isa_ == Isa::Avx2 && rows >= kernels::kF32GemmMinTokens) return LinearPath::F32Gemm;
+  return LinearPath::IntegerDot;
+}
+
+size_t BoundProgram::step_length(size_t i, int64_t rows) const {
+  const BoundOp& b = ops_[i];
+  // A group's members share the input, so they share the row count and path.
+  return b.linear_group > 1 && linear_path(b, rows) == LinearPath::IntegerDot ? static_cast<size_t>(b.linear_group)
+                                                                                : 1;
 }
 
 Workspace BoundProgram::make_workspace() const {
@@ -165,19 +196,56 @@ void BoundProgram::run(Workspace& ws, const CallContext& ctx) const {
     if (v.rows == RowsKind::LogitRows && ws.f32[i].size() < static_cast<size_t>(L * v.cols))
       ws.f32[i].resize(static_cast<size_t>(L * v.cols));
   }
-  if (ctx.profile == nullptr) {
-    for (const BoundOp& b : ops_) run_op(b, ws, ctx);
-    return;
+  OpProfile* prof = ctx.profile;
+  if (prof) {
+    prof->seconds.resize(ops_.size());
+    prof->calls.resize(ops_.size());
   }
-  OpProfile& prof = *ctx.profile;
-  prof.seconds.resize(ops_.size());
-  prof.calls.resize(ops_.size());
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run_op(ops_[i], ws, ctx);
-    prof.seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    prof.calls[i] += 1;
+  for (size_t i = 0; i < ops_.size();) {
+    // Linears share input rows with their group, so the first's rows decide.
+    const Op& op = *ops_[i].op;
+    const int64_t rows = op.kind == OpKind::Linear && p.values[op.inputs[0]].rows == RowsKind::LogitRows ? L : T;
+    const size_t n = step_length(i, rows);
+    const auto start = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (n > 1) run_linear_group(i, n, ws, ctx);
+    else run_op(ops_[i], ws, ctx);
+    if (prof) {
+      // A group's time is booked on its first op; every op counts the call.
+      prof->seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      for (size_t j = i; j < i + n; ++j) prof->calls[j] += 1;
+    }
+    i += n;
   }
+}
+
+void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, const CallContext& ctx) const {
+  const Program& p = *program_;
+  const BoundOp& lead = ops_[first];
+  const int in = lead.op->inputs[0];
+  const int64_t k = p.values[in].cols, rows = ctx.rows;
+  const float* x = ws.f(in);
+  if (ctx.on_linear_input)
+    for (size_t m = first; m < first + count; ++m) (*ctx.on_linear_input)(ops_[m].op->weights[0], x, rows, k);
+  if (!lead.reuse_acts) kernels::quantize_activations(x, rows, k, lead.qw->layout(), lead.act_passes, ws.acts);
+  // The members' blocks of 4 output features, end to end: one parallel_for
+  // over all of them (one hand-off to the pool instead of one per Linear).
+  // Every output is computed as when its Linear runs alone.
+  std::array<int64_t, kMaxLinearGroup + 1> start{};
+  for (size_t m = 0; m < count; ++m) start[m + 1] = start[m] + (p.values[ops_[first + m].op->outputs[0]].cols + 3) / 4;
+  const Isa isa = isa_;
+  ctx.pool->parallel_for(
+      start[count],
+      [&](int64_t begin, int64_t end) {
+        for (size_t m = 0; m < count; ++m) {
+          const int64_t b = std::max(begin, start[m]), e = std::min(end, start[m + 1]);
+          if (b >= e) continue;
+          const BoundOp& op = ops_[first + m];
+          const int64_t n = p.values[op.op->outputs[0]].cols;
+          kernels::qlinear(isa, *op.qw, ws.acts, op.w1, (b - start[m]) * 4, std::min(n, (e - start[m]) * 4),
+                           ws.f(op.op->outputs[0]), n);
+        }
+      },
+      16);
 }
 
 void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
@@ -207,7 +275,8 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       const float* x = ws.f(in);
       float* y = ws.f(out);
       if (ctx.on_linear_input) (*ctx.on_linear_input)(op.weights[0], x, rows, k);
-      if (b.qw && isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) {
+      const LinearPath path = linear_path(b, rows);
+      if (path == LinearPath::Amx) {
         // Linears sharing an input share its row count, so the one that
         // packed this input (reuse_acts) took this path too.
         if (!b.reuse_acts) {
@@ -219,12 +288,12 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
         pool.parallel_for((n + 15) / 16, [&](int64_t begin, int64_t end) {
           kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
         });
-      } else if (b.qw && isa_ == Isa::Avx2 && rows >= kernels::kF32GemmMinTokens) {
+      } else if (path == LinearPath::F32Gemm) {
         // Blocks of 32 output features: the rows one expansion serves.
         pool.parallel_for((n + 31) / 32, [&](int64_t begin, int64_t end) {
           kernels::qlinear_f32gemm_avx2(*b.qw, x, rows, b.w1, begin * 32, std::min(n, end * 32), y, n);
         });
-      } else if (b.qw) {
+      } else if (path == LinearPath::IntegerDot) {
         if (!b.reuse_acts) kernels::quantize_activations(x, rows, k, b.qw->layout(), b.act_passes, ws.acts);
         // Blocks of 4 output features: the kernels' unit of work.
         const Isa isa = isa_;

@@ -96,8 +96,18 @@ class BoundProgram {
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts)
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
+    // Linears that read the same quantized input back to back (q/k/v,
+    // gate/up) run as one parallel_for on the integer-dot path: the first
+    // holds how many (1: alone), the rest 0.
+    int linear_group = 1;
   };
+  enum class LinearPath { Reference, IntegerDot, Amx, F32Gemm };
+  LinearPath linear_path(const BoundOp& b, int64_t rows) const;
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+  // ops_[first .. first+count): a linear group on the integer-dot path.
+  void run_linear_group(size_t first, size_t count, Workspace& ws, const CallContext& ctx) const;
+  // How many ops starting at ops_[i] this call runs as one step (1, or a group).
+  size_t step_length(size_t i, int64_t rows) const;
 
   const Program* program_;
   Isa isa_;
