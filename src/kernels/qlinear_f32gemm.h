@@ -4,9 +4,9 @@
 //   y[t, n] = out_scale[n] · reduce8(lanes)   (+ bias[n]),
 //   lane j = fma-chain over c ≡ j (mod 8), in column order, of x[t, c] · w_q[n, c]
 //
-// reduce8 adds lanes j + j+4, then j + j+2, then j + j+1 (ref::reduce_lanes16's
-// pattern on 8 lanes). w_q are the int8 weight values of the integer-dot
-// kernels (kernels/qlinear.h), exact in f32; the activations are x itself,
+// reduce8 is ref::reduce_lanes(lanes, 8): j + j+4, then j + j+2, then j + j+1.
+// w_q are the int8 weight values of the integer-dot kernels
+// (kernels/qlinear.h), exact in f32; the activations are x itself,
 // unrounded — so this path is closer to the f32 reference than the int8
 // activations of the integer-dot kernels, and its numerics differ from
 // theirs: the runtime uses it only for calls of kF32GemmMinTokens or more

@@ -23,7 +23,7 @@ TESSERA_AVX2 inline void store16(__m128i b, float* out) {
   _mm256_storeu_ps(out + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))));
 }
 
-// reduce8 of kernels/qlinear_f32gemm.h: j + j+4, then j + j+2, then j + j+1.
+// reduce8 of kernels/qlinear_f32gemm.h (ref::reduce_lanes on 8 lanes) in registers.
 TESSERA_AVX2 inline float reduce8(__m256 v) {
   const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));

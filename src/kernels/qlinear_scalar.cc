@@ -7,6 +7,7 @@
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
 #include "kernels/qlinear_f32gemm.h"
+#include "kernels/reference/dot.h"
 
 namespace tessera::kernels {
 
@@ -56,10 +57,6 @@ void qlinear_bf16_scalar(const QLinearWeights& w, const Bf16Activations& acts, c
     }
 }
 
-}  // namespace tessera::kernels
-
-namespace tessera::kernels {
-
 void qlinear_f32gemm_scalar(const QLinearWeights& w, const float* x, int64_t tokens, const float* bias,
                             int64_t n_begin, int64_t n_end, float* y, int64_t ldy) {
   const int64_t cols = w.cols();
@@ -68,9 +65,7 @@ void qlinear_f32gemm_scalar(const QLinearWeights& w, const float* x, int64_t tok
       float lanes[8] = {};
       for (int64_t c = 0; c < cols; ++c)
         lanes[c % 8] = std::fma(x[t * cols + c], static_cast<float>(w.value(n, c)), lanes[c % 8]);
-      for (int width = 4; width >= 1; width /= 2)
-        for (int j = 0; j < width; ++j) lanes[j] = lanes[j] + lanes[j + width];
-      y[t * ldy + n] = qlinear_output(lanes[0], w.out_scale(n), bias, n);
+      y[t * ldy + n] = qlinear_output(ref::reduce_lanes(lanes, 8), w.out_scale(n), bias, n);
     }
 }
 

@@ -14,11 +14,15 @@
 
 namespace tessera::ref {
 
-inline float reduce_lanes16(float* acc) {
-  for (int width = 8; width >= 1; width /= 2)
+// The sum of n partial sums (n a power of two) as a tree: lane j + j+n/2,
+// then j + j+n/4, ..., j + j+1 (overwrites acc).
+inline float reduce_lanes(float* acc, int n) {
+  for (int width = n / 2; width >= 1; width /= 2)
     for (int j = 0; j < width; ++j) acc[j] = acc[j] + acc[j + width];
   return acc[0];
 }
+
+inline float reduce_lanes16(float* acc) { return reduce_lanes(acc, 16); }
 
 inline float dot(const float* a, const float* b, int64_t n) {
   float acc[16] = {};
