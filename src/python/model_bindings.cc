@@ -59,7 +59,7 @@ void bind_model(py::module_& m) {
 
   py::class_<Model>(m, "Model")
       .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,
-                       const std::string& isa) {
+                       const std::string& isa, int64_t row_block) {
              py::gil_scoped_release release;
              LoadOptions o;
              if (!isa.empty()) {
@@ -70,13 +70,24 @@ void bind_model(py::module_& m) {
              o.chunks = chunks;
              o.prefill_sizes = std::move(prefill_sizes);
              o.verify = verify;
+             if (row_block >= 0) o.row_block = row_block;
              return Model::load(path, o);
            }),
            py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
-           py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "")
+           py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "",
+           py::arg("row_block") = -1)
       .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
       .def_property_readonly("vocab_size", [](const Model& x) { return x.spec().vocab_size; })
       .def_property_readonly("stop_token_ids", [](const Model& x) { return x.stop_token_ids(); })
+      .def(
+          "workspace_bytes",
+          [](const Model& x, const std::string& program, int64_t rows) {
+            const auto& ps = x.programs().programs;
+            for (size_t i = 0; i < ps.size(); ++i)
+              if (ps[i].name == program) return x.bound(i).workspace_bytes(rows);
+            fail("model", "program", "no program named '{}'", program);
+          },
+          py::arg("program"), py::arg("rows"))
       .def("programs_json", [](const Model& x) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (const Program& p : x.programs().programs) j.push_back(program_to_json(p));

@@ -22,6 +22,7 @@ constexpr int64_t kElementwiseGrain = 16384;
 constexpr int64_t kAttentionRowBlock = 16;
 // Linears in one group at most (q/k/v make 3).
 constexpr int kMaxLinearGroup = 8;
+static_assert(kDefaultRowBlock / 4 >= kernels::kAmxMinTokens, "row blocks would leave the AMX kernels");
 
 void expect_shape(const Program& p, const WeightView& t, const std::string& name, std::vector<int64_t> shape) {
   if (t.shape != shape)
@@ -51,10 +52,31 @@ KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, co
   return {name + "." + level, false};
 }
 
+// Ops whose row r reads only row r of their values (and writes only row r),
+// so a call's rows can run in blocks.
+bool row_local(const Program& p, const Op& op) {
+  switch (op.kind) {
+    case OpKind::Embed:
+    case OpKind::RmsNorm:
+    case OpKind::Linear:
+    case OpKind::Rope:
+    case OpKind::GatedActivation:
+    case OpKind::Add:
+      break;
+    default:
+      return false;  // attention and the KV store see every row; the head selects rows
+  }
+  for (const std::vector<int>* ids : {&op.inputs, &op.outputs})
+    for (int id : *ids)
+      if (p.values[id].rows != RowsKind::Tokens) return false;
+  return true;
+}
+
 }  // namespace
 
-BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache)
-    : program_(&program), isa_(isa), vops_(&kernels::vector_ops(isa)) {
+BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
+                           int64_t row_block)
+    : program_(&program), isa_(isa), vops_(&kernels::vector_ops(isa)), row_block_(row_block) {
   const Program& p = program;
   const std::string level(isa_name(vector_isa(isa)));
   // A program whose calls can reach kAmxMinTokens rows runs its Linears on
@@ -137,6 +159,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
     for (int out : op.outputs)
       if (out == quantized) quantized = -1;
   }
+  find_row_blocks();
   // Groups: a Linear that reuses the quantized input of the Linear right
   // before it joins that Linear's group (the head, which refines its
   // outputs afterwards, stays alone).
@@ -167,55 +190,161 @@ size_t BoundProgram::step_length(size_t i, int64_t rows) const {
                                                                                 : 1;
 }
 
-Workspace BoundProgram::make_workspace() const {
-  Workspace ws;
+void BoundProgram::find_row_blocks() {
   const Program& p = *program_;
-  ws.f32.resize(p.values.size());
-  ws.i32.resize(p.values.size());
-  for (size_t i = 0; i < p.values.size(); ++i) {
-    const Value& v = p.values[i];
-    // Logit rows are sized per call (run() grows them): all positions' logits
-    // of a long prefill are only ever wanted by parity checks.
-    const size_t n = static_cast<size_t>((v.rows == RowsKind::Tokens ? p.max_tokens : 1) * v.cols);
-    if (v.type == ValueType::F32) {
-      ws.f32[i].resize(n);
-    } else {
-      ws.i32[i].resize(n);
+  const size_t n_ops = ops_.size();
+  segment_end_.assign(n_ops, 0);
+  block_local_.assign(p.values.size(), 0);
+  // Maximal runs of row-local ops; only those with a Linear are worth blocking.
+  std::vector<int> segment(n_ops, -1);
+  int segments = 0;
+  for (size_t i = 0; i < n_ops;) {
+    size_t e = i;
+    bool linear = false;
+    while (e < n_ops && row_local(p, *ops_[e].op)) linear |= ops_[e++].op->kind == OpKind::Linear;
+    if (e > i && linear) {
+      segment_end_[i] = e;
+      for (size_t j = i; j < e; ++j) segment[j] = segments;
+      ++segments;
+    }
+    i = std::max(e, i + 1);
+  }
+  // A value is block-local when every read of it comes after a write of it
+  // in the same run (rows of a block are written before they are read, and
+  // nothing outside the run sees them), and the caller neither writes nor
+  // reads it.
+  std::vector<int> written_in(p.values.size(), -1);
+  std::vector<char> local(p.values.size(), 1);
+  for (const std::vector<int>* ids : {&p.inputs, &p.outputs})
+    for (int id : *ids) local[id] = 0;
+  for (size_t i = 0; i < n_ops; ++i) {
+    const Op& op = *ops_[i].op;
+    const int s = segment[i];
+    std::vector<int> reads = op.inputs;
+    if (op.kind == OpKind::Add) reads.insert(reads.end(), op.outputs.begin(), op.outputs.end());  // y += x
+    for (int id : reads)
+      if (s < 0 || written_in[id] != s) local[id] = 0;
+    for (int id : op.outputs) {
+      if (s < 0) local[id] = 0;
+      written_in[id] = s;
     }
   }
+  if (segments > 0)
+    for (size_t id = 0; id < p.values.size(); ++id) block_local_[id] = local[id];
+  // A Linear reuses the previous one's quantized input only within a run:
+  // a blocked run leaves just its last block quantized.
+  int prev = -1;
+  for (size_t i = 0; i < n_ops; ++i) {
+    if (!ops_[i].qw) continue;
+    if (ops_[i].reuse_acts && prev >= 0 && segment[prev] != segment[i]) ops_[i].reuse_acts = false;
+    prev = static_cast<int>(i);
+  }
+}
+
+Workspace BoundProgram::make_workspace() const {
+  Workspace ws;
+  const size_t n = program_->values.size();
+  ws.f32.resize(n);
+  ws.i32.resize(n);
+  ws.offset.assign(n, 0);
   return ws;
+}
+
+int64_t BoundProgram::block_rows(const CallContext& ctx) const {
+  const int64_t T = ctx.rows;
+  if (row_block_ <= 0 || T <= row_block_ || ctx.on_linear_input) return T;
+  // Blocks of equal size (more than half a row block each): 512 tokens run
+  // as 4 × 128, 300 as 112 + 112 + 76, the size rounded up to the AMX
+  // kernels' 16-row tiles where that leaves the last block at least half the
+  // others (so more than a quarter of a row block). With the default block
+  // that is kAmxMinTokens rows or more: a block takes the kernel path the
+  // whole call would.
+  const int64_t blocks = (T + row_block_ - 1) / row_block_;
+  const int64_t even = (T + blocks - 1) / blocks;
+  const int64_t tiles = (even + 15) / 16 * 16;
+  if (tiles <= row_block_ && 2 * (T - (blocks - 1) * tiles) >= tiles) return tiles;
+  return even;
+}
+
+void BoundProgram::fit(Workspace& ws, const CallContext& ctx) const {
+  const Program& p = *program_;
+  if (ws.offset.size() != p.values.size()) ws = make_workspace();
+  const int64_t block = block_rows(ctx);
+  const int64_t L = static_cast<int64_t>(ctx.logit_rows.size());
+  for (size_t i = 0; i < p.values.size(); ++i) {
+    const Value& v = p.values[i];
+    const int64_t rows = v.rows == RowsKind::LogitRows ? L : (block_local_[i] ? block : ctx.rows);
+    const size_t need = static_cast<size_t>(rows * v.cols);
+    if (v.type == ValueType::F32) {
+      if (ws.f32[i].size() < need) ws.f32[i].resize(need);
+    } else if (ws.i32[i].size() < need) {
+      ws.i32[i].resize(need);
+    }
+  }
+}
+
+int64_t BoundProgram::workspace_bytes(int64_t rows) const {
+  CallContext ctx;
+  ctx.rows = rows;
+  ctx.logit_rows = {static_cast<int32_t>(rows - 1)};
+  Workspace ws = make_workspace();
+  fit(ws, ctx);
+  int64_t bytes = 0;
+  for (const auto& v : ws.f32) bytes += static_cast<int64_t>(v.size() * sizeof(float));
+  for (const auto& v : ws.i32) bytes += static_cast<int64_t>(v.size() * sizeof(int32_t));
+  return bytes;
 }
 
 void BoundProgram::run(Workspace& ws, const CallContext& ctx) const {
   const Program& p = *program_;
   const int64_t T = ctx.rows;
-  const int64_t L = static_cast<int64_t>(ctx.logit_rows.size());
   if (T < 1 || T > p.max_tokens) fail(p.name, "call", "{} rows for a program of at most {}", T, p.max_tokens);
-  for (size_t i = 0; i < p.values.size(); ++i) {
-    const Value& v = p.values[i];
-    if (v.rows == RowsKind::LogitRows && ws.f32[i].size() < static_cast<size_t>(L * v.cols))
-      ws.f32[i].resize(static_cast<size_t>(L * v.cols));
-  }
-  OpProfile* prof = ctx.profile;
-  if (prof) {
+  fit(ws, ctx);
+  if (OpProfile* prof = ctx.profile) {
     prof->seconds.resize(ops_.size());
     prof->calls.resize(ops_.size());
   }
+  const int64_t block = block_rows(ctx);
   for (size_t i = 0; i < ops_.size();) {
-    // Linears share input rows with their group, so the first's rows decide.
-    const Op& op = *ops_[i].op;
-    const int64_t rows = op.kind == OpKind::Linear && p.values[op.inputs[0]].rows == RowsKind::LogitRows ? L : T;
-    const size_t n = step_length(i, rows);
-    const auto start = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (n > 1) run_linear_group(i, n, ws, ctx);
-    else run_op(ops_[i], ws, ctx);
-    if (prof) {
-      // A group's time is booked on its first op; every op counts the call.
-      prof->seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      for (size_t j = i; j < i + n; ++j) prof->calls[j] += 1;
+    if (block == T || segment_end_[i] == 0) {
+      i += run_step(i, ws, ctx, true);
+      continue;
     }
-    i += n;
+    // A run of row-local ops, block by block: the values that outlive the
+    // run are addressed at the block's first row, block-local ones at row 0.
+    const size_t end = segment_end_[i];
+    CallContext part = ctx;
+    for (int64_t r0 = 0; r0 < T; r0 += block) {
+      part.rows = std::min(block, T - r0);
+      for (size_t id = 0; id < p.values.size(); ++id)
+        ws.offset[id] = block_local_[id] || p.values[id].rows != RowsKind::Tokens ? 0 : r0 * p.values[id].cols;
+      for (size_t j = i; j < end;) j += run_step(j, ws, part, r0 == 0);
+    }
+    std::fill(ws.offset.begin(), ws.offset.end(), 0);
+    i = end;
   }
+}
+
+size_t BoundProgram::run_step(size_t i, Workspace& ws, const CallContext& ctx, bool count) const {
+  const Program& p = *program_;
+  // Linears share input rows with their group, so the first's rows decide.
+  const Op& op = *ops_[i].op;
+  const int64_t rows = op.kind == OpKind::Linear && p.values[op.inputs[0]].rows == RowsKind::LogitRows
+                           ? static_cast<int64_t>(ctx.logit_rows.size())
+                           : ctx.rows;
+  const size_t n = step_length(i, rows);
+  OpProfile* prof = ctx.profile;
+  const auto start = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  if (n > 1) run_linear_group(i, n, ws, ctx);
+  else run_op(ops_[i], ws, ctx);
+  if (prof) {
+    // A group's time is booked on its first op; every op counts the call
+    // (once per call, whatever its row blocks).
+    prof->seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (count)
+      for (size_t j = i; j < i + n; ++j) prof->calls[j] += 1;
+  }
+  return n;
 }
 
 void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, const CallContext& ctx) const {

@@ -35,16 +35,29 @@
 
 namespace tessera {
 
-// Value buffers of one program, sized for its max_tokens rows.
+// Tokens per row block. A call of more tokens runs each run of row-local ops
+// (the norms, linears, RoPE and MLP between two attention ops) one block of
+// rows at a time, so the values that live only inside such a run — the
+// normed input, the projections' outputs, the MLP's gate and up — hold one
+// block's rows instead of the whole call's: for a 512-token prefill of the
+// Qwen2.5-0.5B shape, 5 MiB instead of 23 (docs/BENCHMARKING.md, "Memory").
+// Every row's arithmetic is the same as in one whole call, so the bits are too.
+constexpr int64_t kDefaultRowBlock = 128;
+
+// Value buffers of one program, grown to the largest call run so far
+// (BoundProgram::fit): a session of short calls never holds a long call's rows.
 struct Workspace {
   std::vector<std::vector<float>> f32;    // by value id (empty for i32 values)
   std::vector<std::vector<int32_t>> i32;  // by value id (empty for f32 values)
+  // By value id: elements from the buffer's start to the current row block's
+  // first row (0 outside row blocks, and for block-local values).
+  std::vector<int64_t> offset;
   kernels::Int8Activations acts;          // the last quantized Linear input
   kernels::Bf16Activations bf16_acts;     // the same, for the AMX kernels
   kernels::RefineScratch refine;          // the output head's top-logit refinement
 
-  float* f(int id) { return f32[id].data(); }
-  int32_t* i(int id) { return i32[id].data(); }
+  float* f(int id) { return f32[id].data() + offset[id]; }
+  int32_t* i(int id) { return i32[id].data() + offset[id]; }
 };
 
 // Wall time per op of a program, summed over calls (tessera audit).
@@ -62,6 +75,7 @@ struct CallContext {
   OpProfile* profile = nullptr;      // optional: per-op timing
   // Optional: called before every Linear with its weight's name and its
   // input [rows][cols] (calibration, convert/calibration.h).
+  // Set, it sees whole calls: row blocks are off.
   const std::function<void(const std::string& weight, const float* x, int64_t rows, int64_t cols)>*
       on_linear_input = nullptr;
 };
@@ -78,14 +92,22 @@ using QLinearCache = std::map<std::string, std::shared_ptr<const kernels::QLinea
 
 class BoundProgram {
  public:
-  // Throws Error naming the weight whose shape does not fit.
-  BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache);
+  // Throws Error naming the weight whose shape does not fit. `row_block`:
+  // tokens per row block (kDefaultRowBlock; 0: every call runs whole).
+  BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
+               int64_t row_block = kDefaultRowBlock);
 
   const Program& program() const { return *program_; }
   Isa isa() const { return isa_; }
   const std::vector<KernelPlacement>& placement() const { return placement_; }
+  // An empty workspace; fit() sizes it for a call.
   Workspace make_workspace() const;
+  // Grows `ws` to hold the values of a call of ctx.rows tokens and
+  // ctx.logit_rows; done by run(), and needed before writing the inputs.
+  void fit(Workspace& ws, const CallContext& ctx) const;
   void run(Workspace& ws, const CallContext& ctx) const;
+  // Bytes of the value buffers a call of `rows` tokens (and one logit row) needs.
+  int64_t workspace_bytes(int64_t rows) const;
 
  private:
   struct BoundOp {
@@ -108,12 +130,23 @@ class BoundProgram {
   void run_linear_group(size_t first, size_t count, Workspace& ws, const CallContext& ctx) const;
   // How many ops starting at ops_[i] this call runs as one step (1, or a group).
   size_t step_length(size_t i, int64_t rows) const;
+  // Rows per block of a call of `rows` tokens; `rows` itself if it runs whole.
+  int64_t block_rows(const CallContext& ctx) const;
+  // Runs (timed into ctx.profile, counting a call if `count`) the step at ops_[i]; returns its length.
+  size_t run_step(size_t i, Workspace& ws, const CallContext& ctx, bool count) const;
+  // Finds the runs of row-local ops and the values that live inside one.
+  void find_row_blocks();
 
   const Program* program_;
   Isa isa_;
   const kernels::VectorOps* vops_;
   std::vector<BoundOp> ops_;
   std::vector<KernelPlacement> placement_;
+  int64_t row_block_;
+  // By op index: for the first op of a run of row-local ops that holds a
+  // Linear, the index one past its last op; 0 otherwise.
+  std::vector<size_t> segment_end_;
+  std::vector<char> block_local_;  // by value id
 };
 
 }  // namespace tessera

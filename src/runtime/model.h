@@ -31,6 +31,8 @@ struct LoadOptions {
   // Kernels' instruction set; unset: active_isa() (TESSERA_ISA or the best the
   // CPU has). Isa::Scalar runs every op on its reference kernel.
   std::optional<Isa> isa;
+  // Tokens per row block of long calls (runtime/executor.h; 0: calls run whole).
+  int64_t row_block = kDefaultRowBlock;
 };
 
 class Model {

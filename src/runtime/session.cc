@@ -95,6 +95,7 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
     if (p.max_tokens != variant) continue;
     if (!workspaces_[i]) workspaces_[i] = model_.bound(i).make_workspace();
     Workspace& ws = *workspaces_[i];
+    model_.bound(i).fit(ws, ctx);
     const bool timed = static_cast<bool>(on_program_timed);
     std::chrono::steady_clock::time_point start;
     if (timed) start = std::chrono::steady_clock::now();

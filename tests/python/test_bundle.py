@@ -226,3 +226,40 @@ def test_info_and_tokenize_read_bundles(real_bundle, pulled_model_path):
     text = "Bundles tokenize like their source: ünïcödé, 12345!"
     assert run_tessera("tokenize", bundle, text).stdout == run_tessera("tokenize", src, text).stdout
     assert "lut4 x210" in run_tessera("info", bundle).stdout
+
+
+def test_row_blocks_keep_the_bits(tiny_dir, tmp_path):
+    """Calls longer than a row block run their norms, linears and MLP block by
+    block (runtime/executor.h): every level gives the bits of the whole call,
+    with blocks of tile-rounded (64 + 36 rows) and plain (34 + 34 + 32) sizes."""
+    name, src = tiny_dir
+    bundle = str(convert(src, tmp_path / "b", "--weights", "lut4", "--group-size", "16", "--chunks", "2"))
+    ids = torch.randint(0, VOCAB, (100,), generator=torch.Generator().manual_seed(5)).tolist()
+    best = tessera.Model(bundle).isa
+    levels = ["scalar", "avx2", "avx512", "amx"]
+    for level in levels[:levels.index(best) + 1]:
+        whole = tessera.Session(tessera.Model(bundle, threads=2, isa=level, row_block=0)).forward(ids)
+        for row_block in (64, 48):
+            model = tessera.Model(bundle, threads=2, isa=level, row_block=row_block)
+            got = tessera.Session(model).forward(ids)
+            assert np.array_equal(got, whole), f"{name} {level} row_block={row_block}"
+
+
+def test_row_blocks_shrink_the_workspace(tmp_path):
+    """A 512-token call holds its block-local values (the normed input h,
+    the projections' output o, the MLP's gate and up) for one 128-row block;
+    values that outlive a block (residual, q/k/v, attention output) hold
+    every row; a short call holds only its own rows."""
+    src = tmp_path / "src"
+    make_tiny_model("llama", src)
+    bundle = str(convert(src, tmp_path / "b", "--weights", "lut4", "--group-size", "16"))
+    spec = json.loads((Path(bundle) / "manifest.json").read_text())["spec"]
+    hidden, inter = spec["hidden_size"], spec["intermediate_size"]
+    whole = tessera.Model(bundle, row_block=0).workspace_bytes("prefill512.c0", 512)
+    blocked = tessera.Model(bundle).workspace_bytes("prefill512.c0", 512)
+    assert whole - blocked == 4 * (512 - 128) * (2 * hidden + 2 * inter)
+    short = tessera.Model(bundle).workspace_bytes("prefill512.c0", 100)
+    assert short == tessera.Model(bundle, row_block=0).workspace_bytes("prefill512.c0", 100)
+    assert short < whole * 100 / 512 + 4 * spec["vocab_size"] * 2
+    with pytest.raises(tessera.TesseraError, match="no program named"):
+        tessera.Model(bundle).workspace_bytes("prefill7.c0", 7)
