@@ -76,8 +76,8 @@ std::string render_chat(const std::string& model_path, const std::string& chat_f
     fail(chat_file, "--chat", "invalid JSON: {}", e.what());
   }
   ChatTemplateOptions opt;
-  if (tok.bos_id()) opt.bos_token = tok.token_to_piece(*tok.bos_id());
-  if (tok.eos_id()) opt.eos_token = tok.token_to_piece(*tok.eos_id());
+  if (tok.bos_id()) opt.bos_token = std::string(tok.token_to_piece(*tok.bos_id()));
+  if (tok.eos_id()) opt.eos_token = std::string(tok.token_to_piece(*tok.eos_id()));
   nlohmann::ordered_json messages = chat;
   if (chat.is_object()) {
     if (!chat.contains("messages")) fail(chat_file, "--chat", "expected a list of messages or an object with \"messages\"");
@@ -129,7 +129,7 @@ void register_tokenize(CLI::App& app) {
       fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
-    for (int32_t id : ids) fmt::print("{:>8}  {}\n", id, printable(tok.token_to_piece(id)));
+    for (int32_t id : ids) fmt::print("{:>8}  {}\n", id, printable(std::string(tok.token_to_piece(id))));
     fmt::print("{} tokens\n", ids.size());
   });
 }

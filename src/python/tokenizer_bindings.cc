@@ -42,7 +42,7 @@ void bind_tokenizer(py::module_& m) {
           py::arg("text"), py::arg("add_special_tokens") = true)
       .def("decode", [](const Tokenizer& t, const std::vector<int32_t>& ids) { return utf8_str(t.decode(ids)); },
            py::arg("ids"))
-      .def("token_to_piece", [](const Tokenizer& t, int32_t id) { return utf8_str(t.token_to_piece(id)); })
+      .def("token_to_piece", [](const Tokenizer& t, int32_t id) { return utf8_str(std::string(t.token_to_piece(id))); })
       .def("stream_decode",
            [](const Tokenizer& t, const std::vector<int32_t>& ids) {
              tessera::tok::StreamingDetokenizer d(t);

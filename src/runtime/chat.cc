@@ -13,8 +13,8 @@ std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered
   if (!tpl) fail(model.path(), "chat template", "the model has no chat template");
   ChatTemplateOptions o;
   o.add_generation_prompt = true;
-  if (tok.bos_id()) o.bos_token = tok.token_to_piece(*tok.bos_id());
-  if (tok.eos_id()) o.eos_token = tok.token_to_piece(*tok.eos_id());
+  if (tok.bos_id()) o.bos_token = std::string(tok.token_to_piece(*tok.bos_id()));
+  if (tok.eos_id()) o.eos_token = std::string(tok.token_to_piece(*tok.eos_id()));
   o.extra = extra;
   return tok.encode(tpl->render(messages, o), /*add_special=*/false);
 }

@@ -36,7 +36,9 @@ Bpe::Bpe(std::shared_ptr<const Vocab> vocab,
     unk_id_ = vocab_->find(*opt_.unk_token);
     if (!unk_id_) fail("tokenizer", "model.unk_token", "unknown token {:?} is not in the vocabulary", *opt_.unk_token);
   }
-  merges_.reserve(merges.size() * 2);
+  size_t slots = 1024;
+  while (2 * slots < 3 * merges.size()) slots *= 2;  // at most two thirds full
+  merges_.assign(slots, Merge{});
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
     const auto ia = vocab_->find(a), ib = vocab_->find(b);
@@ -50,7 +52,10 @@ Bpe::Bpe(std::shared_ptr<const Vocab> vocab,
                                                  : fmt::format("{:?}", a + b));
     }
     // A later duplicate overwrites an earlier one, as in the reference.
-    merges_[pair_key(*ia, *ib)] = {static_cast<uint32_t>(rank), *ir};
+    const uint64_t key = pair_key(*ia, *ib);
+    Merge& m = merges_[merge_slot(key)];
+    if (m.key == kNoMerge) ++num_merges_;
+    m = {key, static_cast<uint32_t>(rank), *ir};
   }
   const auto& table = byte_level_table();
   for (int b = 0; b < 256; ++b) {
@@ -59,10 +64,26 @@ Bpe::Bpe(std::shared_ptr<const Vocab> vocab,
   }
 }
 
+size_t Bpe::merge_slot(uint64_t key) const {
+  // splitmix64's finalizer spreads the two ids over the slots.
+  uint64_t h = key;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  const size_t mask = merges_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask)
+    if (merges_[i].key == key || merges_[i].key == kNoMerge) return i;
+}
+
+const Bpe::Merge* Bpe::find_merge(int32_t a, int32_t b) const {
+  const Merge& m = merges_[merge_slot(pair_key(a, b))];
+  return m.key == kNoMerge ? nullptr : &m;
+}
+
 std::optional<uint32_t> Bpe::merge_rank(int32_t a, int32_t b) const {
-  auto it = merges_.find(pair_key(a, b));
-  if (it == merges_.end()) return std::nullopt;
-  return it->second.first;
+  const Merge* m = find_merge(a, b);
+  if (!m) return std::nullopt;
+  return m->rank;
 }
 
 void Bpe::merge_all(std::vector<Symbol>& s) const {
@@ -70,8 +91,7 @@ void Bpe::merge_all(std::vector<Symbol>& s) const {
   storage.reserve(s.size() * 2);
   std::priority_queue<Candidate> queue(std::less<Candidate>(), std::move(storage));
   for (size_t i = 0; i + 1 < s.size(); ++i) {
-    auto it = merges_.find(pair_key(s[i].id, s[i + 1].id));
-    if (it != merges_.end()) queue.push({it->second.first, static_cast<int32_t>(i), it->second.second});
+    if (const Merge* m = find_merge(s[i].id, s[i + 1].id)) queue.push({m->rank, static_cast<int32_t>(i), m->id});
   }
   const int32_t n = static_cast<int32_t>(s.size());
   while (!queue.empty()) {
@@ -83,20 +103,18 @@ void Bpe::merge_all(std::vector<Symbol>& s) const {
     const Symbol right = s[next_pos];
     // Stale entry: the pair at this position is no longer the one queued
     // (the reference compares only the result id; so do we).
-    auto it = merges_.find(pair_key(cur.id, right.id));
-    if (it == merges_.end() || it->second.second != top.new_id) continue;
+    const Merge* m = find_merge(cur.id, right.id);
+    if (!m || m->id != top.new_id) continue;
     cur.id = top.new_id;
     cur.len += right.len;
     cur.next = right.next;
     s[next_pos].len = 0;
     if (right.next > -1 && right.next < n) s[right.next].prev = top.pos;
     if (cur.prev >= 0) {
-      auto p = merges_.find(pair_key(s[cur.prev].id, cur.id));
-      if (p != merges_.end()) queue.push({p->second.first, cur.prev, p->second.second});
+      if (const Merge* p = find_merge(s[cur.prev].id, cur.id)) queue.push({p->rank, cur.prev, p->id});
     }
     if (cur.next >= 0 && cur.next < n) {
-      auto q = merges_.find(pair_key(cur.id, s[cur.next].id));
-      if (q != merges_.end()) queue.push({q->second.first, top.pos, q->second.second});
+      if (const Merge* q = find_merge(cur.id, s[cur.next].id)) queue.push({q->rank, top.pos, q->id});
     }
   }
 }
@@ -138,8 +156,8 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
     if (idx > 0) symbols.back().next = idx;
     symbols.push_back({id, idx - 1, -1, len});
   };
-  // A pending unknown: (bytes covered), flushed before the next known symbol.
-  std::optional<uint32_t> unk_len;
+  // A pending unknown's bytes (0: none), flushed before the next known symbol.
+  uint32_t unk_len = 0;
   for (size_t i = 0; i < word.size();) {
     size_t n = utf8_valid_len(word, i);
     if (n == 0) n = utf8_invalid_len(word, i);  // callers pass valid text; be safe anyway
@@ -147,8 +165,8 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
     i += n;
     if (auto id = vocab_->find(ch)) {
       if (unk_len) {
-        add(*unk_id_, *unk_len);
-        unk_len.reset();
+        add(*unk_id_, unk_len);
+        unk_len = 0;
       }
       add(*id, static_cast<uint32_t>(n));
       continue;
@@ -163,14 +181,14 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
     }
     if (unk_id_) {
       if (unk_len && opt_.fuse_unk) {
-        *unk_len += static_cast<uint32_t>(n);
+        unk_len += static_cast<uint32_t>(n);
       } else {
-        if (unk_len) add(*unk_id_, *unk_len);
+        if (unk_len) add(*unk_id_, unk_len);
         unk_len = static_cast<uint32_t>(n);
       }
     }
   }
-  if (unk_len) add(*unk_id_, *unk_len);
+  if (unk_len) add(*unk_id_, unk_len);
   finish(word, symbols, out);
 }
 

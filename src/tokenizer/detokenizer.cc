@@ -32,7 +32,7 @@ void StreamingDetokenizer::reset() {
 }
 
 std::string StreamingDetokenizer::token_bytes(int32_t id) {
-  const std::string& piece = tok_.token_to_piece(id);
+  const std::string piece(tok_.token_to_piece(id));
   if (byte_level_) {
     std::string b;
     if (byte_level_table().decode(piece, b)) return b;

@@ -28,17 +28,17 @@ Tokenizer::Tokenizer(Parts p)
       eos_id_(p.eos_id),
       kind_(std::move(p.kind)) {
   bpe_ = std::make_unique<Bpe>(vocab_, p.merges, p.bpe);
-  pieces_ = vocab_->pieces;
+  vocab_size_ = vocab_->size();
   for (const auto& t : added_) {
     if (t.id < 0) continue;
-    if (static_cast<size_t>(t.id) >= pieces_.size()) pieces_.resize(t.id + 1);
+    vocab_size_ = std::max(vocab_size_, static_cast<size_t>(t.id) + 1);
     // The added vocabulary answers first for its ids, as in the reference.
-    pieces_[t.id] = t.content;
+    added_pieces_[t.id] = t.content;
   }
-  special_.assign(pieces_.size(), 0);
+  special_.assign(vocab_size_, 0);
   std::vector<std::pair<std::string, const AddedToken*>> raw, norm;
   for (const auto& t : added_) {
-    if (t.special) special_[t.id] = 1;
+    if (t.special && t.id >= 0) special_[t.id] = 1;
     if (t.normalized) norm.emplace_back(normalizer_.apply(t.content), &t);
     else raw.emplace_back(t.content, &t);
   }
@@ -46,10 +46,11 @@ Tokenizer::Tokenizer(Parts p)
   normalized_matcher_.build(norm);
 }
 
-const std::string& Tokenizer::token_to_piece(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= pieces_.size())
-    fail("tokenizer", fmt::format("token {}", id), "id is outside the vocabulary (size {})", pieces_.size());
-  return pieces_[id];
+std::string_view Tokenizer::token_to_piece(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= vocab_size_)
+    fail("tokenizer", fmt::format("token {}", id), "id is outside the vocabulary (size {})", vocab_size_);
+  if (auto it = added_pieces_.find(id); it != added_pieces_.end()) return it->second;
+  return static_cast<size_t>(id) < vocab_->size() ? vocab_->piece(id) : std::string_view();
 }
 
 std::optional<int32_t> Tokenizer::piece_to_token(std::string_view piece) const {
@@ -104,7 +105,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_special)
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   std::vector<std::string> pieces;
   pieces.reserve(ids.size());
-  for (int32_t id : ids) pieces.push_back(token_to_piece(id));
+  for (int32_t id : ids) pieces.emplace_back(token_to_piece(id));
   if (!has_decoder_) {
     std::string out;
     for (size_t i = 0; i < pieces.size(); ++i) out += (i ? " " : "") + pieces[i];

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -59,9 +60,10 @@ class Tokenizer {
   // transformers' decode(skip_special_tokens=False)).
   std::string decode(const std::vector<int32_t>& ids) const;
 
-  size_t vocab_size() const { return pieces_.size(); }
-  // The stored spelling of a token ("Ġthe", "▁the", "<0x0A>", "<|im_end|>").
-  const std::string& token_to_piece(int32_t id) const;
+  size_t vocab_size() const { return vocab_size_; }
+  // The stored spelling of a token ("Ġthe", "▁the", "<0x0A>", "<|im_end|>"),
+  // valid as long as the tokenizer.
+  std::string_view token_to_piece(int32_t id) const;
   std::optional<int32_t> piece_to_token(std::string_view piece) const;
   bool is_special(int32_t id) const;
   std::optional<int32_t> bos_id() const { return bos_id_; }
@@ -96,7 +98,8 @@ class Tokenizer {
   Decoder decoder_;
   bool has_decoder_ = true;
   std::vector<AddedToken> added_;
-  std::vector<std::string> pieces_;   // id -> piece (added tokens' content where the vocab has none)
+  size_t vocab_size_ = 0;             // the vocabulary's ids and the added ones
+  std::unordered_map<int32_t, std::string> added_pieces_;  // added tokens' content, answering before the vocabulary
   std::vector<uint8_t> special_;      // id -> special added token
   AddedTokenMatcher raw_matcher_, normalized_matcher_;
   std::vector<int32_t> prefix_, suffix_;

@@ -142,7 +142,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
 
   Parts p;
   p.vocab = std::make_shared<Vocab>();
-  p.vocab->ids.reserve(tokens->size());
+  size_t chars = 0;
+  for (const auto& t : *tokens) chars += t.size();
+  p.vocab->reserve(tokens->size(), chars + chars / 8);  // byte-level spelling lengthens a few pieces
   std::vector<std::string> spelled(tokens->size());
   const bool gpt2 = *model == "gpt2";
   const bool spm = *model == "llama" || *model == "gemma4";

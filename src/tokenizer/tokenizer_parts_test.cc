@@ -1,6 +1,8 @@
 // Unit tests of the tokenizer's parts: UTF-8 repair, the PCRE2 wrapper, split
 // behaviours, added-token matching and the BPE merge engine.
 #include <chrono>
+#include <map>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -206,6 +208,46 @@ TEST(TokenizerBpe, LongWordIsNotQuadratic) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(ids.size(), (2u << 20) / 4096);
   EXPECT_LT(s, 10.0);
+}
+
+TEST(TokenizerVocab, FindsEveryPieceThroughGrowthAndDuplicates) {
+  // Enough pieces to grow the table several times; a std::map as the oracle.
+  Vocab v;
+  std::map<std::string, int32_t> want;
+  std::mt19937 rng(7);
+  for (int32_t id = 0; id < 20000; ++id) {
+    std::string piece;
+    for (int n = 1 + static_cast<int>(rng() % 6); n > 0; --n) piece += static_cast<char>('a' + rng() % 5);
+    v.set(id, piece);
+    want[piece] = id;  // a later duplicate answers the piece
+  }
+  ASSERT_EQ(v.size(), 20000u);
+  for (const auto& [piece, id] : want) {
+    ASSERT_EQ(v.find(piece), id) << piece;
+  }
+  EXPECT_EQ(v.find("zz"), std::nullopt);
+  EXPECT_EQ(v.find(""), std::nullopt);
+  // Ids keep their own spelling, duplicates included; unset ids are empty.
+  v.set(20005, "\xE2\x96\x81hello");
+  EXPECT_EQ(v.size(), 20006u);
+  EXPECT_EQ(v.piece(20005), "\xE2\x96\x81hello");
+  EXPECT_EQ(v.piece(20003), "");
+  EXPECT_EQ(v.find("\xE2\x96\x81hello"), 20005);
+  // An id set again takes the new piece; the old one is gone.
+  v.set(20005, "other");
+  EXPECT_EQ(v.piece(20005), "other");
+  EXPECT_EQ(v.find("other"), 20005);
+  EXPECT_EQ(v.find("\xE2\x96\x81hello"), std::nullopt);
+}
+
+TEST(TokenizerBpe, MergeTableKeepsTheLastDuplicateAndCountsDistinctPairs) {
+  auto v = make_vocab({"a", "b", "ab", "ba"});
+  Bpe bpe(v, {{"a", "b"}, {"b", "a"}, {"a", "b"}}, {});
+  EXPECT_EQ(bpe.num_merges(), 2u);
+  EXPECT_EQ(bpe.merge_rank(0, 1), 2u);  // the later duplicate
+  EXPECT_EQ(bpe.merge_rank(1, 0), 1u);
+  EXPECT_EQ(bpe.merge_rank(0, 0), std::nullopt);
+  EXPECT_EQ(bpe.merge_rank(-1, -1), std::nullopt);  // the empty slots' key
 }
 
 TEST(TokenizerByteLevel, TableIsGpt2s) {

@@ -1,46 +1,49 @@
-// A tokenizer vocabulary: id <-> piece, with the per-token score and type a
-// GGUF file stores (tokenizer.ggml.scores / token_type). Pieces are spelled as
-// the model stores them (byte-level alphabet for GPT-2-style BPE, '▁' for
-// SentencePiece spaces, "<0x41>" for byte-fallback tokens).
+// A tokenizer vocabulary: id <-> piece. Pieces are spelled as the model
+// stores them (byte-level alphabet for GPT-2-style BPE, '▁' for SentencePiece
+// spaces, "<0x41>" for byte-fallback tokens).
+//
+// Layout, for the 150-260k pieces of current vocabularies: every piece's
+// bytes in one arena, an (offset, length) per id, and piece -> id through an
+// open-addressing table of ids (linear probing on the piece's hash, compared
+// against the arena). About 12 bytes per token plus its characters, against
+// ~100 for a vector of strings beside a node-based hash map.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace tessera::tok {
 
-// llama.cpp's token types (tokenizer.ggml.token_type).
-enum class TokenType : int32_t {
-  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
-};
-
-// Hash that also accepts string_view, so lookups need no temporary string.
-struct PieceHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
-struct Vocab {
-  std::vector<std::string> pieces;  // id -> piece ("" for ids with no piece)
-  std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>> ids;  // piece -> id
-
-  size_t size() const { return pieces.size(); }
-  std::optional<int32_t> find(std::string_view piece) const {
-    auto it = ids.find(piece);
-    if (it == ids.end()) return std::nullopt;
-    return it->second;
+class Vocab {
+ public:
+  // Ids run 0 .. size()-1; an id never set has the empty piece.
+  size_t size() const { return spans_.size(); }
+  std::string_view piece(int32_t id) const {
+    const Span s = spans_[static_cast<size_t>(id)];
+    return std::string_view(chars_).substr(s.offset, s.length);
   }
-  // Adds or re-points `piece`; later duplicates win the piece -> id direction
-  // (as a Python dict built in id order does).
-  void set(int32_t id, std::string piece) {
-    if (static_cast<size_t>(id) >= pieces.size()) pieces.resize(id + 1);
-    ids[piece] = id;
-    pieces[id] = std::move(piece);
-  }
+  std::optional<int32_t> find(std::string_view piece) const;
+  // Adds `piece` as `id`. A piece set again under another id answers with the
+  // later id (as a Python dict built in id order does); an id set again takes
+  // the new piece, and its old piece is no longer found.
+  void set(int32_t id, std::string_view piece);
+  // Room for `pieces` pieces of `chars` bytes in all (loading goes faster).
+  void reserve(size_t pieces, size_t chars);
+
+ private:
+  struct Span {
+    uint32_t offset = 0, length = 0;
+  };
+  size_t slot_of(std::string_view piece) const;  // its slot, or the empty one where it would go
+  void grow();
+
+  std::string chars_;
+  std::vector<Span> spans_;     // by id
+  std::vector<int32_t> slots_;  // ids, -1 empty; size a power of two
+  size_t used_ = 0;             // slots holding an id
 };
 
 }  // namespace tessera::tok
