@@ -40,7 +40,7 @@ struct Fixture {
     w = std::make_unique<QLinearWeights>(view);
     x.resize(tokens * cols);
     for (auto& v : x) v = std::normal_distribution<float>()(rng);
-    quantize_activations(x.data(), tokens, cols, w->layout(), 2, acts);  // as for a layer's linears
+    quantize_activations(Isa::Scalar, x.data(), tokens, cols, w->layout(), 2, acts);  // as for a layer's linears
     y.resize(tokens * rows);
   }
 };

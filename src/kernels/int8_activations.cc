@@ -3,18 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
 
 namespace tessera::kernels {
 
-namespace {
-
-// One pass over one row: q, scales and corrections of `xr` into qr/sr/br;
-// when `residual` is set, also x − s·q per column into it.
-void quantize_row(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
-                  int32_t* br, float* residual) {
+void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
+                             int32_t* br, float* residual) {
   const int64_t cc = act_chunk_cols(layout);
   const int64_t blocks = (cols + kActBlock - 1) / kActBlock;
   int8_t natural[128];
@@ -28,7 +25,12 @@ void quantize_row(const float* xr, int64_t cols, ActLayout layout, int64_t chunk
       if (block >= blocks) continue;
       const int64_t c0 = block * kActBlock, c1 = std::min(cols, c0 + kActBlock);
       float amax = 0.0f;
-      for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(xr[c]));
+      bool nan = false;
+      for (int64_t c = c0; c < c1; ++c) {
+        amax = std::max(amax, std::fabs(xr[c]));
+        nan = nan || std::isnan(xr[c]);
+      }
+      if (nan) amax = xr[c0] + std::numeric_limits<float>::quiet_NaN();  // std::max drops NaNs; keep one
       if (!std::isfinite(amax)) {
         block_scale[b] = amax + xr[c0] * 0.0f;  // inf or NaN: the output becomes NaN, as it should
         if (residual)
@@ -64,9 +66,19 @@ void quantize_row(const float* xr, int64_t cols, ActLayout layout, int64_t chunk
   }
 }
 
+namespace {
+
+void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
+                  int32_t* br, float* residual) {
+  if ((isa == Isa::Avx512 || isa == Isa::Amx) && quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual))
+    return;
+  if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qr, sr, br, residual)) return;
+  quantize_act_row_scalar(xr, cols, layout, chunks, qr, sr, br, residual);
+}
+
 }  // namespace
 
-void activation_residual(const float* x, int64_t cols, float* residual) {
+void activation_residual(Isa isa, const float* x, int64_t cols, float* residual) {
   const int64_t chunks = (cols + 63) / 64;
   // The quantized row itself is not needed: per-thread buffers, grown once
   // (the output head calls this twice per decode step).
@@ -78,10 +90,10 @@ void activation_residual(const float* x, int64_t cols, float* residual) {
     scales.resize(static_cast<size_t>(chunks * 16));
     bias.resize(static_cast<size_t>(chunks * 16));
   }
-  quantize_row(x, cols, ActLayout::Natural, chunks, q.data(), scales.data(), bias.data(), residual);
+  quantize_row(isa, x, cols, ActLayout::Natural, chunks, q.data(), scales.data(), bias.data(), residual);
 }
 
-void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
+void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
                           Int8Activations& out) {
   if (passes < 1 || passes > kMaxActPasses) fail("", "int8 activations", "{} passes (1 or 2 allowed)", passes);
   out.passes = passes;
@@ -100,7 +112,7 @@ void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout 
   for (int64_t t = 0; t < rows; ++t)
     for (int pass = 0; pass < passes; ++pass) {
       const int64_t i = t * passes + pass;
-      quantize_row(pass == 0 ? x + t * cols : residual.data(), cols, layout, out.chunks, out.q.data() + i * row_bytes,
+      quantize_row(isa, pass == 0 ? x + t * cols : residual.data(), cols, layout, out.chunks, out.q.data() + i * row_bytes,
                    out.scale16.data() + i * out.chunks * 16, out.bias16.data() + i * out.chunks * 16,
                    pass + 1 < passes ? residual.data() : nullptr);
     }

@@ -40,6 +40,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu_isa.h"
+
 namespace tessera::kernels {
 
 enum class ActLayout { Natural, Lut4Pairs };
@@ -70,12 +72,27 @@ struct Int8Activations {
 
 // The rounding residual x − s·q of one pass over one row of `cols` values
 // (what pass 1 quantizes), per column, into residual[0..cols).
-void activation_residual(const float* x, int64_t cols, float* residual);
+void activation_residual(Isa isa, const float* x, int64_t cols, float* residual);
 
 // Quantizes x [rows][cols] into `out` in `passes` passes (1 or 2; buffers
 // reused when large enough). Deterministic: the same bits on every machine
-// and instruction set.
-void quantize_activations(const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
+// and at every level; `isa` only picks the implementation (Isa::Scalar: the
+// plain one, the twin the others are tested against; avx2, avx512 / amx:
+// vector ones).
+void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
                           Int8Activations& out);
+
+// One pass over one row (the unit both implementations share): the row's
+// q bytes (`chunks` chunks of `layout`), scale16 and bias16 into qr / sr /
+// br, and x − s·q per column into `residual` when it is set.
+void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
+                             int32_t* br, float* residual);
+// The same bits with AVX2 / AVX-512 (VNNI, VBMI); false for a row they leave
+// to the scalar row (outputs then unspecified): one holding a NaN or an
+// infinity, and for AVX2 one with a block max so small that 127 / max overflows.
+bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
+                           int32_t* br, float* residual);
+bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
+                             int32_t* br, float* residual);
 
 }  // namespace tessera::kernels

@@ -16,8 +16,8 @@ int64_t refine_top_outputs(Isa isa, const QLinearWeights& w, const float* x, int
   for (int64_t t = 0; t < rows; ++t) {
     const float* xt = x + t * cols;
     float* yt = y + t * ldy;
-    activation_residual(xt, cols, s.residual1.data());
-    activation_residual(s.residual1.data(), cols, s.residual2.data());
+    activation_residual(isa, xt, cols, s.residual1.data());
+    activation_residual(isa, s.residual1.data(), cols, s.residual2.data());
     double x1 = 0, e1 = 0, e2 = 0;
     for (int64_t c = 0; c < cols; ++c) {
       x1 += std::fabs(xt[c]);
@@ -41,7 +41,7 @@ int64_t refine_top_outputs(Isa isa, const QLinearWeights& w, const float* x, int
           (s.blocks.empty() || s.blocks.back() != m / 4))
         s.blocks.push_back(m / 4);
     }
-    quantize_activations(xt, 1, cols, w.layout(), 2, s.acts);
+    quantize_activations(isa, xt, 1, cols, w.layout(), 2, s.acts);
     for (int64_t blk : s.blocks) {
       const int64_t b0 = blk * 4, b1 = std::min(n, b0 + 4);
       qlinear(isa, w, s.acts, bias, b0, b1, s.block_out.data(), 0);

@@ -30,7 +30,7 @@ TEST(QLinearRefine, ArgmaxIsTheTwoPassArgmax) {
         std::normal_distribution<float> spread(0.0f, 30.0f);
         for (float& b : c.bias) b = spread(rng);
         Int8Activations two;
-        quantize_activations(c.x.data(), rows, cols, c.w.layout(), 2, two);
+        quantize_activations(Isa::Scalar, c.x.data(), rows, cols, c.w.layout(), 2, two);
         std::vector<float> y2(rows * n);
         qlinear(isa, c.w, two, c.bias.data(), 0, n, y2.data(), n);
         const int64_t a = argmax(y2.data(), n);
@@ -41,7 +41,7 @@ TEST(QLinearRefine, ArgmaxIsTheTwoPassArgmax) {
         qlinear(isa, c.w, two, c.bias.data(), 0, n, y2.data(), n);
 
         Int8Activations one;
-        quantize_activations(c.x.data(), rows, cols, c.w.layout(), 1, one);
+        quantize_activations(Isa::Scalar, c.x.data(), rows, cols, c.w.layout(), 1, one);
         std::vector<float> y1(rows * n);
         qlinear(isa, c.w, one, c.bias.data(), 0, n, y1.data(), n);
         std::vector<float> refined = y1;

@@ -49,7 +49,7 @@ TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
     const std::vector<float>& bias = c.bias;
     for (int passes : {1, 2}) {
       Int8Activations a;
-      quantize_activations(x.data(), s.tokens, s.cols, w.layout(), passes, a);
+      quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a);
       const std::vector<float> want = run(Isa::Scalar, w, a, bias.data(), 0);
       for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
         if (!isa_supported(isa)) continue;
@@ -71,12 +71,12 @@ TEST(QLinear, TokensOfOneCallMatchOneTokenCalls) {
     const int64_t T = 35;  // more than two token tiles
     const std::vector<float> x = random_acts(rng, T, 320);
     Int8Activations all, one;
-    quantize_activations(x.data(), T, 320, w.layout(), 2, all);
+    quantize_activations(Isa::Scalar, x.data(), T, 320, w.layout(), 2, all);
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
       if (!isa_supported(isa)) continue;
       const std::vector<float> batched = run(isa, w, all, nullptr, 0);
       for (int64_t t = 0; t < T; ++t) {
-        quantize_activations(x.data() + t * 320, 1, 320, w.layout(), 2, one);
+        quantize_activations(Isa::Scalar, x.data() + t * 320, 1, 320, w.layout(), 2, one);
         const std::vector<float> single = run(isa, w, one, nullptr, 0);
         EXPECT_EQ(std::memcmp(single.data(), batched.data() + t * 24, 24 * sizeof(float)), 0) << isa_name(isa) << " t " << t;
       }
@@ -100,7 +100,7 @@ TEST(QLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
     const std::vector<float>& x = c.x;
     for (int passes : {1, 2}) {
       Int8Activations a;
-      quantize_activations(x.data(), s.tokens, s.cols, w.layout(), passes, a);
+      quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a);
       const double act_step = passes == 1 ? 1.0 / 254.0 : 1.01 / (254.0 * 254.0);
       auto act_error = [&](int64_t t, int64_t c) {  // the column's block amax times the step
         const int64_t b0 = c / kActBlock * kActBlock;
@@ -120,7 +120,7 @@ TEST(QLinear, ActivationLayoutsHoldTheRoundedValuesWhereTheDocSays) {
   const std::vector<float> x = random_acts(rng, 1, cols);
   for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs}) {
     Int8Activations a;
-    quantize_activations(x.data(), 1, cols, layout, 1, a);
+    quantize_activations(Isa::Scalar, x.data(), 1, cols, layout, 1, a);
     const int64_t cc = act_chunk_cols(layout);
     ASSERT_EQ(a.chunks, (cols + cc - 1) / cc);
     for (int64_t c = 0; c < a.chunks * cc; ++c) {

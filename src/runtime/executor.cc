@@ -355,7 +355,7 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
   const float* x = ws.f(in);
   if (ctx.on_linear_input)
     for (size_t m = first; m < first + count; ++m) (*ctx.on_linear_input)(ops_[m].op->weights[0], x, rows, k);
-  if (!lead.reuse_acts) kernels::quantize_activations(x, rows, k, lead.qw->layout(), lead.act_passes, ws.acts);
+  if (!lead.reuse_acts) kernels::quantize_activations(isa_, x, rows, k, lead.qw->layout(), lead.act_passes, ws.acts);
   // The members' blocks of 4 output features, end to end: one parallel_for
   // over all of them (one hand-off to the pool instead of one per Linear).
   // Every output is computed as when its Linear runs alone.
@@ -423,7 +423,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
           kernels::qlinear_f32gemm_avx2(*b.qw, x, rows, b.w1, begin * 32, std::min(n, end * 32), y, n);
         });
       } else if (path == LinearPath::IntegerDot) {
-        if (!b.reuse_acts) kernels::quantize_activations(x, rows, k, b.qw->layout(), b.act_passes, ws.acts);
+        if (!b.reuse_acts) kernels::quantize_activations(isa_, x, rows, k, b.qw->layout(), b.act_passes, ws.acts);
         // Blocks of 4 output features: the kernels' unit of work.
         const Isa isa = isa_;
         pool.parallel_for(

@@ -1,0 +1,112 @@
+// AVX2 twin of quantize_act_row_scalar (kernels/int8_activations.h): the
+// same bits, one 8-column block per vector.
+//
+// Per block: |x|, its maximum broadcast by three swap-and-max steps, then
+// exactly the scalar arithmetic in IEEE single precision (inv = 127 / max,
+// q = round-to-nearest-even(x · inv) by vcvtps2dq, s = max / 127, residual =
+// x − s·q with a separate multiply and subtract); all-zero blocks get s = 0
+// and q = 0. Rows with a NaN or an infinity, and rows whose 127 / max
+// overflows (a subnormal max, where the scalar row keeps the low byte of the
+// "integer indefinite" and saturating packs would not), are left to the
+// scalar row. Lane sums of q come from vpmaddubsw against ones (pairs of
+// bytes) and vpmaddwd (pairs of those): 4 bytes per 32-bit lane, and one
+// vphaddd more for the 8 columns of a Lut4Pairs lane. The pairs layout
+// gathers even and odd bytes with vpshufb + vpermq.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/int8_activations.h"
+
+#define TESSERA_AVX2 __attribute__((target("avx2")))
+
+namespace tessera::kernels {
+
+namespace {
+
+// Four 32-bit lane sums of each run of 4 bytes of v (signed), i.e. 8 sums.
+TESSERA_AVX2 inline __m256i sums_of_4(__m256i v) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+}
+
+}  // namespace
+
+TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr,
+                                        float* sr, int32_t* br, float* residual) {
+  const bool pairs = layout == ActLayout::Lut4Pairs;
+  const int64_t cc = act_chunk_cols(layout);
+  const int blocks = static_cast<int>(cc / kActBlock);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 inf = _mm256_set1_ps(INFINITY);
+  const __m256 k127 = _mm256_set1_ps(127.0f);
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256i lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i first_dwords = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+  // Per 128-bit lane: the 8 even bytes, then the 8 odd ones.
+  const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
+                                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  alignas(32) int8_t natural[128];
+  for (int64_t m = 0; m < chunks; ++m) {
+    for (int b = 0; b < blocks; ++b) {
+      const int64_t c0 = m * cc + b * kActBlock;
+      const int64_t left = std::min<int64_t>(std::max<int64_t>(cols - c0, 0), kActBlock);
+      const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), lane_index);
+      const __m256 x = _mm256_maskload_ps(xr + std::min(c0, cols), live);  // an empty mask reads nothing
+      const __m256 a = _mm256_andnot_ps(sign, x);
+      if (_mm256_movemask_ps(_mm256_cmp_ps(a, inf, _CMP_NLT_UQ)) != 0) return false;  // NaN or ±inf
+      __m256 mx = _mm256_max_ps(a, _mm256_permute2f128_ps(a, a, 1));
+      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));
+      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __m256 nonzero = _mm256_cmp_ps(mx, zero, _CMP_NEQ_OQ);
+      const __m256 inv = _mm256_and_ps(_mm256_div_ps(k127, mx), nonzero);
+      if (_mm256_movemask_ps(_mm256_cmp_ps(inv, inf, _CMP_EQ_OQ)) != 0) return false;  // subnormal max
+      const __m256 s = _mm256_and_ps(_mm256_div_ps(mx, k127), nonzero);
+      const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(x, inv));  // |q| <= 127
+      // int32 -> int8: saturating packs (exact here) leave the block's bytes
+      // as dwords 0 and 4; gather them into the low 8 bytes.
+      const __m256i q16 = _mm256_packs_epi32(q, q);
+      const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, q16), first_dwords);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(natural + b * kActBlock), _mm256_castsi256_si128(q8));
+      if (residual && left > 0)
+        _mm256_maskstore_ps(residual + c0, live, _mm256_sub_ps(x, _mm256_mul_ps(s, _mm256_cvtepi32_ps(q))));
+      const float scale = _mm256_cvtss_f32(s);
+      if (pairs) {
+        sr[m * 16 + b] = scale;
+      } else {
+        sr[m * 16 + 2 * b] = scale;
+        sr[m * 16 + 2 * b + 1] = scale;
+      }
+    }
+    __m256i lo_sums, hi_sums;  // lanes 0-7, 8-15
+    if (pairs) {
+      // natural 32 bytes at a time -> (16 even, 16 odd) bytes; 8-column sums.
+      __m256i even_odd[4], s4[4];
+      for (int i = 0; i < 4; ++i) {
+        const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(natural + 32 * i));
+        even_odd[i] = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, split), _MM_SHUFFLE(3, 1, 2, 0));
+        s4[i] = sums_of_4(v);
+      }
+      int8_t* dst = qr + m * 128;
+      for (int i = 0; i < 4; ++i) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * i), _mm256_castsi256_si128(even_odd[i]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64 + 16 * i), _mm256_extracti128_si256(even_odd[i], 1));
+      }
+      lo_sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s4[0], s4[1]), _MM_SHUFFLE(3, 1, 2, 0));
+      hi_sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s4[2], s4[3]), _MM_SHUFFLE(3, 1, 2, 0));
+    } else {
+      const __m256i v0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(natural));
+      const __m256i v1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(natural + 32));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + m * 64), v0);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + m * 64 + 32), v1);
+      lo_sums = sums_of_4(v0);
+      hi_sums = sums_of_4(v1);
+    }
+    // -128 · Σq, exactly (|Σq| <= 8 · 127).
+    const __m256i z = _mm256_setzero_si256();
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(br + m * 16), _mm256_sub_epi32(z, _mm256_slli_epi32(lo_sums, 7)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(br + m * 16 + 8), _mm256_sub_epi32(z, _mm256_slli_epi32(hi_sums, 7)));
+  }
+  return true;
+}
+
+}  // namespace tessera::kernels

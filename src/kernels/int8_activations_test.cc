@@ -1,0 +1,106 @@
+// The AVX2 and AVX-512 activation quantizers against their scalar twin: identical bytes,
+// scales, corrections and residuals on random rows of every shape class
+// (whole chunks, partial chunks, partial blocks), with all-zero blocks,
+// subnormals, huge values, exact ties of the rounding, and rows holding NaN
+// or infinity (which the vector paths hand to the scalar one).
+#include "kernels/int8_activations.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tessera::kernels {
+namespace {
+
+template <typename T>
+bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+std::vector<float> random_row_set(std::mt19937& rng, int64_t rows, int64_t cols, int flavour) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> pick(0, 15);
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < x.size(); ++i) {
+    float v = normal(rng);
+    switch (flavour) {
+      case 1: v *= 1e30f; break;                                   // huge
+      case 2: v *= 1e-40f; break;                                  // subnormal
+      case 3: v = static_cast<float>(static_cast<int>(v * 8)) * 0.5f; break;  // halves: rounding ties
+      default: if (pick(rng) == 0) v *= 50.0f;                     // outlier channels
+    }
+    x[i] = v;
+  }
+  // All-zero blocks (and a -0), so zero scales appear mid-row.
+  for (int64_t c = 0; c < std::min<int64_t>(cols, 8); ++c) x[static_cast<size_t>(c)] = c == 3 ? -0.0f : 0.0f;
+  return x;
+}
+
+// The vector levels this CPU has.
+std::vector<Isa> vector_levels() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    if (isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
+  if (vector_levels().empty()) GTEST_SKIP() << "no vector level here";
+  std::mt19937 rng(11);
+  for (int64_t cols : {64, 128, 100, 129, 576, 1536, 4864, 8, 3}) {
+    for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs}) {
+      for (int passes : {1, 2}) {
+        for (int flavour = 0; flavour < 4; ++flavour) {
+          const int64_t rows = 3;
+          const std::vector<float> x = random_row_set(rng, rows, cols, flavour);
+          Int8Activations a;
+          quantize_activations(Isa::Scalar, x.data(), rows, cols, layout, passes, a);
+          std::vector<float> ra(static_cast<size_t>(cols));
+          activation_residual(Isa::Scalar, x.data(), cols, ra.data());
+          for (Isa isa : vector_levels()) {
+            const std::string at = std::string(isa_name(isa)) + " cols " + std::to_string(cols) + " passes " +
+                                   std::to_string(passes) + " flavour " + std::to_string(flavour) +
+                                   (layout == ActLayout::Natural ? " natural" : " pairs");
+            Int8Activations b;
+            quantize_activations(isa, x.data(), rows, cols, layout, passes, b);
+            EXPECT_TRUE(same_bytes(a.q, b.q)) << at;
+            EXPECT_TRUE(same_bytes(a.scale16, b.scale16)) << at;
+            EXPECT_TRUE(same_bytes(a.bias16, b.bias16)) << at;
+            std::vector<float> rb(static_cast<size_t>(cols));
+            activation_residual(isa, x.data(), cols, rb.data());
+            EXPECT_TRUE(same_bytes(ra, rb)) << at;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Int8Activations, NonFiniteRowsTakeTheScalarRowsResult) {
+  std::mt19937 rng(12);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    std::vector<float> x = random_row_set(rng, 2, 300, 0);
+    x[137] = bad;  // row 0, mid-row; row 1 stays finite
+    for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs}) {
+      Int8Activations a;
+      quantize_activations(Isa::Scalar, x.data(), 2, 300, layout, 2, a);
+      // The block holding it has a non-finite scale, so outputs become NaN.
+      EXPECT_FALSE(std::isfinite(a.scale_row(0)[137 / (layout == ActLayout::Natural ? 4 : 8)]));
+      for (Isa isa : vector_levels()) {
+        Int8Activations b;
+        quantize_activations(isa, x.data(), 2, 300, layout, 2, b);
+        EXPECT_TRUE(same_bytes(a.q, b.q)) << isa_name(isa);
+        EXPECT_TRUE(same_bytes(a.bias16, b.bias16)) << isa_name(isa);
+        EXPECT_TRUE(same_bytes(a.scale16, b.scale16)) << isa_name(isa);  // NaN scales compared as bits
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels
