@@ -51,6 +51,7 @@ void register_bench(CLI::App& app) {
   static BenchOptions o;
   static int threads = 1;
   static int64_t chunks = 0;
+  static int64_t row_block = kDefaultRowBlock;
   static bool json = false, no_warmup = false, verify = false, no_bandwidth = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
@@ -64,6 +65,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-c,--ctx", o.context_length, "Session context length (0 = what the runs need)")
       ->capture_default_str();
   cmd->add_option("-b,--batch", o.max_tokens_per_call, "Prompt tokens per prefill call (0 = largest variant)")
+      ->capture_default_str();
+  cmd->add_option("--row-block", row_block, "Tokens per row block of long calls (0 = calls run whole)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the pseudo-random token ids")->capture_default_str();
   cmd->add_flag("--no-warmup", no_warmup, "Skip the untimed warm-up run");
@@ -79,6 +82,7 @@ void register_bench(CLI::App& app) {
     lo.threads = threads;
     lo.chunks = chunks;
     lo.verify = verify;
+    lo.row_block = row_block;
     auto m = Model::load(model, lo);
     const BenchResult r = run_benchmark(*m, o);
     const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)
