@@ -76,6 +76,7 @@ void register_bench(CLI::App& app) {
   cmd->callback([] {
     // Option errors first, before the (possibly slow) load.
     validate_bench_options(o);
+    if (row_block < 0) fail("options", "--row-block", "must be 0 (off) or a positive number of tokens, got {}", row_block);
     o.warmup = !no_warmup;
     o.bandwidth = !no_bandwidth;
     LoadOptions lo;

@@ -84,6 +84,7 @@ def test_bundle_bytes_is_weights_bin(tiny, tmp_path):
     (["--prompt", "8", "--gen", "8", "--ctx", "12"], "context length 12"),
     (["--depths", "0,-4"], "--depths"),
     (["--chunks", "99"], "chunks"),
+    (["--row-block", "-1"], "--row-block"),
 ])
 def test_bad_requests_are_clear_errors(tiny, args, needle):
     proc = run_tessera("bench", tiny, *args, "--json", check=False)
