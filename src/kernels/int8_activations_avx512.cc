@@ -29,12 +29,17 @@ namespace tessera::kernels {
 namespace {
 
 // Byte indices of vpermt2b over (natural[0..63], natural[64..127]): the
-// even columns, then the odd ones.
-TESSERA_AVX512 inline __m512i pair_index(int odd) {
-  alignas(64) uint8_t idx[64];
-  for (int i = 0; i < 64; ++i) idx[i] = static_cast<uint8_t>(2 * i + odd);
-  return _mm512_load_si512(idx);
-}
+// even columns, then the odd ones. Built once, not per row.
+struct PairIndex {
+  alignas(64) uint8_t even[64], odd[64];
+  constexpr PairIndex() : even{}, odd{} {
+    for (int i = 0; i < 64; ++i) {
+      even[i] = static_cast<uint8_t>(2 * i);
+      odd[i] = static_cast<uint8_t>(2 * i + 1);
+    }
+  }
+};
+constexpr PairIndex kPairIndex;
 
 }  // namespace
 
@@ -47,7 +52,7 @@ TESSERA_AVX512 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLa
   const __m512 k127 = _mm512_set1_ps(127.0f);
   const __m512 zero = _mm512_setzero_ps();
   const __m512i ones = _mm512_set1_epi8(1);
-  const __m512i even_idx = pair_index(0), odd_idx = pair_index(1);
+  const __m512i even_idx = _mm512_load_si512(kPairIndex.even), odd_idx = _mm512_load_si512(kPairIndex.odd);
   alignas(64) int8_t natural[128];
   for (int64_t m = 0; m < chunks; ++m) {
     for (int k = 0; k < vectors; ++k) {

@@ -229,8 +229,7 @@ void BoundProgram::find_row_blocks() {
       written_in[id] = s;
     }
   }
-  if (segments > 0)
-    for (size_t id = 0; id < p.values.size(); ++id) block_local_[id] = local[id];
+  if (segments > 0) block_local_ = std::move(local);
   // A Linear reuses the previous one's quantized input only within a run:
   // a blocked run leaves just its last block quantized.
   int prev = -1;
