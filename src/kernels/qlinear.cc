@@ -11,7 +11,7 @@ namespace tessera::kernels {
 bool QLinearWeights::supported(const WeightView& w) {
   if (w.shape.size() != 2 || w.cols() % 64 != 0 || w.data == nullptr || w.scales == nullptr) return false;
   if (w.format == WeightFormat::Int8) return true;
-  return w.format == WeightFormat::Lut4 && w.palette != nullptr && w.group_size >= 1 && w.rows() % w.group_size == 0;
+  return is_lut(w.format) && w.palette != nullptr && w.group_size >= 1 && w.rows() % w.group_size == 0;
 }
 
 QLinearWeights::QLinearWeights(const WeightView& w)
@@ -22,22 +22,23 @@ QLinearWeights::QLinearWeights(const WeightView& w)
       row_bytes_(static_cast<int64_t>(weight_data_bytes(w.format, 1, w.cols()))) {
   if (!supported(w)) fail("", "qlinear", "no integer kernel for a {} weight of shape [{}, {}]", weight_format_name(w.format), rows_, cols_);
   out_scale_.assign(w.scales, w.scales + rows_);
-  if (format_ != WeightFormat::Lut4) return;
+  if (!is_lut(format_)) return;
   // Palette entries (row-normalized values) as int8: per group, the largest
   // magnitude maps to 127; w[n][c] = scales[n] · (m / 127) · table entry.
+  bits_ = lut_bits(format_);
+  const int entries = 1 << bits_;
   group_size_ = w.group_size;
   const int64_t groups = rows_ / group_size_;
   table_.resize(static_cast<size_t>(groups * 64));
   std::vector<float> group_factor(static_cast<size_t>(groups));
   for (int64_t g = 0; g < groups; ++g) {
-    const float* pal = w.palette + g * 16;
+    const float* pal = w.palette + g * entries;
     float m = 0.0f;
-    for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(pal[i]));
+    for (int i = 0; i < entries; ++i) m = std::max(m, std::fabs(pal[i]));
     group_factor[g] = m / 127.0f;
-    for (int i = 0; i < 16; ++i) {
-      const long q = m > 0.0f ? std::lrint(pal[i] * (127.0f / m)) : 0;
-      const int8_t e = static_cast<int8_t>(std::clamp<long>(q, -127, 127));
-      for (int rep = 0; rep < 4; ++rep) table_[g * 64 + rep * 16 + i] = e;
+    for (int j = 0; j < 64; ++j) {
+      const long q = m > 0.0f ? std::lrint(pal[j % entries] * (127.0f / m)) : 0;
+      table_[g * 64 + j] = static_cast<int8_t>(std::clamp<long>(q, -127, 127));
     }
   }
   for (int64_t n = 0; n < rows_; ++n) out_scale_[n] = out_scale_[n] * group_factor[n / group_size_];

@@ -1,11 +1,11 @@
 // Linear layers on stored low-bit weights with int8 activations: the decode
-// (GEMV) and prefill kernels of lut4 and int8 bundles.
+// (GEMV) and prefill kernels of lut4, lut3, lut2 and int8 bundles.
 //
 //   y[t, n] = out_scale[n] · Σ_chunks Σ_lanes Σ_passes (act scale of the lane's block in that pass)
 //                            · (exact int32 Σ w_q[n, c] · a_q[pass][t, c] over the lane)
 //             (+ bias[n])
 //
-// w_q are int8 weight values: an int8 weight's stored bytes, or a lut4
+// w_q are int8 weight values: an int8 weight's stored bytes, or a lut
 // weight's palette entries re-expressed as int8 (per palette group: entries
 // scaled so the largest magnitude is 127; the group factor goes into
 // out_scale). a_q and the lane structure are described in
@@ -39,32 +39,47 @@ namespace tessera::kernels {
 // owns only small per-group / per-row tables (no second copy of the weights).
 class QLinearWeights {
  public:
-  // Whether a kernel exists for this weight (lut4 or int8, cols a multiple of 64).
+  // Whether a kernel exists for this weight (int8, lut4, lut3 or lut2; cols
+  // a multiple of 64).
   static bool supported(const WeightView& w);
   explicit QLinearWeights(const WeightView& w);  // Error if !supported(w)
 
   WeightFormat format() const { return format_; }
-  ActLayout layout() const { return format_ == WeightFormat::Int8 ? ActLayout::Natural : ActLayout::Lut4Pairs; }
+  // lut4 reads its activations as even/odd column pairs (the two nibbles of
+  // a byte); int8, lut3 and lut2 in column order (their kernels unpack the
+  // indices of 8 columns into 8 bytes, kernels/lut_unpack_*.h).
+  ActLayout layout() const { return format_ == WeightFormat::Lut4 ? ActLayout::Lut4Pairs : ActLayout::Natural; }
+  int bits() const { return bits_; }  // 8 (int8), 4, 3, 2
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   const uint8_t* row(int64_t n) const { return data_ + n * row_bytes_; }
   int64_t row_bytes() const { return row_bytes_; }
   float out_scale(int64_t n) const { return out_scale_[n]; }
   const float* out_scale_data() const { return out_scale_.data(); }
-  // lut4: the 16 int8 palette entries of row n's group, repeated 4 times (64 bytes).
+  // lut: the 2^bits int8 palette entries of row n's group, repeated to fill
+  // 64 bytes (entry i at every byte j with j mod 2^bits = i), so a byte
+  // lookup (vpermb: 6 index bits; vpshufb: 4) needs no mask above the index.
   const int8_t* table(int64_t n) const { return table_.data() + (n / group_size_) * 64; }
   int64_t group_size() const { return group_size_; }
+  // The palette index of column c of row n (lut formats): bits [c·bits,
+  // (c+1)·bits) of the row's little-endian bit string (bundle/weight_format.h).
+  int index(int64_t n, int64_t c) const {
+    const uint8_t* r = row(n);
+    const int64_t bit = c * bits_, byte = bit / 8;
+    const uint32_t word = r[byte] | (byte + 1 < row_bytes_ ? static_cast<uint32_t>(r[byte + 1]) << 8 : 0u);
+    return static_cast<int>((word >> (bit % 8)) & ((1u << bits_) - 1));
+  }
   // The int8 weight value w_q[n][c] the kernels multiply (scalar twins, tests).
   int8_t value(int64_t n, int64_t c) const {
     if (format_ == WeightFormat::Int8) return static_cast<int8_t>(row(n)[c]);
-    const uint8_t b = row(n)[c / 2];
-    return table(n)[(c % 2 == 0) ? (b & 0xf) : (b >> 4)];
+    return table(n)[index(n, c)];
   }
 
  private:
   WeightFormat format_;
   const uint8_t* data_;
   int64_t rows_, cols_, row_bytes_, group_size_ = 1;
+  int bits_ = 8;
   std::vector<float> out_scale_;
   std::vector<int8_t> table_;
 };

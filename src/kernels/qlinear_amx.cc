@@ -23,9 +23,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/lut_unpack_avx512.h"
 #include "kernels/transpose16_avx512.h"
 
-#define TESSERA_AMX_HOST __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define TESSERA_AMX_HOST __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vbmi")))
 
 #define TILE_LOAD(tmm, base, stride) \
   asm volatile("tileloadd (%0,%1,1), %%tmm" #tmm ::"r"(base), "r"(static_cast<long>(stride)) : "memory")
@@ -59,10 +60,20 @@ void load_tile_config() {
   asm volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
 }
 
-// Row n of w as bf16 values: 32 columns per step. lut4: 16 packed bytes are
+// 32 int8 weights (v, sign-extended to 32-bit lanes in two halves) as bf16,
+// exactly (|w| <= 127).
+TESSERA_AMX_HOST inline void store_bf16_32(__m128i lo16, __m128i hi16, uint16_t* dst) {
+  const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo16));
+  const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi16));
+  _mm512_storeu_si512(dst, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+}
+
+// Row n of w as bf16 values. lut4, 32 columns per step: 16 packed bytes are
 // widened to 32-bit lanes, each lane's two nibbles become the word indices
 // (low nibble → even column in the low half, high nibble → odd column) into
-// a 16-entry bf16 palette held in one register (vpermw).
+// a 16-entry bf16 palette held in one register (vpermw). lut3 / lut2, 64
+// columns per step: unpacked into int8 weights (kernels/lut_unpack_avx512.h),
+// then widened as int8 rows are.
 TESSERA_AMX_HOST void expand_row(const QLinearWeights& w, int64_t n, uint16_t* dst) {
   const int64_t cols = w.cols();
   const uint8_t* row = w.row(n);
@@ -80,12 +91,19 @@ TESSERA_AMX_HOST void expand_row(const QLinearWeights& w, int64_t n, uint16_t* d
     }
     return;
   }
-  for (int64_t c = 0; c < cols; c += 32) {
-    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c))));
-    const __m512 hi =
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c + 16))));
-    _mm512_storeu_si512(dst + c, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+  if (w.bits() == 3 || w.bits() == 2) {
+    const __m512i table = _mm512_loadu_si512(w.table(n));
+    for (int64_t c = 0; c < cols; c += 64) {
+      const uint8_t* p = row + c / 8 * w.bits();
+      const __m512i v = w.bits() == 3 ? unpack_lut64<3>(p, table) : unpack_lut64<2>(p, table);
+      store_bf16_32(_mm512_castsi512_si128(v), _mm512_extracti32x4_epi32(v, 1), dst + c);
+      store_bf16_32(_mm512_extracti32x4_epi32(v, 2), _mm512_extracti32x4_epi32(v, 3), dst + c + 32);
+    }
+    return;
   }
+  for (int64_t c = 0; c < cols; c += 32)
+    store_bf16_32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)),
+                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c + 16)), dst + c);
 }
 
 // One weight panel (kPanelRows rows, bf16, row stride cols) against every

@@ -3,7 +3,7 @@
 //   y[t, n] = out_scale[n] · Σ_k bf16(x[t, k]) · w_q[n, k]   (+ bias[n])
 //
 // w_q are the same int8 weight values the integer-dot kernels use
-// (kernels/qlinear.h: int8 bytes, or lut4 palette entries on the int8 grid),
+// (kernels/qlinear.h: int8 bytes, or lut palette entries on the int8 grid),
 // which bf16 holds exactly; activations are rounded to bf16
 // (kernels/bf16_activations.h) instead of int8 blocks. Products of two bf16
 // values are exact in f32; the sum is accumulated in f32 by the tile unit,
@@ -13,7 +13,7 @@
 // every output is the same sequence of tile instructions.
 //
 // Each thread expands 32 weight rows at a time into bf16 rows (lut4 through
-// a 16-entry vpermw table) and multiplies them with every token of the call
+// a 16-entry vpermw table, lut3 / lut2 through int8) and multiplies them with every token of the call
 // (2 × 2 tiles of 16 features × 16 tokens), so the expansion is paid once per
 // call while the tile units do 16·16·32 multiply-adds per instruction. The
 // numerics differ from the integer-dot path (bf16 vs int8-block activations);

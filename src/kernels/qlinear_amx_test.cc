@@ -30,7 +30,8 @@ using test_fixtures::expect_within_rounding_bound;
 const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 32, 64, 16, 32},   {WeightFormat::Lut4, 37, 576, 1, 33}, {WeightFormat::Lut4, 96, 640, 16, 64},
     {WeightFormat::Lut4, 9, 192, 3, 1},     {WeightFormat::Lut4, 64, 1536, 64, 17}, {WeightFormat::Int8, 13, 576, 0, 40},
-    {WeightFormat::Int8, 40, 64, 0, 5},     {WeightFormat::Int8, 71, 896, 0, 100},
+    {WeightFormat::Int8, 40, 64, 0, 5},     {WeightFormat::Int8, 71, 896, 0, 100},  {WeightFormat::Lut3, 37, 576, 1, 33},
+    {WeightFormat::Lut3, 64, 1536, 16, 40}, {WeightFormat::Lut2, 33, 640, 1, 32},   {WeightFormat::Lut2, 48, 192, 16, 5},
 };
 
 std::vector<float> run(bool amx, const QLinearWeights& w, const Bf16Activations& a, const float* bias, int64_t split) {

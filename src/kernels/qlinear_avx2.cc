@@ -3,7 +3,9 @@
 // Per 32 bytes (half of a 64-byte chunk, i.e. lanes 8h..8h+7):
 //   lut4: vpshufb looks the palette up (a 16-entry table in each 128-bit
 //         lane) for the masked low and high nibbles, giving signed int8
-//         weights p; int8: the weight bytes themselves are p.
+//         weights p; int8: the weight bytes themselves are p; lut3 / lut2:
+//         4·bits index bytes unpacked through the table
+//         (kernels/lut_unpack_avx2.h) are p.
 //   vpmaddubsw(|p|, sign(a, p)) forms p·a for adjacent byte pairs without
 //   overflow (|p| ≤ 128, |a| ≤ 127: a pair sums to at most 32512), and
 //   vpmaddwd with ones adds adjacent pairs into int32 lanes of 4 bytes — the
@@ -13,6 +15,7 @@
 
 #include <algorithm>
 
+#include "kernels/lut_unpack_avx2.h"
 #include "kernels/qlinear.h"
 
 #define TESSERA_AVX2 __attribute__((target("avx2,fma,f16c,bmi,bmi2")))
@@ -28,17 +31,18 @@ TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(p), _mm256_sign_epi8(a, p)), ones16);
 }
 
-template <int R, int P>
+// B: bits per weight (8: int8, 4: lut4, 3: lut3, 2: lut2).
+template <int R, int P, int B>
 TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
                             const float* bias, float* y) {
-  const bool lut = w.format() == WeightFormat::Lut4;
+  constexpr bool lut = B == 4;
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256i tbl[R];
   const uint8_t* row[R];
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) {
-    tbl[r] = lut ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.table(n + r))) : _mm256_setzero_si256();
+    tbl[r] = B != 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.table(n + r))) : _mm256_setzero_si256();
     row[r] = w.row(n + r);
     acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   }
@@ -48,20 +52,23 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
     for (int h = 0; h < 2; ++h) {
       if (m * cc + h * (cc / 2) >= cols) break;  // lut4 rows ending in half a chunk
       for (int r = 0; r < R; ++r) {
-        const uint8_t* p = row[r] + 64 * m + 32 * h;
+        // This half's bytes: 32 (lut4: 64 columns; int8: 32) or 4·B (lut3 / lut2: 32 columns).
+        const uint8_t* p = row[r] + (B == 4 ? 64 * m + 32 * h : (64 * m + 32 * h) * B / 8);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        // The looked-up weights (lut4) or bytes (int8), then each activation pass.
+        __m256i v;
+        if constexpr (B == 3 || B == 2) v = unpack_lut32<B>(p, tbl[r]);
+        else v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        // The looked-up weights (lut4), then each activation pass.
         __m256i plo = v, phi = v;
-        if (lut) {
+        if constexpr (lut) {
           plo = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(v, low4));
           phi = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
         }
         for (int k = 0; k < P; ++k) {
           const int8_t* q = a.q_row(t, k);
           __m256i d;
-          if (lut) {
+          if constexpr (lut) {
             const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 32 * h));
             const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 64 + 32 * h));
             d = _mm256_add_epi32(dot4(plo, alo, ones16), dot4(phi, ahi, ones16));
@@ -87,10 +94,17 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
 
 void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                   int64_t n_end, float* y, int64_t ldy) {
+  const int bits = w.bits();
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
     for_each_row_block<2>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
-      rows_avx2<decltype(rows)::value, P>(w, acts, t, n, bias, y + t * ldy);
+      constexpr int R = decltype(rows)::value;
+      switch (bits) {
+        case 4: return rows_avx2<R, P, 4>(w, acts, t, n, bias, y + t * ldy);
+        case 3: return rows_avx2<R, P, 3>(w, acts, t, n, bias, y + t * ldy);
+        case 2: return rows_avx2<R, P, 2>(w, acts, t, n, bias, y + t * ldy);
+        default: return rows_avx2<R, P, 8>(w, acts, t, n, bias, y + t * ldy);
+      }
     });
   });
 }

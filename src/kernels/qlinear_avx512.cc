@@ -13,6 +13,8 @@
 //   activation passes (x and its residual, kernels/int8_activations.h).
 // int8: the weight bytes are biased by +128 (xor 0x80) and go through the
 //   same vpdpbusd + correction, 64 weights per step.
+// lut3 / lut2: 8·bits index bytes per 64 weights are unpacked into the
+//   table's biased bytes (kernels/lut_unpack_avx512.h), then as int8.
 // Rows are processed four at a time so the activation vectors are loaded
 // once per four rows; a block of rows is contiguous, so the weight bytes are
 // read as one sequential stream, with software prefetch ahead of it.
@@ -24,6 +26,7 @@
 
 #include <algorithm>
 
+#include "kernels/lut_unpack_avx512.h"
 #include "kernels/qlinear.h"
 
 #define TESSERA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
@@ -122,14 +125,19 @@ TESSERA_AVX512 void lut4_rows(const QLinearWeights& w, const Int8Activations& a,
   for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
 }
 
-template <int R, int P>
-TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
-                              const float* bias, float* y) {
+// Natural-layout rows, 64 columns per step: int8 (B = 8) reads 64 weight
+// bytes and biases them by +128; lut3 / lut2 (B = 3, 2) unpack 8·B index
+// bytes through the row's table, biased by +128 (kernels/lut_unpack_avx512.h).
+template <int R, int P, int B>
+TESSERA_AVX512 void natural_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
+                                 const float* bias, float* y) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const uint8_t* row[R];
+  __m512i tbl[R];
   __m512 acc[R];
   for (int r = 0; r < R; ++r) {
     row[r] = w.row(n + r);
+    if constexpr (B != 8) tbl[r] = _mm512_xor_si512(_mm512_loadu_si512(w.table(n + r)), flip);
     acc[r] = _mm512_setzero_ps();
   }
   const int64_t chunks = w.cols() / 64;
@@ -142,10 +150,12 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
       s[p] = _mm512_loadu_ps(a.scale_row(t, p) + 16 * m);
     }
     for (int r = 0; r < R; ++r) {
-      const uint8_t* p = row[r] + 64 * m;
+      const uint8_t* p = row[r] + 8 * B * m;
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
-      const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
+      __m512i v;
+      if constexpr (B == 8) v = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
+      else v = unpack_lut64<B>(p, tbl[r]);
 #pragma GCC unroll 2
       for (int k = 0; k < P; ++k) {
         const __m512i d = _mm512_dpbusd_epi32(b[k], v, av[k]);
@@ -160,14 +170,18 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
 
 void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy) {
-  const bool lut = w.format() == WeightFormat::Lut4;
+  const int bits = w.bits();
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
     // Each row has its own palette register, so any four rows can go together.
     for_each_row_block<4>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
       constexpr int R = decltype(rows)::value;
-      if (lut) lut4_rows<R, P>(w, acts, t, n, bias, y + t * ldy);
-      else int8_rows<R, P>(w, acts, t, n, bias, y + t * ldy);
+      switch (bits) {
+        case 4: return lut4_rows<R, P>(w, acts, t, n, bias, y + t * ldy);
+        case 3: return natural_rows<R, P, 3>(w, acts, t, n, bias, y + t * ldy);
+        case 2: return natural_rows<R, P, 2>(w, acts, t, n, bias, y + t * ldy);
+        default: return natural_rows<R, P, 8>(w, acts, t, n, bias, y + t * ldy);
+      }
     });
   });
 }

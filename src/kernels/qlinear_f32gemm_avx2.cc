@@ -1,4 +1,4 @@
-// AVX2 f32 prefill GEMM on stored lut4 / int8 weights; contract in
+// AVX2 f32 prefill GEMM on stored lut4 / lut3 / lut2 / int8 weights; contract in
 // kernels/qlinear_f32gemm.h.
 #include <immintrin.h>
 
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/lut_unpack_avx2.h"
 #include "kernels/qlinear_f32gemm.h"
 
 #define TESSERA_AVX2 __attribute__((target("avx2,fma")))
@@ -69,6 +70,16 @@ TESSERA_AVX2 void expand_row_f32_avx2(const QLinearWeights& w, int64_t n, float*
   if (w.format() == WeightFormat::Int8) {
     for (int64_t c = 0; c < cols; c += 16)
       store16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)), out + c);
+    return;
+  }
+  if (w.bits() == 3 || w.bits() == 2) {  // 32 columns per step (kernels/lut_unpack_avx2.h)
+    const __m256i table = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.table(n)));
+    for (int64_t c = 0; c < cols; c += 32) {
+      const uint8_t* p = row + c / 8 * w.bits();
+      const __m256i v = w.bits() == 3 ? unpack_lut32<3>(p, table) : unpack_lut32<2>(p, table);
+      store16(_mm256_castsi256_si128(v), out + c);
+      store16(_mm256_extracti128_si256(v, 1), out + c + 16);
+    }
     return;
   }
   // lut4: 16 index bytes hold columns c .. c+31 (low nibble first); look both

@@ -25,7 +25,8 @@ using test_fixtures::same_bits;
 const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 32, 64, 16, 16},  {WeightFormat::Lut4, 37, 576, 1, 33}, {WeightFormat::Lut4, 96, 640, 16, 7},
     {WeightFormat::Lut4, 9, 192, 3, 1},    {WeightFormat::Lut4, 65, 1536, 5, 18}, {WeightFormat::Int8, 13, 576, 0, 40},
-    {WeightFormat::Int8, 40, 64, 0, 5},    {WeightFormat::Int8, 71, 896, 0, 22},
+    {WeightFormat::Int8, 40, 64, 0, 5},    {WeightFormat::Int8, 71, 896, 0, 22},  {WeightFormat::Lut3, 37, 576, 1, 9},
+    {WeightFormat::Lut3, 24, 1536, 8, 4},  {WeightFormat::Lut2, 33, 640, 1, 6},   {WeightFormat::Lut2, 16, 64, 16, 1},
 };
 
 std::vector<float> run(bool avx2, const RandomCase& c, const LinearShape& s, int64_t split) {

@@ -37,7 +37,9 @@ const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 16, 64, 16, 1},   {WeightFormat::Lut4, 37, 576, 1, 1},   {WeightFormat::Lut4, 48, 640, 16, 3},
     {WeightFormat::Lut4, 9, 192, 3, 2},    {WeightFormat::Lut4, 64, 1536, 64, 1}, {WeightFormat::Int8, 13, 576, 0, 1},
     {WeightFormat::Int8, 40, 64, 0, 5},    {WeightFormat::Int8, 7, 896, 0, 2},   {WeightFormat::Lut4, 12, 576, 4, 37},
-    {WeightFormat::Int8, 9, 128, 0, 33},
+    {WeightFormat::Int8, 9, 128, 0, 33},   {WeightFormat::Lut3, 16, 64, 16, 1},   {WeightFormat::Lut3, 37, 576, 1, 1},
+    {WeightFormat::Lut3, 48, 640, 16, 3},  {WeightFormat::Lut3, 12, 1536, 4, 37}, {WeightFormat::Lut2, 16, 64, 8, 1},
+    {WeightFormat::Lut2, 37, 576, 1, 2},   {WeightFormat::Lut2, 64, 960, 64, 1},  {WeightFormat::Lut2, 12, 192, 4, 33},
 };
 
 TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
@@ -65,7 +67,7 @@ TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
 
 TEST(QLinear, TokensOfOneCallMatchOneTokenCalls) {
   std::mt19937 rng(8);
-  for (WeightFormat f : {WeightFormat::Lut4, WeightFormat::Int8}) {
+  for (WeightFormat f : {WeightFormat::Lut4, WeightFormat::Int8, WeightFormat::Lut3, WeightFormat::Lut2}) {
     RandomWeight rw(rng, f, 24, 320, 8);
     const QLinearWeights w(rw.view);
     const int64_t T = 35;  // more than two token tiles
@@ -154,13 +156,41 @@ TEST(QLinear, ActivationLayoutsHoldTheRoundedValuesWhereTheDocSays) {
   }
 }
 
+// The kernels' weight values are the stored weight's: for every column,
+// table entry index(n, c) times out_scale is decode_row's value (up to the
+// palette's rounding to the int8 grid), and index(n, c) reads the bit string
+// the format defines (bundle/weight_format.h), checked on hand-set bits.
+TEST(QLinear, LutIndicesFollowTheStoredBitString) {
+  std::mt19937 rng(12);
+  for (WeightFormat f : {WeightFormat::Lut4, WeightFormat::Lut3, WeightFormat::Lut2}) {
+    const int bits = lut_bits(f);
+    RandomWeight rw(rng, f, 8, 128, 4);
+    const QLinearWeights w(rw.view);
+    for (int64_t n = 0; n < 8; ++n)
+      for (int64_t c = 0; c < 128; ++c) {
+        int expect = 0;
+        for (int b = 0; b < bits; ++b) {
+          const int64_t bit = c * bits + b;
+          expect |= ((rw.data[n * w.row_bytes() + bit / 8] >> (bit % 8)) & 1) << b;
+        }
+        ASSERT_EQ(w.index(n, c), expect) << weight_format_name(f) << " row " << n << " column " << c;
+        ASSERT_EQ(w.value(n, c), w.table(n)[expect]);
+        for (int j = expect; j < 64; j += 1 << bits) ASSERT_EQ(w.table(n)[j], w.table(n)[expect]);
+      }
+  }
+}
+
 TEST(QLinear, UnsupportedWeightsAreRefused) {
   std::mt19937 rng(11);
   RandomWeight odd(rng, WeightFormat::Lut4, 4, 72, 4);  // 72 columns: not a multiple of 64
   EXPECT_FALSE(QLinearWeights::supported(odd.view));
   EXPECT_THROW(QLinearWeights{odd.view}, Error);
+  RandomWeight odd3(rng, WeightFormat::Lut3, 4, 200, 4);
+  EXPECT_FALSE(QLinearWeights::supported(odd3.view));
   RandomWeight ok(rng, WeightFormat::Int8, 4, 128, 0);
   EXPECT_TRUE(QLinearWeights::supported(ok.view));
+  RandomWeight ok2(rng, WeightFormat::Lut2, 4, 128, 2);
+  EXPECT_TRUE(QLinearWeights::supported(ok2.view));
   WeightView f32 = ok.view;
   f32.format = WeightFormat::F32;
   EXPECT_FALSE(QLinearWeights::supported(f32));

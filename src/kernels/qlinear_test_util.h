@@ -19,7 +19,7 @@
 
 namespace tessera::kernels::test_fixtures {
 
-// A random stored weight (lut4 or int8) and its buffers.
+// A random stored weight (int8 or lut4 / lut3 / lut2) and its buffers.
 struct RandomWeight {
   std::vector<uint8_t> data;
   std::vector<float> scales, palette;
@@ -38,8 +38,8 @@ struct RandomWeight {
     view.shape = {rows, cols};
     view.data = data.data();
     view.scales = scales.data();
-    if (f == WeightFormat::Lut4) {
-      palette.resize(rows / group * 16);
+    if (is_lut(f)) {
+      palette.resize(rows / group * (1 << lut_bits(f)));
       for (float& p : palette) p = u(rng);
       view.palette = palette.data();
       view.group_size = group;
@@ -112,9 +112,11 @@ void expect_within_rounding_bound(const RandomWeight& rw, const std::vector<floa
   for (int64_t n = 0; n < rows; ++n) {
     decode_row(rw.view, n, row.data());
     double pal_step = 0;
-    if (rw.view.format == WeightFormat::Lut4) {
+    if (is_lut(rw.view.format)) {
+      const int entries = 1 << lut_bits(rw.view.format);
       float m = 0;
-      for (int i = 0; i < 16; ++i) m = std::max(m, std::fabs(rw.palette[(n / rw.view.group_size) * 16 + i]));
+      for (int i = 0; i < entries; ++i)
+        m = std::max(m, std::fabs(rw.palette[(n / rw.view.group_size) * entries + i]));
       pal_step = rw.scales[n] * m / 254.0;
     }
     for (int64_t t = 0; t < tokens; ++t) {

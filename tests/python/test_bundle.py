@@ -47,7 +47,10 @@ def test_f32_bundle_equals_source_bitwise(tiny_dir, tmp_path):
     assert np.array_equal(got, ref), name
 
 
-@pytest.mark.parametrize("fmt", ["lut4", "int8"])
+MIN_SOURCE_CORRELATION = {"int8": 0.9, "lut4": 0.9, "lut3": 0.75, "lut2": 0.3}
+
+
+@pytest.mark.parametrize("fmt", ["lut4", "int8", "lut3", "lut2"])
 def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fmt):
     name, src = tiny_dir
     bundle = convert(src, tmp_path / "b", "--weights", fmt, "--group-size", "16", "--chunks", "2")
@@ -61,8 +64,15 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     level = "avx512" if amx else ""
     base = tessera.Session(tessera.Model(str(bundle), chunks=1, isa=level)).forward(ids)
     ref = tessera.Session(tessera.Model(str(src))).forward(ids)
-    # Quantization changes the logits, but not beyond recognition.
-    assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > 0.9, name
+    plain = tessera.Session(tessera.Model(str(bundle), isa="scalar")).forward(ids)
+    # Quantization changes the logits, but not beyond recognition; the
+    # kernels hardly change them at all. Random tiny weights are a palette's
+    # worst case: correlation with the source measured 0.94-0.97 (lut4),
+    # 0.81-0.90 (lut3), 0.40-0.69 (lut2) on these models, the same at every
+    # level; the integer-dot kernels stay within 0.021 of the logit spread of
+    # the reference kernels on the same bundle, at every format.
+    assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > MIN_SOURCE_CORRELATION[fmt], name
+    assert np.abs(base - plain).max() <= 0.05 * plain.std(), f"{name} {fmt}"
     layers = manifest["spec"]["num_layers"]
     for chunks, threads, per_call in [(2, 1, 0), (3, 2, 0), (4, 1, 1), (1, 2, 7), (2, 2, 8)]:
         model = tessera.Model(str(bundle), chunks=min(chunks, layers), threads=threads, isa=level)
@@ -80,7 +90,6 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
         assert np.array_equal(got, whole), f"{name} {fmt} amx chunks={chunks} threads={threads}"
     stepwise = tessera.Session(tessera.Model(str(bundle), isa="amx")).forward(ids, max_tokens_per_call=8)
     assert np.array_equal(stepwise, base), f"{name} {fmt}: calls under 32 tokens left the integer-dot kernels"
-    plain = tessera.Session(tessera.Model(str(bundle), isa="scalar")).forward(ids)
     scale = plain.std()
     # Measured on these models: amx within 0.036 of the reference kernels'
     # logit spread, the integer-dot path within 0.12.
