@@ -413,9 +413,13 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
             kernels::pack_bf16_blocks(isa_, x, begin, end, ws.bf16_acts);
           });
         }
-        pool.parallel_for((n + 15) / 16, [&](int64_t begin, int64_t end) {
-          kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
-        });
+        // Grains of two 16-feature tiles: the kernel's 32-row weight panel.
+        pool.parallel_for(
+            (n + 15) / 16,
+            [&](int64_t begin, int64_t end) {
+              kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
+            },
+            2);
       } else if (path == LinearPath::F32Gemm) {
         // Blocks of 32 output features: the rows one expansion serves.
         pool.parallel_for((n + 31) / 32, [&](int64_t begin, int64_t end) {

@@ -32,11 +32,19 @@ T wait_change(const std::atomic<T>& a, T old) {
   }
 }
 
+constexpr uint64_t pack(uint64_t front, uint64_t back) { return front | (back << 32); }
+constexpr uint64_t front_of(uint64_t v) { return v & 0xffffffffu; }
+constexpr uint64_t back_of(uint64_t v) { return v >> 32; }
+
+// Units per thread: enough for stealing to even the threads out to about
+// an eighth of a share, few enough that each is worth a compare-and-swap.
+constexpr int64_t kUnitsPerThread = 8;
+
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads < 1 || threads > 1024) fail("options", "threads", "must be between 1 and 1024, got {}", threads);
-  ranges_.assign(static_cast<size_t>(threads), {0, 0});
+  shares_ = std::make_unique<Share[]>(static_cast<size_t>(threads));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -52,25 +60,67 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     seen = wait_change(generation_, seen);
     if (stop_.load(std::memory_order_acquire)) return;
-    const std::pair<int64_t, int64_t> range = ranges_[index];
-    if (range.first < range.second) (*job_)(range.first, range.second);
+    run_units(index);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+  }
+}
+
+// Unit u covers grains [grains·u/units, grains·(u+1)/units); grain k starts
+// at k·grain, and the last one ends at n. Consecutive units make one range.
+void ThreadPool::run_unit_range(uint64_t u0, uint64_t u1) const {
+  auto start = [&](uint64_t u) {
+    const int64_t k = grains_ * static_cast<int64_t>(u) / units_;
+    return k == grains_ ? n_ : k * grain_;
+  };
+  (*job_)(start(u0), start(u1));
+}
+
+void ThreadPool::run_units(int index) {
+  // Own share, front to back, one unit at a time.
+  std::atomic<uint64_t>& own = shares_[static_cast<size_t>(index)].front_back;
+  for (uint64_t v = own.load(std::memory_order_acquire);;) {
+    const uint64_t f = front_of(v), b = back_of(v);
+    if (f >= b) break;
+    if (own.compare_exchange_weak(v, pack(f + 1, b), std::memory_order_acq_rel, std::memory_order_acquire))
+      run_unit_range(f, f + 1);
+  }
+  // Then the other shares, from their backs, until every share is empty.
+  const int threads = this->threads();
+  for (int k = 1; k < threads; ++k) {
+    std::atomic<uint64_t>& other = shares_[static_cast<size_t>((index + k) % threads)].front_back;
+    for (uint64_t v = other.load(std::memory_order_acquire);;) {
+      const uint64_t f = front_of(v), b = back_of(v);
+      if (f >= b) break;
+      if (other.compare_exchange_weak(v, pack(f, b - 1), std::memory_order_acq_rel, std::memory_order_acquire))
+        run_unit_range(b - 1, b);
+    }
   }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
-  const int64_t parts = std::min<int64_t>(threads(), std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
+  const int64_t g = std::max<int64_t>(1, grain);
+  const int64_t parts = std::min<int64_t>(threads(), std::max<int64_t>(1, n / g));
   if (parts <= 1 || workers_.empty()) {
     fn(0, n);
     return;
   }
-  for (int64_t p = 0; p < threads(); ++p) ranges_[p] = p < parts ? std::pair{n * p / parts, n * (p + 1) / parts} : std::pair<int64_t, int64_t>{0, 0};
+  // Units of whole grains; thread p's share is units [units·p/parts,
+  // units·(p+1)/parts) (threads past `parts` start with none and only steal).
+  n_ = n;
+  grain_ = g;
+  grains_ = n / g;
+  units_ = std::min<int64_t>(grains_, parts * kUnitsPerThread);
+  for (int64_t p = 0; p < threads(); ++p) {
+    const uint64_t f = p < parts ? static_cast<uint64_t>(units_ * p / parts) : 0;
+    const uint64_t b = p < parts ? static_cast<uint64_t>(units_ * (p + 1) / parts) : 0;
+    shares_[static_cast<size_t>(p)].front_back.store(pack(f, b), std::memory_order_relaxed);
+  }
   job_ = &fn;
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes job_ and ranges_
+  generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes the job and the shares
   generation_.notify_all();
-  fn(ranges_[0].first, ranges_[0].second);
+  run_units(0);
   for (int left = pending_.load(std::memory_order_acquire); left != 0; left = pending_.load(std::memory_order_acquire))
     wait_change(pending_, left);
 }

@@ -1,8 +1,15 @@
 // A persistent pool of worker threads (created once, not per op). parallel_for
-// splits [0, n) into one contiguous range per thread, by index only, so which
-// thread computes an element never changes what it computes: kernels that give
-// each output element to exactly one range produce the same bits for any
-// thread count.
+// gives each thread a contiguous share of [0, n), which it runs front to back
+// in pieces; a thread that finishes its share takes pieces from the back of
+// the others' (work stealing), so a thread that started late, or runs on a
+// slower core, does not hold the call up. Which thread computes an element
+// never changes what it computes: kernels that give each output element to
+// exactly one range produce the same bits for any thread count and any
+// stealing.
+//
+// Each share is one 64-bit atomic word (front | back) on its own cache line:
+// its owner advances the front with a compare-and-swap that stays in its own
+// cache while nobody steals; a thief moves the back down the same way.
 //
 // A decode step dispatches hundreds of small ops, so hand-off must cost
 // microseconds, not a condition-variable round trip: idle workers spin on an
@@ -14,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -31,19 +39,30 @@ class ThreadPool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) on disjoint ranges covering [0, n), each at least
-  // `grain` long where possible, and returns when all have finished.
-  // Not reentrant: one parallel_for at a time per pool.
+  // `grain` long where possible (n < grain: one call), and returns when all
+  // have finished. Not reentrant: one parallel_for at a time per pool.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
  private:
+  // Thread `index`'s share of the current job, in units (see parallel_for).
+  struct alignas(64) Share {
+    std::atomic<uint64_t> front_back{0};  // front in the low 32 bits, back in the high
+  };
+
   void worker_loop(int index);
+  // Runs the job's units: this thread's share, then stolen ones.
+  void run_units(int index);
+  void run_unit_range(uint64_t u0, uint64_t u1) const;
 
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+  // The current job: fn over [0, n_), cut into grains_ grains (grain_ long,
+  // the last one taking the rest), grouped into units_ units of whole grains.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  std::vector<std::pair<int64_t, int64_t>> ranges_;
+  int64_t n_ = 0, grain_ = 1, grains_ = 0, units_ = 0;
+  std::unique_ptr<Share[]> shares_;
 };
 
 }  // namespace tessera
