@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "core/error.h"
@@ -68,26 +69,45 @@ TESSERA_AMX_HOST inline void store_bf16_32(__m128i lo16, __m128i hi16, uint16_t*
   _mm512_storeu_si512(dst, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
 }
 
-// Row n of w as bf16 values. lut4, 32 columns per step: 16 packed bytes are
-// widened to 32-bit lanes, each lane's two nibbles become the word indices
-// (low nibble → even column in the low half, high nibble → odd column) into
-// a 16-entry bf16 palette held in one register (vpermw). lut3 / lut2, 64
+// The row's 16 palette entries (int8, exact in bf16) as bf16, twice: a
+// 32-word vpermw table that ignores bit 4 of its indices.
+TESSERA_AMX_HOST inline __m512i bf16_palette(const int8_t* table) {
+  const __m512 entries = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table))));
+  const __m256i words = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(entries));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(words), words, 1);
+}
+
+// Word w of the two interleaved halves: column 2b comes from the low-nibble
+// lookup's word b, column 2b+1 from the high-nibble lookup's (index + 32).
+constexpr std::array<uint16_t, 64> interleave_indices() {
+  std::array<uint16_t, 64> idx{};
+  for (int w = 0; w < 64; ++w) idx[w] = static_cast<uint16_t>(w / 2 + (w % 2 ? 32 : 0));
+  return idx;
+}
+alignas(64) constexpr std::array<uint16_t, 64> kInterleave = interleave_indices();
+
+// Row n of w as bf16 values. lut4, 64 columns per step: the 32 packed bytes
+// are widened to words; vpermw looks the low nibble up in the bf16 palette
+// (bits 4-7 of the word: bit 4 selects the same entry, bits 5+ are
+// ignored), and again after a shift by 4 for the high nibble; two two-source
+// word permutes interleave them back into column order. lut3 / lut2, 64
 // columns per step: unpacked into int8 weights (kernels/lut_unpack_avx512.h),
 // then widened as int8 rows are.
-TESSERA_AMX_HOST void expand_row(const QLinearWeights& w, int64_t n, uint16_t* dst) {
+TESSERA_AMX_HOST void expand_row(const QLinearWeights& w, int64_t n, uint16_t* dst, int64_t chunk_stride) {
+  // Columns 32k .. 32k+31 go to dst + k·chunk_stride.
+  auto at = [&](int64_t c) { return dst + c / 32 * chunk_stride; };
   const int64_t cols = w.cols();
   const uint8_t* row = w.row(n);
   if (w.format() == WeightFormat::Lut4) {
-    alignas(64) uint16_t tbl[32];
-    for (int i = 0; i < 32; ++i) tbl[i] = bf16_bits(static_cast<float>(w.table(n)[i % 16]));
-    const __m512i palette = _mm512_load_si512(tbl);
-    const __m512i low = _mm512_set1_epi32(0x0f);
-    const __m512i high = _mm512_set1_epi32(0xf0);
-    for (int64_t c = 0; c < cols; c += 32) {
-      const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c / 2)));
-      const __m512i idx =
-          _mm512_or_si512(_mm512_and_si512(d, low), _mm512_slli_epi32(_mm512_and_si512(d, high), 12));
-      _mm512_storeu_si512(dst + c, _mm512_permutexvar_epi16(idx, palette));
+    const __m512i palette = bf16_palette(w.table(n));
+    const __m512i even_odd0 = _mm512_load_si512(kInterleave.data());
+    const __m512i even_odd1 = _mm512_load_si512(kInterleave.data() + 32);
+    for (int64_t c = 0; c < cols; c += 64) {
+      const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c / 2)));
+      const __m512i lo = _mm512_permutexvar_epi16(bytes, palette);
+      const __m512i hi = _mm512_permutexvar_epi16(_mm512_srli_epi16(bytes, 4), palette);
+      _mm512_storeu_si512(at(c), _mm512_permutex2var_epi16(lo, even_odd0, hi));
+      _mm512_storeu_si512(at(c + 32), _mm512_permutex2var_epi16(lo, even_odd1, hi));
     }
     return;
   }
@@ -96,23 +116,21 @@ TESSERA_AMX_HOST void expand_row(const QLinearWeights& w, int64_t n, uint16_t* d
     for (int64_t c = 0; c < cols; c += 64) {
       const uint8_t* p = row + c / 8 * w.bits();
       const __m512i v = w.bits() == 3 ? unpack_lut64<3>(p, table) : unpack_lut64<2>(p, table);
-      store_bf16_32(_mm512_castsi512_si128(v), _mm512_extracti32x4_epi32(v, 1), dst + c);
-      store_bf16_32(_mm512_extracti32x4_epi32(v, 2), _mm512_extracti32x4_epi32(v, 3), dst + c + 32);
+      store_bf16_32(_mm512_castsi512_si128(v), _mm512_extracti32x4_epi32(v, 1), at(c));
+      store_bf16_32(_mm512_extracti32x4_epi32(v, 2), _mm512_extracti32x4_epi32(v, 3), at(c + 32));
     }
     return;
   }
   for (int64_t c = 0; c < cols; c += 32)
     store_bf16_32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)),
-                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c + 16)), dst + c);
+                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c + 16)), at(c));
 }
 
-// One weight panel (kPanelRows rows, bf16, row stride cols) against every
-// token block pair of the call.
+// One weight panel (kPanelRows rows, bf16, tile-major: see qlinear_amx)
+// against every token block pair of the call.
 TESSERA_AMX_HOST void panel_times_tokens(const QLinearWeights& w, const uint16_t* panel, const Bf16Activations& a,
                                          const float* bias, int64_t n0, int64_t n1, float* y, int64_t ldy) {
-  const int64_t cols = w.cols(), steps = cols / 32, stride = cols * 2;
-  const uint16_t* a0 = panel;
-  const uint16_t* a1 = panel + 16 * cols;
+  const int64_t steps = w.cols() / 32;
   alignas(64) float c[4][16][16];
   for (int64_t b = 0; b < a.blocks; b += 2) {
     const uint32_t* b0 = a.block(b);
@@ -122,8 +140,8 @@ TESSERA_AMX_HOST void panel_times_tokens(const QLinearWeights& w, const uint16_t
     TILE_ZERO(2);
     TILE_ZERO(3);
     for (int64_t s = 0; s < steps; ++s) {
-      TILE_LOAD(4, a0 + 32 * s, stride);
-      TILE_LOAD(5, a1 + 32 * s, stride);
+      TILE_LOAD(4, panel + kPanelRows * 32 * s, 64);
+      TILE_LOAD(5, panel + kPanelRows * 32 * s + 16 * 32, 64);
       TILE_LOAD(6, b0 + 256 * s, 64);
       TILE_LOAD(7, b1 + 256 * s, 64);
       TILE_DPBF16PS(0, 4, 6);
@@ -170,11 +188,18 @@ void qlinear_amx(const QLinearWeights& w, const Bf16Activations& acts, const flo
   thread_local std::vector<uint16_t> panel;
   if (panel.size() < static_cast<size_t>(kPanelRows * cols)) panel.resize(static_cast<size_t>(kPanelRows * cols));
   load_tile_config();
+  // The panel is tile-major: the 32 rows' columns 32s .. 32s+31 are one
+  // contiguous 2 KB block (A0 then A1), so each tile load reads 1 KB in
+  // order, whatever the row length (rows `cols` apart made tile loads of
+  // 1536-column weights hit 4 L1 sets).
+  const int64_t chunk_stride = kPanelRows * 32;
   for (int64_t n0 = n_begin; n0 < n_end; n0 += kPanelRows) {
     const int64_t n1 = std::min(n_end, n0 + kPanelRows);
-    for (int64_t n = n0; n < n1; ++n) expand_row(w, n, panel.data() + (n - n0) * cols);
+    for (int64_t n = n0; n < n1; ++n) expand_row(w, n, panel.data() + (n - n0) * 32, chunk_stride);
     // Rows past the range multiply as zeros and are not written.
-    std::fill(panel.begin() + (n1 - n0) * cols, panel.begin() + kPanelRows * cols, uint16_t{0});
+    if (n1 - n0 < kPanelRows)
+      for (int64_t s = 0; s < cols / 32; ++s)
+        std::fill(panel.begin() + s * chunk_stride + (n1 - n0) * 32, panel.begin() + (s + 1) * chunk_stride, uint16_t{0});
     panel_times_tokens(w, panel.data(), acts, bias, n0, n1, y, ldy);
   }
   asm volatile("tilerelease" ::: "memory");
