@@ -48,14 +48,7 @@ void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, in
           residual[c] = xr[c] - block_scale[b] * static_cast<float>(natural[b * kActBlock + (c - c0)]);
     }
     int8_t* dst = qr + m * cc;
-    if (layout == ActLayout::Natural) {
-      std::memcpy(dst, natural, 64);
-    } else {
-      for (int i = 0; i < 64; ++i) {
-        dst[i] = natural[2 * i];
-        dst[64 + i] = natural[2 * i + 1];
-      }
-    }
+    for (int64_t k = 0; k < cc; ++k) dst[act_position(layout, k)] = natural[k];
     for (int j = 0; j < 16; ++j) {
       const int per_lane = layout == ActLayout::Natural ? 4 : 8;
       int32_t sum = 0;

@@ -11,17 +11,24 @@
 // whole number of chunks, and the bytes of a chunk are laid out for the
 // weight format the kernel reads:
 //
-//   Natural   (int8 weights) chunk = 64 columns, byte i = column i.
-//   Lut4Pairs (lut4 weights) chunk = 128 columns: bytes 0..63 hold the even
-//             columns 0, 2, ..., 126 and bytes 64..127 the odd ones, matching
-//             the low and high nibbles of 64 bytes of packed 4-bit indices.
+//   Natural     (int8 weights) chunk = 64 columns, byte i = column i.
+//   Lut4Pairs   (lut4 weights) chunk = 128 columns: bytes 0..63 hold the even
+//               columns 0, 2, ..., 126 and bytes 64..127 the odd ones,
+//               matching the low and high nibbles of 64 bytes of packed
+//               4-bit indices.
+//   BlockHalves (lut3 / lut2 weights) chunk = 128 columns: bytes 4j..4j+3
+//               hold columns 8j..8j+3 (the first half of block j) and bytes
+//               64+4j..64+4j+3 columns 8j+4..8j+7 (its second half), matching
+//               the two vectors the lut3 / lut2 kernels unpack per 128 columns.
 //
-// Both kernels sum products in 16 int32 lanes per chunk: lane j adds the 4
+// The kernels sum products in 16 int32 lanes per chunk: lane j adds the 4
 // consecutive bytes 4j..4j+3 of each 64-byte vector it multiplies, i.e.
-//   Natural:   columns 4j .. 4j+3 of the chunk,
-//   Lut4Pairs: columns 8j .. 8j+7 of the chunk (4 even from the low nibbles,
-//              4 odd from the high ones),
-// so every lane lies inside one block. Per chunk and lane we store
+//   Natural:     columns 4j .. 4j+3 of the chunk,
+//   Lut4Pairs:   columns 8j .. 8j+7 of the chunk (4 even from the low nibbles,
+//                4 odd from the high ones),
+//   BlockHalves: columns 8j .. 8j+7 of the chunk (one half from each vector),
+// so every lane lies inside one block, and the two 128-column layouts pay one
+// scale multiply per block instead of two. Per chunk and lane we store
 //   scale16[j]  the scale of lane j's block (0 past the last block), and
 //   bias16[j]   -128 · Σ q over lane j's columns, which an unsigned×signed
 //               dot product (VNNI vpdpbusd) uses to undo a +128 bias on the
@@ -44,12 +51,23 @@
 
 namespace tessera::kernels {
 
-enum class ActLayout { Natural, Lut4Pairs };
+enum class ActLayout { Natural, Lut4Pairs, BlockHalves };
 
 constexpr int64_t kActBlock = 8;  // columns per activation scale (one lane of a lut4 chunk)
 constexpr int kMaxActPasses = 2;  // x, then its rounding residual
 
 inline int64_t act_chunk_cols(ActLayout layout) { return layout == ActLayout::Natural ? 64 : 128; }
+
+// The byte of a row's q (of one pass) that holds column c.
+inline int64_t act_position(ActLayout layout, int64_t c) {
+  const int64_t m = c / 128, k = c % 128;
+  switch (layout) {
+    case ActLayout::Natural: break;
+    case ActLayout::Lut4Pairs: return m * 128 + (k % 2 == 0 ? k / 2 : 64 + k / 2);
+    case ActLayout::BlockHalves: return m * 128 + (k % 8 < 4 ? 0 : 64) + 4 * (k / 8) + k % 4;
+  }
+  return c;
+}
 
 struct Int8Activations {
   ActLayout layout = ActLayout::Natural;

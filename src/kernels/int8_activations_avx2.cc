@@ -10,8 +10,9 @@
 // "integer indefinite" and saturating packs would not), are left to the
 // scalar row. Lane sums of q come from vpmaddubsw against ones (pairs of
 // bytes) and vpmaddwd (pairs of those): 4 bytes per 32-bit lane, and one
-// vphaddd more for the 8 columns of a Lut4Pairs lane. The pairs layout
-// gathers even and odd bytes with vpshufb + vpermq.
+// vphaddd more for the 8 columns of a Lut4Pairs / BlockHalves lane. The
+// pairs layout gathers even and odd bytes with vpshufb + vpermq, the halves
+// layout each block's two dwords with vpermd.
 #include <immintrin.h>
 
 #include <cmath>
@@ -33,7 +34,10 @@ TESSERA_AVX2 inline __m256i sums_of_4(__m256i v) {
 
 TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr,
                                         float* sr, int32_t* br, float* residual) {
-  const bool pairs = layout == ActLayout::Lut4Pairs;
+  const bool pairs = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
+  const bool halves = layout == ActLayout::BlockHalves;
+  // BlockHalves: each 8-byte block's first dword, then its second.
+  const __m256i halves_order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const int64_t cc = act_chunk_cols(layout);
   const int blocks = static_cast<int>(cc / kActBlock);
   const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -83,7 +87,8 @@ TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout
       __m256i even_odd[4], s4[4];
       for (int i = 0; i < 4; ++i) {
         const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(natural + 32 * i));
-        even_odd[i] = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, split), _MM_SHUFFLE(3, 1, 2, 0));
+        even_odd[i] = halves ? _mm256_permutevar8x32_epi32(v, halves_order)
+                             : _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, split), _MM_SHUFFLE(3, 1, 2, 0));
         s4[i] = sums_of_4(v);
       }
       int8_t* dst = qr + m * 128;

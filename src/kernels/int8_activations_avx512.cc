@@ -10,8 +10,9 @@
 // get s = 0 and q = 0. A row with a NaN or an infinity is left to the scalar
 // row, whose per-block handling of them is the reference.
 // Layout: Natural chunks are the 64 q bytes in column order; Lut4Pairs
-// chunks split even and odd columns with two vpermt2b. Each lane's Σq (4
-// bytes per 32-bit lane, 8 for the pairs layout) comes from vpdpbusd against
+// chunks split even and odd columns, BlockHalves each block's halves, with
+// two vpermt2b. Each lane's Σq (4 bytes per 32-bit lane, 8 for the 128-column
+// layouts) comes from vpdpbusd against
 // a vector of ones; the scales of lane j's block are gathered by compress
 // stores of the lanes that start blocks.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -28,31 +29,34 @@ namespace tessera::kernels {
 
 namespace {
 
-// Byte indices of vpermt2b over (natural[0..63], natural[64..127]): the
-// even columns, then the odd ones. Built once, not per row.
-struct PairIndex {
-  alignas(64) uint8_t even[64], odd[64];
-  constexpr PairIndex() : even{}, odd{} {
+// Byte indices of vpermt2b over (natural[0..63], natural[64..127]) giving a
+// 128-column layout's two vectors: Lut4Pairs the even columns, then the odd
+// ones; BlockHalves each block's first 4 columns, then its last 4. Built
+// once, not per row.
+struct SplitIndex {
+  alignas(64) uint8_t first[64], second[64];
+  constexpr explicit SplitIndex(bool pairs) : first{}, second{} {
     for (int i = 0; i < 64; ++i) {
-      even[i] = static_cast<uint8_t>(2 * i);
-      odd[i] = static_cast<uint8_t>(2 * i + 1);
+      first[i] = static_cast<uint8_t>(pairs ? 2 * i : 8 * (i / 4) + i % 4);
+      second[i] = static_cast<uint8_t>(pairs ? 2 * i + 1 : 8 * (i / 4) + 4 + i % 4);
     }
   }
 };
-constexpr PairIndex kPairIndex;
+constexpr SplitIndex kPairIndex(true), kHalvesIndex(false);
 
 }  // namespace
 
 TESSERA_AVX512 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks,
                                             int8_t* qr, float* sr, int32_t* br, float* residual) {
-  const bool pairs = layout == ActLayout::Lut4Pairs;
+  const bool pairs = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
+  const SplitIndex& split = layout == ActLayout::Lut4Pairs ? kPairIndex : kHalvesIndex;
   const int64_t cc = act_chunk_cols(layout);
   const int vectors = static_cast<int>(cc / 16);
   const __m512 inf = _mm512_set1_ps(INFINITY);
   const __m512 k127 = _mm512_set1_ps(127.0f);
   const __m512 zero = _mm512_setzero_ps();
   const __m512i ones = _mm512_set1_epi8(1);
-  const __m512i even_idx = _mm512_load_si512(kPairIndex.even), odd_idx = _mm512_load_si512(kPairIndex.odd);
+  const __m512i even_idx = _mm512_load_si512(split.first), odd_idx = _mm512_load_si512(split.second);
   alignas(64) int8_t natural[128];
   for (int64_t m = 0; m < chunks; ++m) {
     for (int k = 0; k < vectors; ++k) {

@@ -52,7 +52,7 @@ TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
   if (vector_levels().empty()) GTEST_SKIP() << "no vector level here";
   std::mt19937 rng(11);
   for (int64_t cols : {64, 128, 100, 129, 576, 1536, 4864, 8, 3}) {
-    for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs}) {
+    for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
       for (int passes : {1, 2}) {
         for (int flavour = 0; flavour < 4; ++flavour) {
           const int64_t rows = 3;
@@ -64,7 +64,7 @@ TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
           for (Isa isa : vector_levels()) {
             const std::string at = std::string(isa_name(isa)) + " cols " + std::to_string(cols) + " passes " +
                                    std::to_string(passes) + " flavour " + std::to_string(flavour) +
-                                   (layout == ActLayout::Natural ? " natural" : " pairs");
+                                   (layout == ActLayout::Natural ? " natural" : layout == ActLayout::Lut4Pairs ? " pairs" : " halves");
             Int8Activations b;
             quantize_activations(isa, x.data(), rows, cols, layout, passes, b);
             EXPECT_TRUE(same_bytes(a.q, b.q)) << at;
@@ -86,7 +86,7 @@ TEST(Int8Activations, NonFiniteRowsTakeTheScalarRowsResult) {
                     -std::numeric_limits<float>::infinity()}) {
     std::vector<float> x = random_row_set(rng, 2, 300, 0);
     x[137] = bad;  // row 0, mid-row; row 1 stays finite
-    for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs}) {
+    for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
       Int8Activations a;
       quantize_activations(Isa::Scalar, x.data(), 2, 300, layout, 2, a);
       // The block holding it has a non-finite scale, so outputs become NaN.

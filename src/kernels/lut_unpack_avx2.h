@@ -62,6 +62,54 @@ alignas(32) inline constexpr std::array<uint16_t, 16> kWordMul0 = word_multiplie
 template <int B>
 alignas(32) inline constexpr std::array<uint16_t, 16> kWordMul1 = word_multipliers<B>(1);
 
+// The block-halves unpack (unpack_lut64_halves): per 128-bit lane, 32
+// columns (4 blocks); word w (0-7) of word vector v holds the column
+// 8·β + 4·half + w % 4 with β = w / 4 + 2·(v % 2) and half = v / 2, so
+// vectors 0, 1 pack into the first halves and 2, 3 into the second.
+constexpr int halves_column(int v, int w) { return 8 * (w / 4 + 2 * (v % 2)) + 4 * (v / 2) + w % 4; }
+
+template <int B>
+constexpr std::array<uint8_t, 32> halves_word_bytes(int v) {
+  std::array<uint8_t, 32> idx{};
+  for (int L = 0; L < 2; ++L)
+    for (int w = 0; w < 8; ++w) {
+      const int bit = B * halves_column(v, w), s = bit % 8;
+      idx[16 * L + 2 * w] = static_cast<uint8_t>(bit / 8);
+      idx[16 * L + 2 * w + 1] = s + B > 8 ? static_cast<uint8_t>(bit / 8 + 1) : uint8_t{0x80};
+    }
+  return idx;
+}
+
+template <int B>
+constexpr std::array<uint16_t, 16> halves_word_multipliers(int v) {
+  std::array<uint16_t, 16> mul{};
+  for (int L = 0; L < 2; ++L)
+    for (int w = 0; w < 8; ++w) mul[8 * L + w] = static_cast<uint16_t>(1u << (8 - (B * halves_column(v, w)) % 8));
+  return mul;
+}
+
+template <int B>
+struct HalvesTables {
+  alignas(32) std::array<uint8_t, 32> bytes[4] = {halves_word_bytes<B>(0), halves_word_bytes<B>(1),
+                                                  halves_word_bytes<B>(2), halves_word_bytes<B>(3)};
+  alignas(32) std::array<uint16_t, 16> mul[4] = {halves_word_multipliers<B>(0), halves_word_multipliers<B>(1),
+                                                 halves_word_multipliers<B>(2), halves_word_multipliers<B>(3)};
+};
+
+template <int B>
+inline constexpr HalvesTables<B> kHalves{};
+
+// Exactly n (8 or 12) bytes at p into the low bytes of a vector.
+TESSERA_LUT_AVX2 inline __m128i load_exact(const uint8_t* p, int n) {
+  __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  if (n == 12) {
+    int32_t last;
+    std::memcpy(&last, p + 8, 4);
+    v = _mm_insert_epi32(v, last, 2);
+  }
+  return v;
+}
+
 }  // namespace lut_unpack_detail
 
 // The table bytes of the 32 columns whose indices start at p (4·B bytes,
@@ -70,13 +118,7 @@ template <int B>
 TESSERA_LUT_AVX2 inline __m256i unpack_lut32(const uint8_t* p, __m256i table) {
   static_assert(B == 2 || B == 3, "lut2 or lut3");
   namespace d = lut_unpack_detail;
-  __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));  // 8 bytes
-  if constexpr (B == 3) {
-    int32_t last;
-    std::memcpy(&last, p + 8, 4);
-    bytes = _mm_insert_epi32(bytes, last, 2);
-  }
-  const __m256i src = _mm256_broadcastsi128_si256(bytes);
+  const __m256i src = _mm256_broadcastsi128_si256(d::load_exact(p, 4 * B));
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(d::kWordBytes0<B>.data()));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(d::kWordBytes1<B>.data()));
   const __m256i m0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(d::kWordMul0<B>.data()));
@@ -86,6 +128,25 @@ TESSERA_LUT_AVX2 inline __m256i unpack_lut32(const uint8_t* p, __m256i table) {
   const __m256i idx = _mm256_and_si256(_mm256_packus_epi16(_mm256_srli_epi16(w0, 8), _mm256_srli_epi16(w1, 8)),
                                        _mm256_set1_epi8(0x0f));
   return _mm256_shuffle_epi8(table, idx);
+}
+
+// 64 columns (8 blocks) as 32 bytes of each BlockHalves vector
+// (kernels/int8_activations.h): first's dword j holds block j's columns 0-3,
+// second's its columns 4-7. Lane L reads blocks 4L..4L+3 (4·B bytes, exactly).
+template <int B>
+TESSERA_LUT_AVX2 inline void unpack_lut64_halves(const uint8_t* p, __m256i table, __m256i& first, __m256i& second) {
+  static_assert(B == 2 || B == 3, "lut2 or lut3");
+  namespace d = lut_unpack_detail;
+  const __m256i src = _mm256_set_m128i(d::load_exact(p + 4 * B, 4 * B), d::load_exact(p, 4 * B));
+  __m256i hi[4];
+  for (int v = 0; v < 4; ++v) {
+    const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(d::kHalves<B>.bytes[v].data()));
+    const __m256i mul = _mm256_load_si256(reinterpret_cast<const __m256i*>(d::kHalves<B>.mul[v].data()));
+    hi[v] = _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(src, idx), mul), 8);
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  first = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_packus_epi16(hi[0], hi[1]), low4));
+  second = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_packus_epi16(hi[2], hi[3]), low4));
 }
 
 }  // namespace tessera::kernels

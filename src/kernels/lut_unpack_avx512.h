@@ -46,6 +46,31 @@ constexpr long long multishift_control() {
   return static_cast<long long>(c);
 }
 
+// The block-halves unpack (unpack_lut128_halves): qword q takes the 2·B
+// bytes of blocks 2q and 2q+1; the first vector's byte i < 4 of a qword is
+// block 2q's column i (bit B·i), byte 4 + i block 2q+1's (bit 8·B + B·i);
+// the second vector's the same four columns later.
+template <int B>
+constexpr std::array<uint8_t, 64> pair_spread_indices() {
+  std::array<uint8_t, 64> idx{};
+  for (int q = 0; q < 8; ++q)
+    for (int i = 0; i < 8; ++i) idx[8 * q + i] = static_cast<uint8_t>(2 * B * q + i);
+  return idx;
+}
+
+template <int B>
+alignas(64) inline constexpr std::array<uint8_t, 64> kPairSpread = pair_spread_indices<B>();
+
+template <int B>
+constexpr long long halves_control(int half) {
+  unsigned long long c = 0;
+  for (int i = 0; i < 8; ++i) {
+    const int bit = (i < 4 ? 0 : 8 * B) + B * (4 * half + i % 4);
+    c |= static_cast<unsigned long long>(bit) << (8 * i);
+  }
+  return static_cast<long long>(c);
+}
+
 }  // namespace lut_unpack_detail
 
 // The table bytes of the 64 columns whose indices start at p (8·B bytes,
@@ -59,6 +84,22 @@ TESSERA_LUT_AVX512 inline __m512i unpack_lut64(const uint8_t* p, __m512i table) 
   const __m512i fields =
       _mm512_multishift_epi64_epi8(_mm512_set1_epi64(lut_unpack_detail::multishift_control<B>()), spread);
   return _mm512_permutexvar_epi8(fields, table);
+}
+
+// 128 columns (16 blocks of 8) as the two vectors of the BlockHalves
+// activation layout (kernels/int8_activations.h): first's dword j holds
+// block j's columns 0-3, second's its columns 4-7. `bytes` masks the
+// 16·B index bytes to read (8·B for a row's last 64 columns: the blocks past
+// them come out as don't-care bytes, which meet zero activations).
+template <int B>
+TESSERA_LUT_AVX512 inline void unpack_lut128_halves(const uint8_t* p, __mmask64 bytes, __m512i table, __m512i& first,
+                                                    __m512i& second) {
+  static_assert(B == 2 || B == 3, "lut2 or lut3");
+  namespace d = lut_unpack_detail;
+  const __m512i src = _mm512_maskz_loadu_epi8(bytes, p);
+  const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(d::kPairSpread<B>.data()), src);
+  first = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(d::halves_control<B>(0)), spread), table);
+  second = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(d::halves_control<B>(1)), spread), table);
 }
 
 }  // namespace tessera::kernels

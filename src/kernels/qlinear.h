@@ -46,9 +46,16 @@ class QLinearWeights {
 
   WeightFormat format() const { return format_; }
   // lut4 reads its activations as even/odd column pairs (the two nibbles of
-  // a byte); int8, lut3 and lut2 in column order (their kernels unpack the
-  // indices of 8 columns into 8 bytes, kernels/lut_unpack_*.h).
-  ActLayout layout() const { return format_ == WeightFormat::Lut4 ? ActLayout::Lut4Pairs : ActLayout::Natural; }
+  // a byte), lut3 and lut2 as block halves (their kernels unpack the first
+  // and the second 4 columns of 16 blocks into two vectors,
+  // kernels/lut_unpack_*.h), int8 in column order.
+  ActLayout layout() const {
+    switch (format_) {
+      case WeightFormat::Int8: return ActLayout::Natural;
+      case WeightFormat::Lut4: return ActLayout::Lut4Pairs;
+      default: return ActLayout::BlockHalves;
+    }
+  }
   int bits() const { return bits_; }  // 8 (int8), 4, 3, 2
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }

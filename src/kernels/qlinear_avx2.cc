@@ -4,8 +4,9 @@
 //   lut4: vpshufb looks the palette up (a 16-entry table in each 128-bit
 //         lane) for the masked low and high nibbles, giving signed int8
 //         weights p; int8: the weight bytes themselves are p; lut3 / lut2:
-//         4·bits index bytes unpacked through the table
-//         (kernels/lut_unpack_avx2.h) are p.
+//         8·bits index bytes unpacked through the table into each block's
+//         first and last 4 columns (kernels/lut_unpack_avx2.h), against the
+//         BlockHalves activations as lut4's nibbles are against its pairs.
 //   vpmaddubsw(|p|, sign(a, p)) forms p·a for adjacent byte pairs without
 //   overflow (|p| ≤ 128, |a| ≤ 127: a pair sums to at most 32512), and
 //   vpmaddwd with ones adds adjacent pairs into int32 lanes of 4 bytes — the
@@ -35,7 +36,7 @@ TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
 template <int R, int P, int B>
 TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
                             const float* bias, float* y) {
-  constexpr bool lut = B == 4;
+  constexpr bool lut = B <= 4;  // two weight vectors per 128-column chunk
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256i tbl[R];
@@ -46,24 +47,27 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
     row[r] = w.row(n + r);
     acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   }
-  const int64_t cc = act_chunk_cols(a.layout);  // 128 (lut4) or 64 (int8) columns per chunk
+  const int64_t cc = act_chunk_cols(a.layout);  // 128 (lut) or 64 (int8) columns per chunk
   const int64_t cols = w.cols();
   for (int64_t m = 0; m < a.chunks; ++m) {
     for (int h = 0; h < 2; ++h) {
-      if (m * cc + h * (cc / 2) >= cols) break;  // lut4 rows ending in half a chunk
+      if (m * cc + h * (cc / 2) >= cols) break;  // lut rows ending in half a chunk
       for (int r = 0; r < R; ++r) {
-        // This half's bytes: 32 (lut4: 64 columns; int8: 32) or 4·B (lut3 / lut2: 32 columns).
-        const uint8_t* p = row[r] + (B == 4 ? 64 * m + 32 * h : (64 * m + 32 * h) * B / 8);
+        // This half's bytes: 32 (int8: 32 columns) or 8·B (lut: 64 columns).
+        const uint8_t* p = row[r] + (lut ? (64 * m + 32 * h) * B / 4 : 64 * m + 32 * h);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
-        __m256i v;
-        if constexpr (B == 3 || B == 2) v = unpack_lut32<B>(p, tbl[r]);
-        else v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        // The looked-up weights (lut4), then each activation pass.
-        __m256i plo = v, phi = v;
-        if constexpr (lut) {
+        // The looked-up weights (lut: low / high nibbles, or first / second
+        // block halves), then each activation pass.
+        __m256i v = _mm256_setzero_si256(), plo = v, phi = v;
+        if constexpr (B == 4) {
+          v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
           plo = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(v, low4));
           phi = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+        } else if constexpr (lut) {
+          unpack_lut64_halves<B>(p, tbl[r], plo, phi);
+        } else {
+          v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         }
         for (int k = 0; k < P; ++k) {
           const int8_t* q = a.q_row(t, k);

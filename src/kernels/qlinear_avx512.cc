@@ -13,8 +13,10 @@
 //   activation passes (x and its residual, kernels/int8_activations.h).
 // int8: the weight bytes are biased by +128 (xor 0x80) and go through the
 //   same vpdpbusd + correction, 64 weights per step.
-// lut3 / lut2: 8·bits index bytes per 64 weights are unpacked into the
-//   table's biased bytes (kernels/lut_unpack_avx512.h), then as int8.
+// lut3 / lut2, per 16·bits index bytes (128 weights): unpacked into the
+//   table's biased bytes as two vectors, each block's first 4 columns and
+//   its last 4 (kernels/lut_unpack_avx512.h), against the BlockHalves
+//   activations: the same two vpdpbusd and one cvt + FMA per chunk as lut4.
 // Rows are processed four at a time so the activation vectors are loaded
 // once per four rows; a block of rows is contiguous, so the weight bytes are
 // read as one sequential stream, with software prefetch ahead of it.
@@ -50,8 +52,7 @@ TESSERA_AVX512 inline float finish(__m512 acc, const QLinearWeights& w, const fl
   return qlinear_output(reduce16(acc), w.out_scale(n), bias, n);
 }
 
-// One 64-byte step of a lut4 row: 128 weights against the chunk's activations.
-// The high nibbles are brought down with vpmultishiftqb (byte i of each
+// The high nibbles of a lut4 chunk are brought down with vpmultishiftqb (byte i of each
 // quadword takes bits 8i+4 .. 8i+11), which runs beside vpermb rather than on
 // the port the dot products need, unlike a shift.
 TESSERA_AVX512 inline __m512i high_nibbles(__m512i v) {
@@ -66,10 +67,11 @@ struct ChunkActs {
   __m512 s[P];
 };
 
+// One 128-column chunk of a row's two looked-up weight vectors (lut4: low /
+// high nibbles, against the Lut4Pairs activations; lut3 / lut2: first / second
+// block halves, against BlockHalves) with every pass.
 template <int P>
-TESSERA_AVX512 inline __m512 lut4_step(__m512i v, __m512i tbl, const ChunkActs<P>& a, __m512 acc) {
-  const __m512i lo = _mm512_permutexvar_epi8(v, tbl);
-  const __m512i hi = _mm512_permutexvar_epi8(high_nibbles(v), tbl);
+TESSERA_AVX512 inline __m512 pair_step(__m512i lo, __m512i hi, const ChunkActs<P>& a, __m512 acc) {
 #pragma GCC unroll 2
   for (int p = 0; p < P; ++p) {
     const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.b[p], lo, a.lo[p]), hi, a.hi[p]);
@@ -78,9 +80,26 @@ TESSERA_AVX512 inline __m512 lut4_step(__m512i v, __m512i tbl, const ChunkActs<P
   return acc;
 }
 
-template <int R, int P>
-TESSERA_AVX512 void lut4_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
-                              const float* bias, float* y) {
+// The two weight vectors of the 128 columns whose 16·B index bytes start at
+// p (`bytes` masks what to read: all of them, or the 8·B of a row's last 64
+// columns); tbl: the row's table biased by +128.
+template <int B>
+TESSERA_AVX512 inline void unpack_pair(const uint8_t* p, __mmask64 bytes, __m512i tbl, __m512i& lo, __m512i& hi) {
+  if constexpr (B == 4) {
+    const __m512i v = bytes == ~__mmask64{0} ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes, p);
+    lo = _mm512_permutexvar_epi8(v, tbl);
+    hi = _mm512_permutexvar_epi8(high_nibbles(v), tbl);
+  } else {
+    unpack_lut128_halves<B>(p, bytes, tbl, lo, hi);
+  }
+}
+
+constexpr __mmask64 first_bytes(int n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; }
+
+// Rows of a lut weight (B bits per index) against the two-vector layouts.
+template <int R, int P, int B>
+TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
+                             const float* bias, float* y) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   // Loads chunk m's activations of every pass.
   auto chunk = [&](int64_t m) TESSERA_AVX512 {
@@ -94,6 +113,7 @@ TESSERA_AVX512 void lut4_rows(const QLinearWeights& w, const Int8Activations& a,
     }
     return c;
   };
+  constexpr int64_t kChunkBytes = 16 * B;  // index bytes per 128 columns
   __m512i tbl[R];
   __m512 acc[R];
   const uint8_t* row0 = w.row(n);
@@ -108,36 +128,35 @@ TESSERA_AVX512 void lut4_rows(const QLinearWeights& w, const Int8Activations& a,
     const ChunkActs<P> c = chunk(m);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const uint8_t* p = row0 + r * rb + 64 * m;
+      const uint8_t* p = row0 + r * rb + kChunkBytes * m;
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
-      acc[r] = lut4_step(_mm512_loadu_si512(p), tbl[r], c, acc[r]);
+      __m512i lo, hi;
+      unpack_pair<B>(p, first_bytes(kChunkBytes), tbl[r], lo, hi);
+      acc[r] = pair_step(lo, hi, c, acc[r]);
     }
   }
-  if (w.cols() % 128 != 0) {  // the last 64 columns: 32 index bytes
+  if (w.cols() % 128 != 0) {  // the last 64 columns: half a chunk's index bytes
     const ChunkActs<P> c = chunk(full);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m512i v = _mm512_maskz_loadu_epi8(__mmask64{0xFFFFFFFFu}, row0 + r * rb + 64 * full);
-      acc[r] = lut4_step(v, tbl[r], c, acc[r]);
+      __m512i lo, hi;
+      unpack_pair<B>(row0 + r * rb + kChunkBytes * full, first_bytes(kChunkBytes / 2), tbl[r], lo, hi);
+      acc[r] = pair_step(lo, hi, c, acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
 }
 
-// Natural-layout rows, 64 columns per step: int8 (B = 8) reads 64 weight
-// bytes and biases them by +128; lut3 / lut2 (B = 3, 2) unpack 8·B index
-// bytes through the row's table, biased by +128 (kernels/lut_unpack_avx512.h).
-template <int R, int P, int B>
-TESSERA_AVX512 void natural_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
-                                 const float* bias, float* y) {
+// int8 rows, 64 columns per step: the weight bytes biased by +128.
+template <int R, int P>
+TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
+                              const float* bias, float* y) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const uint8_t* row[R];
-  __m512i tbl[R];
   __m512 acc[R];
   for (int r = 0; r < R; ++r) {
     row[r] = w.row(n + r);
-    if constexpr (B != 8) tbl[r] = _mm512_xor_si512(_mm512_loadu_si512(w.table(n + r)), flip);
     acc[r] = _mm512_setzero_ps();
   }
   const int64_t chunks = w.cols() / 64;
@@ -150,12 +169,10 @@ TESSERA_AVX512 void natural_rows(const QLinearWeights& w, const Int8Activations&
       s[p] = _mm512_loadu_ps(a.scale_row(t, p) + 16 * m);
     }
     for (int r = 0; r < R; ++r) {
-      const uint8_t* p = row[r] + 8 * B * m;
+      const uint8_t* p = row[r] + 64 * m;
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
-      __m512i v;
-      if constexpr (B == 8) v = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
-      else v = unpack_lut64<B>(p, tbl[r]);
+      const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
 #pragma GCC unroll 2
       for (int k = 0; k < P; ++k) {
         const __m512i d = _mm512_dpbusd_epi32(b[k], v, av[k]);
@@ -177,10 +194,10 @@ void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const 
     for_each_row_block<4>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
       constexpr int R = decltype(rows)::value;
       switch (bits) {
-        case 4: return lut4_rows<R, P>(w, acts, t, n, bias, y + t * ldy);
-        case 3: return natural_rows<R, P, 3>(w, acts, t, n, bias, y + t * ldy);
-        case 2: return natural_rows<R, P, 2>(w, acts, t, n, bias, y + t * ldy);
-        default: return natural_rows<R, P, 8>(w, acts, t, n, bias, y + t * ldy);
+        case 4: return lut_rows<R, P, 4>(w, acts, t, n, bias, y + t * ldy);
+        case 3: return lut_rows<R, P, 3>(w, acts, t, n, bias, y + t * ldy);
+        case 2: return lut_rows<R, P, 2>(w, acts, t, n, bias, y + t * ldy);
+        default: return int8_rows<R, P>(w, acts, t, n, bias, y + t * ldy);
       }
     });
   });

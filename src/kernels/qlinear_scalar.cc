@@ -14,11 +14,7 @@ namespace tessera::kernels {
 namespace {
 
 // Activation byte of column c (of a row laid out as acts.layout).
-inline int32_t act_value(const Int8Activations& a, const int8_t* q, int64_t c) {
-  if (a.layout == ActLayout::Natural) return q[c];
-  const int64_t m = c / 128, k = c % 128;
-  return q[m * 128 + (k % 2 == 0 ? k / 2 : 64 + k / 2)];
-}
+inline int32_t act_value(const Int8Activations& a, const int8_t* q, int64_t c) { return q[act_position(a.layout, c)]; }
 
 }  // namespace
 

@@ -120,14 +120,22 @@ TEST(QLinear, ActivationLayoutsHoldTheRoundedValuesWhereTheDocSays) {
   std::mt19937 rng(10);
   const int64_t cols = 192;  // one full lut4 chunk and half of another
   const std::vector<float> x = random_acts(rng, 1, cols);
-  for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs}) {
+  // Where the doc puts column c (written out here, not act_position()).
+  auto where = [](ActLayout layout, int64_t c) -> int64_t {
+    const int64_t m = c / 128, k = c % 128;
+    if (layout == ActLayout::Lut4Pairs) return m * 128 + (k % 2 == 0 ? k / 2 : 64 + k / 2);
+    if (layout == ActLayout::BlockHalves) return m * 128 + (k % 8 < 4 ? 4 * (k / 8) + k % 8 : 64 + 4 * (k / 8) + k % 8 - 4);
+    return c;
+  };
+  for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
     Int8Activations a;
     quantize_activations(Isa::Scalar, x.data(), 1, cols, layout, 1, a);
     const int64_t cc = act_chunk_cols(layout);
     ASSERT_EQ(a.chunks, (cols + cc - 1) / cc);
     for (int64_t c = 0; c < a.chunks * cc; ++c) {
       const int64_t m = c / cc, k = c % cc;
-      const int64_t pos = layout == ActLayout::Natural ? c : m * cc + (k % 2 == 0 ? k / 2 : 64 + k / 2);
+      const int64_t pos = where(layout, c);
+      EXPECT_EQ(act_position(layout, c), pos);
       int expect = 0;
       float block_scale = 0;
       if (c < cols) {
@@ -148,8 +156,7 @@ TEST(QLinear, ActivationLayoutsHoldTheRoundedValuesWhereTheDocSays) {
         int32_t sum = 0;
         for (int64_t k = 0; k < cc / 16; ++k) {
           const int64_t c = m * cc + j * (cc / 16) + k;
-          const int64_t kk = c % cc;
-          sum += a.q[layout == ActLayout::Natural ? c : m * cc + (kk % 2 == 0 ? kk / 2 : 64 + kk / 2)];
+          sum += a.q[where(layout, c)];
         }
         EXPECT_EQ(a.bias16[m * 16 + j], -128 * sum);
       }

@@ -44,16 +44,17 @@ def pulled_model_path():
 
 @pytest.fixture(scope="session")
 def real_bundle(pulled_model_path, tmp_path_factory):
-    """real_bundle(name) -> a bundle of that pulled model with the default
-    convert options (lut4 layers, int8 embeddings), made once per session."""
+    """real_bundle(name, weights="lut4") -> a bundle of that pulled model with
+    the default convert options (int8 embeddings) and `weights` layers, made
+    once per session."""
     cache = {}
 
-    def get(name: str) -> Path:
-        if name not in cache:
-            out = tmp_path_factory.mktemp("bundles") / name
-            run_tessera("convert", pulled_model_path(name), "-o", out, "-t", "2")
-            cache[name] = out
-        return cache[name]
+    def get(name: str, weights: str = "lut4") -> Path:
+        if (name, weights) not in cache:
+            out = tmp_path_factory.mktemp("bundles") / f"{name}-{weights}"
+            run_tessera("convert", pulled_model_path(name), "-o", out, "-t", "2", "--weights", weights)
+            cache[(name, weights)] = out
+        return cache[(name, weights)]
 
     return get
 

@@ -1,7 +1,7 @@
 """Optimized kernels against the reference kernels on the same bundle.
 
-Both real models' default bundles (lut4 layers, int8 embeddings and head) are
-read teacher-forced over the parity corpus (test_real_model_parity: 5 prompts
+Both real models' default bundles (lut4 layers, int8 embeddings and head), and
+SmolLM2 with lut3 layers, are read teacher-forced over the parity corpus (test_real_model_parity: 5 prompts
 plus 64 greedy tokens each) and the oracle corpus (3 prompts plus 32) with the
 reference kernels (isa="scalar": f32 activations, the plain kernels of
 kernels/reference) and with each optimized level this CPU has:
@@ -41,11 +41,13 @@ def log_softmax(x):
 LEVELS = ["avx2", "avx512", "amx"]
 
 
-@pytest.mark.parametrize("name", ["smollm2-135m-instruct", "gemma3-270m"])
-def test_optimized_kernels_agree_with_reference(name, real_bundle, pulled_model_path):
+@pytest.mark.parametrize("name,weights", [("smollm2-135m-instruct", "lut4"), ("gemma3-270m", "lut4"),
+                                          ("smollm2-135m-instruct", "lut3")])
+def test_optimized_kernels_agree_with_reference(name, weights, real_bundle, pulled_model_path):
     """Every optimized level this CPU has, on the same teacher-forced
-    sequences (generated at the default level); the reference is read once."""
-    path = str(real_bundle(name))
+    sequences (generated at the default level); the reference is read once.
+    lut3 layers run their own unpacking kernels (kernels/lut_unpack_*.h)."""
+    path = str(real_bundle(name, weights))
     default = tessera.Model(path, threads=2)
     if default.isa == "scalar":
         pytest.skip("this CPU has no optimized level")
@@ -75,7 +77,7 @@ def test_optimized_kernels_agree_with_reference(name, real_bundle, pulled_model_
                 st["flips"].append(round(float(top2[1] - top2[0]), 4))
     for level, st in stats.items():
         top1, kl = st["agree"] / total, float(np.mean(st["kls"]))
-        print(f"\n{name} {level} vs reference: top-1 {top1:.4f} ({st['agree']}/{total}), mean KL {kl:.5f}, "
+        print(f"\n{name} {weights} {level} vs reference: top-1 {top1:.4f} ({st['agree']}/{total}), mean KL {kl:.5f}, "
               f"max KL {max(st['kls']):.5f}, reference top-2 margins where top-1 differs: {sorted(st['flips'])}")
     for level, st in stats.items():
         assert float(np.mean(st["kls"])) <= 0.005, level
@@ -87,11 +89,13 @@ def test_unknown_level_is_an_error(real_bundle):
         tessera.Model(str(real_bundle("smollm2-135m-instruct")), isa="avx9")
 
 
-@pytest.mark.parametrize("name", ["smollm2-135m-instruct", "gemma3-270m"])
-def test_long_calls_give_the_same_bits_for_any_thread_count(name, real_bundle, pulled_model_path):
+@pytest.mark.parametrize("name,weights", [("smollm2-135m-instruct", "lut4"), ("gemma3-270m", "lut4"),
+                                          ("smollm2-135m-instruct", "lut3")])
+def test_long_calls_give_the_same_bits_for_any_thread_count(name, weights, real_bundle, pulled_model_path):
     # 160 tokens in one call: AMX tile GEMMs (at amx), elementwise ops large
-    # enough to be split across threads, attention split by heads.
-    path = str(real_bundle(name))
+    # enough to be split across threads (and stolen between them), attention
+    # split by heads.
+    path = str(real_bundle(name, weights))
     tok = tessera.Tokenizer.from_file(pulled_model_path(name))
     ids = (tok.encode(" ".join(CORPUS["prompts"])) * 8)[:160]
     one = tessera.Session(tessera.Model(path, threads=1)).forward(ids, all_logits=True)
