@@ -28,72 +28,58 @@ namespace tessera::kernels {
 
 namespace lut_unpack_detail {
 
-// Column of word w (0-7) in 128-bit lane L of word vector k (0, 1).
-constexpr int word_column(int k, int L, int w) { return 16 * L + 8 * k + w; }
-
-// Step 2's byte indices for word vector k.
-template <int B>
-constexpr std::array<uint8_t, 32> word_bytes(int k) {
+// Step 2's byte indices for one word vector: word w of 128-bit lane L holds
+// column column(L, w) of the 32 (64 for halves) whose bits were loaded.
+template <int B, class Column>
+constexpr std::array<uint8_t, 32> word_bytes(Column column) {
   std::array<uint8_t, 32> idx{};
   for (int L = 0; L < 2; ++L)
     for (int w = 0; w < 8; ++w) {
-      const int bit = B * word_column(k, L, w), s = bit % 8;
+      const int bit = B * column(L, w), s = bit % 8;
       idx[16 * L + 2 * w] = static_cast<uint8_t>(bit / 8);
       idx[16 * L + 2 * w + 1] = s + B > 8 ? static_cast<uint8_t>(bit / 8 + 1) : uint8_t{0x80};
     }
   return idx;
 }
 
-// Step 3's multipliers for word vector k.
-template <int B>
-constexpr std::array<uint16_t, 16> word_multipliers(int k) {
+// Step 3's multipliers for the same word vector.
+template <int B, class Column>
+constexpr std::array<uint16_t, 16> word_multipliers(Column column) {
   std::array<uint16_t, 16> mul{};
   for (int L = 0; L < 2; ++L)
-    for (int w = 0; w < 8; ++w) mul[8 * L + w] = static_cast<uint16_t>(1u << (8 - (B * word_column(k, L, w)) % 8));
+    for (int w = 0; w < 8; ++w) mul[8 * L + w] = static_cast<uint16_t>(1u << (8 - (B * column(L, w)) % 8));
   return mul;
 }
 
-template <int B>
-alignas(32) inline constexpr std::array<uint8_t, 32> kWordBytes0 = word_bytes<B>(0);
-template <int B>
-alignas(32) inline constexpr std::array<uint8_t, 32> kWordBytes1 = word_bytes<B>(1);
-template <int B>
-alignas(32) inline constexpr std::array<uint16_t, 16> kWordMul0 = word_multipliers<B>(0);
-template <int B>
-alignas(32) inline constexpr std::array<uint16_t, 16> kWordMul1 = word_multipliers<B>(1);
+// unpack_lut32: word vector k's lane L holds columns 16·L + 8·k + w.
+constexpr auto natural_columns(int k) {
+  return [k](int L, int w) { return 16 * L + 8 * k + w; };
+}
 
-// The block-halves unpack (unpack_lut64_halves): per 128-bit lane, 32
-// columns (4 blocks); word w (0-7) of word vector v holds the column
+template <int B>
+alignas(32) inline constexpr std::array<uint8_t, 32> kWordBytes0 = word_bytes<B>(natural_columns(0));
+template <int B>
+alignas(32) inline constexpr std::array<uint8_t, 32> kWordBytes1 = word_bytes<B>(natural_columns(1));
+template <int B>
+alignas(32) inline constexpr std::array<uint16_t, 16> kWordMul0 = word_multipliers<B>(natural_columns(0));
+template <int B>
+alignas(32) inline constexpr std::array<uint16_t, 16> kWordMul1 = word_multipliers<B>(natural_columns(1));
+
+// unpack_lut64_halves: each 128-bit lane reads its own 32 columns (4
+// blocks); word w of word vector v holds the lane's column
 // 8·β + 4·half + w % 4 with β = w / 4 + 2·(v % 2) and half = v / 2, so
 // vectors 0, 1 pack into the first halves and 2, 3 into the second.
-constexpr int halves_column(int v, int w) { return 8 * (w / 4 + 2 * (v % 2)) + 4 * (v / 2) + w % 4; }
-
-template <int B>
-constexpr std::array<uint8_t, 32> halves_word_bytes(int v) {
-  std::array<uint8_t, 32> idx{};
-  for (int L = 0; L < 2; ++L)
-    for (int w = 0; w < 8; ++w) {
-      const int bit = B * halves_column(v, w), s = bit % 8;
-      idx[16 * L + 2 * w] = static_cast<uint8_t>(bit / 8);
-      idx[16 * L + 2 * w + 1] = s + B > 8 ? static_cast<uint8_t>(bit / 8 + 1) : uint8_t{0x80};
-    }
-  return idx;
-}
-
-template <int B>
-constexpr std::array<uint16_t, 16> halves_word_multipliers(int v) {
-  std::array<uint16_t, 16> mul{};
-  for (int L = 0; L < 2; ++L)
-    for (int w = 0; w < 8; ++w) mul[8 * L + w] = static_cast<uint16_t>(1u << (8 - (B * halves_column(v, w)) % 8));
-  return mul;
+constexpr auto halves_columns(int v) {
+  return [v](int, int w) { return 8 * (w / 4 + 2 * (v % 2)) + 4 * (v / 2) + w % 4; };
 }
 
 template <int B>
 struct HalvesTables {
-  alignas(32) std::array<uint8_t, 32> bytes[4] = {halves_word_bytes<B>(0), halves_word_bytes<B>(1),
-                                                  halves_word_bytes<B>(2), halves_word_bytes<B>(3)};
-  alignas(32) std::array<uint16_t, 16> mul[4] = {halves_word_multipliers<B>(0), halves_word_multipliers<B>(1),
-                                                 halves_word_multipliers<B>(2), halves_word_multipliers<B>(3)};
+  alignas(32) std::array<uint8_t, 32> bytes[4] = {word_bytes<B>(halves_columns(0)), word_bytes<B>(halves_columns(1)),
+                                                  word_bytes<B>(halves_columns(2)), word_bytes<B>(halves_columns(3))};
+  alignas(32) std::array<uint16_t, 16> mul[4] = {
+      word_multipliers<B>(halves_columns(0)), word_multipliers<B>(halves_columns(1)),
+      word_multipliers<B>(halves_columns(2)), word_multipliers<B>(halves_columns(3))};
 };
 
 template <int B>
