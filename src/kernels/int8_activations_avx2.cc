@@ -34,7 +34,7 @@ TESSERA_AVX2 inline __m256i sums_of_4(__m256i v) {
 
 TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr,
                                         float* sr, int32_t* br, float* residual) {
-  const bool pairs = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
+  const bool block_lanes = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
   const bool halves = layout == ActLayout::BlockHalves;
   // BlockHalves: each 8-byte block's first dword, then its second.
   const __m256i halves_order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
@@ -74,7 +74,7 @@ TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout
       if (residual && left > 0)
         _mm256_maskstore_ps(residual + c0, live, _mm256_sub_ps(x, _mm256_mul_ps(s, _mm256_cvtepi32_ps(q))));
       const float scale = _mm256_cvtss_f32(s);
-      if (pairs) {
+      if (block_lanes) {
         sr[m * 16 + b] = scale;
       } else {
         sr[m * 16 + 2 * b] = scale;
@@ -82,19 +82,20 @@ TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout
       }
     }
     __m256i lo_sums, hi_sums;  // lanes 0-7, 8-15
-    if (pairs) {
-      // natural 32 bytes at a time -> (16 even, 16 odd) bytes; 8-column sums.
-      __m256i even_odd[4], s4[4];
+    if (block_lanes) {
+      // natural 32 bytes at a time -> 16 bytes of the first vector, 16 of the
+      // second (even / odd columns, or block halves); 8-column sums.
+      __m256i parts[4], s4[4];
       for (int i = 0; i < 4; ++i) {
         const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(natural + 32 * i));
-        even_odd[i] = halves ? _mm256_permutevar8x32_epi32(v, halves_order)
-                             : _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, split), _MM_SHUFFLE(3, 1, 2, 0));
+        parts[i] = halves ? _mm256_permutevar8x32_epi32(v, halves_order)
+                          : _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, split), _MM_SHUFFLE(3, 1, 2, 0));
         s4[i] = sums_of_4(v);
       }
       int8_t* dst = qr + m * 128;
       for (int i = 0; i < 4; ++i) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * i), _mm256_castsi256_si128(even_odd[i]));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64 + 16 * i), _mm256_extracti128_si256(even_odd[i], 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * i), _mm256_castsi256_si128(parts[i]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 64 + 16 * i), _mm256_extracti128_si256(parts[i], 1));
       }
       lo_sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s4[0], s4[1]), _MM_SHUFFLE(3, 1, 2, 0));
       hi_sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s4[2], s4[3]), _MM_SHUFFLE(3, 1, 2, 0));

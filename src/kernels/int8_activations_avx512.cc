@@ -48,7 +48,7 @@ constexpr SplitIndex kPairIndex(true), kHalvesIndex(false);
 
 TESSERA_AVX512 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks,
                                             int8_t* qr, float* sr, int32_t* br, float* residual) {
-  const bool pairs = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
+  const bool block_lanes = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
   const SplitIndex& split = layout == ActLayout::Lut4Pairs ? kPairIndex : kHalvesIndex;
   const int64_t cc = act_chunk_cols(layout);
   const int vectors = static_cast<int>(cc / 16);
@@ -56,7 +56,7 @@ TESSERA_AVX512 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLa
   const __m512 k127 = _mm512_set1_ps(127.0f);
   const __m512 zero = _mm512_setzero_ps();
   const __m512i ones = _mm512_set1_epi8(1);
-  const __m512i even_idx = _mm512_load_si512(split.first), odd_idx = _mm512_load_si512(split.second);
+  const __m512i first_idx = _mm512_load_si512(split.first), second_idx = _mm512_load_si512(split.second);
   alignas(64) int8_t natural[128];
   for (int64_t m = 0; m < chunks; ++m) {
     for (int k = 0; k < vectors; ++k) {
@@ -81,19 +81,19 @@ TESSERA_AVX512 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLa
       if (residual)
         _mm512_mask_storeu_ps(residual + c0, live,
                               _mm512_sub_ps(x, _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)))));
-      // Lane j's block scale: pairs lanes are whole blocks (lanes 0 and 8
+      // Lane j's block scale: 128-column layouts' lanes are whole blocks (lanes 0 and 8
       // start this vector's two); natural lanes are half blocks (0, 1, 8, 9).
-      if (pairs) _mm512_mask_compressstoreu_ps(sr + m * 16 + 2 * k, 0x0101, s);
+      if (block_lanes) _mm512_mask_compressstoreu_ps(sr + m * 16 + 2 * k, 0x0101, s);
       else _mm512_mask_compressstoreu_ps(sr + m * 16 + 4 * k, 0x0303, s);
     }
     __m512i sums;
-    if (pairs) {
+    if (block_lanes) {
       const __m512i lo = _mm512_load_si512(natural), hi = _mm512_load_si512(natural + 64);
-      const __m512i even = _mm512_permutex2var_epi8(lo, even_idx, hi);
-      const __m512i odd = _mm512_permutex2var_epi8(lo, odd_idx, hi);
-      _mm512_storeu_si512(qr + m * 128, even);
-      _mm512_storeu_si512(qr + m * 128 + 64, odd);
-      sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, even), ones, odd);
+      const __m512i first = _mm512_permutex2var_epi8(lo, first_idx, hi);
+      const __m512i second = _mm512_permutex2var_epi8(lo, second_idx, hi);
+      _mm512_storeu_si512(qr + m * 128, first);
+      _mm512_storeu_si512(qr + m * 128 + 64, second);
+      sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, first), ones, second);
     } else {
       const __m512i v = _mm512_load_si512(natural);
       _mm512_storeu_si512(qr + m * 64, v);

@@ -26,50 +26,40 @@ namespace tessera::kernels {
 
 namespace lut_unpack_detail {
 
-// Step 1's byte indices: byte 8q + i of the result takes source byte B·q + i.
-template <int B>
+// vpermb indices that give qword q the source bytes from Bytes·q on (B bytes:
+// one block, unpack_lut64; 2·B: two blocks, unpack_lut128_halves).
+template <int Bytes>
 constexpr std::array<uint8_t, 64> spread_indices() {
   std::array<uint8_t, 64> idx{};
   for (int q = 0; q < 8; ++q)
-    for (int i = 0; i < 8; ++i) idx[8 * q + i] = static_cast<uint8_t>(B * q + i);
+    for (int i = 0; i < 8; ++i) idx[8 * q + i] = static_cast<uint8_t>(Bytes * q + i);
   return idx;
 }
 
 template <int B>
 alignas(64) inline constexpr std::array<uint8_t, 64> kSpread = spread_indices<B>();
-
-// Step 2's control: byte i of each qword starts at bit B·i.
 template <int B>
-constexpr long long multishift_control() {
+alignas(64) inline constexpr std::array<uint8_t, 64> kPairSpread = spread_indices<2 * B>();
+
+// A vpmultishiftqb control: byte i of each qword starts at bit bit_of(i).
+template <class BitOf>
+constexpr long long multishift_control(BitOf bit_of) {
   unsigned long long c = 0;
-  for (int i = 0; i < 8; ++i) c |= static_cast<unsigned long long>(B * i) << (8 * i);
+  for (int i = 0; i < 8; ++i) c |= static_cast<unsigned long long>(bit_of(i)) << (8 * i);
   return static_cast<long long>(c);
 }
 
-// The block-halves unpack (unpack_lut128_halves): qword q takes the 2·B
-// bytes of blocks 2q and 2q+1; the first vector's byte i < 4 of a qword is
-// block 2q's column i (bit B·i), byte 4 + i block 2q+1's (bit 8·B + B·i);
-// the second vector's the same four columns later.
+// unpack_lut64: byte i is the qword's block's column i.
 template <int B>
-constexpr std::array<uint8_t, 64> pair_spread_indices() {
-  std::array<uint8_t, 64> idx{};
-  for (int q = 0; q < 8; ++q)
-    for (int i = 0; i < 8; ++i) idx[8 * q + i] = static_cast<uint8_t>(2 * B * q + i);
-  return idx;
-}
+constexpr long long kColumns = multishift_control([](int i) { return B * i; });
 
+// unpack_lut128_halves: the qword holds blocks 2q and 2q+1; byte i < 4 of
+// the first vector is block 2q's column i (bit B·i), byte 4 + i block 2q+1's
+// (bit 8·B + B·i); the second vector takes the same four columns 4 later.
 template <int B>
-alignas(64) inline constexpr std::array<uint8_t, 64> kPairSpread = pair_spread_indices<B>();
-
+constexpr long long kHalf0 = multishift_control([](int i) { return (i < 4 ? 0 : 8 * B) + B * (i % 4); });
 template <int B>
-constexpr long long halves_control(int half) {
-  unsigned long long c = 0;
-  for (int i = 0; i < 8; ++i) {
-    const int bit = (i < 4 ? 0 : 8 * B) + B * (4 * half + i % 4);
-    c |= static_cast<unsigned long long>(bit) << (8 * i);
-  }
-  return static_cast<long long>(c);
-}
+constexpr long long kHalf1 = multishift_control([](int i) { return (i < 4 ? 0 : 8 * B) + B * (4 + i % 4); });
 
 }  // namespace lut_unpack_detail
 
@@ -82,7 +72,7 @@ TESSERA_LUT_AVX512 inline __m512i unpack_lut64(const uint8_t* p, __m512i table) 
   const __m512i src = _mm512_zextsi256_si512(_mm256_maskz_loadu_epi8(bytes, p));
   const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(lut_unpack_detail::kSpread<B>.data()), src);
   const __m512i fields =
-      _mm512_multishift_epi64_epi8(_mm512_set1_epi64(lut_unpack_detail::multishift_control<B>()), spread);
+      _mm512_multishift_epi64_epi8(_mm512_set1_epi64(lut_unpack_detail::kColumns<B>), spread);
   return _mm512_permutexvar_epi8(fields, table);
 }
 
@@ -98,8 +88,8 @@ TESSERA_LUT_AVX512 inline void unpack_lut128_halves(const uint8_t* p, __mmask64 
   namespace d = lut_unpack_detail;
   const __m512i src = _mm512_maskz_loadu_epi8(bytes, p);
   const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(d::kPairSpread<B>.data()), src);
-  first = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(d::halves_control<B>(0)), spread), table);
-  second = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(d::halves_control<B>(1)), spread), table);
+  first = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(d::kHalf0<B>), spread), table);
+  second = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(d::kHalf1<B>), spread), table);
 }
 
 }  // namespace tessera::kernels

@@ -61,7 +61,7 @@ void load_tile_config() {
   asm volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
 }
 
-// 32 int8 weights (v, sign-extended to 32-bit lanes in two halves) as bf16,
+// 32 int8 weights (lo16: the first 16, hi16: the next 16) stored as bf16,
 // exactly (|w| <= 127).
 TESSERA_AMX_HOST inline void store_bf16_32(__m128i lo16, __m128i hi16, uint16_t* dst) {
   const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo16));

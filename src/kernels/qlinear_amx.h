@@ -13,8 +13,9 @@
 // every output is the same sequence of tile instructions.
 //
 // Each thread expands 32 weight rows at a time into a tile-major bf16 panel
-// (lut4 through a 16-entry vpermw table, lut3 / lut2 through int8) and multiplies them with every token of the call
-// (2 × 2 tiles of 16 features × 16 tokens), so the expansion is paid once per
+// (lut4 through a 16-entry vpermw table, lut3 / lut2 through int8) and
+// multiplies them with every token of the call (2 × 2 tiles of 16 features ×
+// 16 tokens), so the expansion is paid once per
 // call while the tile units do 16·16·32 multiply-adds per instruction. The
 // numerics differ from the integer-dot path (bf16 vs int8-block activations);
 // the runtime uses this kernel only for calls of kAmxMinTokens or more tokens,

@@ -52,9 +52,9 @@ TESSERA_AVX512 inline float finish(__m512 acc, const QLinearWeights& w, const fl
   return qlinear_output(reduce16(acc), w.out_scale(n), bias, n);
 }
 
-// The high nibbles of a lut4 chunk are brought down with vpmultishiftqb (byte i of each
-// quadword takes bits 8i+4 .. 8i+11), which runs beside vpermb rather than on
-// the port the dot products need, unlike a shift.
+// The high nibbles of a lut4 chunk are brought down with vpmultishiftqb (byte
+// i of each quadword takes bits 8i+4 .. 8i+11), which runs beside vpermb
+// rather than on the port the dot products need, unlike a shift.
 TESSERA_AVX512 inline __m512i high_nibbles(__m512i v) {
   const __m512i ctl = _mm512_set1_epi64(0x3c342c241c140c04LL);  // 60, 52, 44, 36, 28, 20, 12, 4
   return _mm512_multishift_epi64_epi8(ctl, v);

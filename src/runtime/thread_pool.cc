@@ -40,6 +40,19 @@ constexpr uint64_t back_of(uint64_t v) { return v >> 32; }
 // an eighth of a share, few enough that each is worth a compare-and-swap.
 constexpr int64_t kUnitsPerThread = 8;
 
+// Claims one unit of a share: its first (the owner) or its last (a thief);
+// false once the share is empty.
+bool take_unit(std::atomic<uint64_t>& share, bool first, uint64_t& unit) {
+  for (uint64_t v = share.load(std::memory_order_acquire);;) {
+    const uint64_t f = front_of(v), b = back_of(v);
+    if (f >= b) return false;
+    unit = first ? f : b - 1;
+    if (share.compare_exchange_weak(v, first ? pack(f + 1, b) : pack(f, b - 1), std::memory_order_acq_rel,
+                                    std::memory_order_acquire))
+      return true;
+  }
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -66,34 +79,23 @@ void ThreadPool::worker_loop(int index) {
 }
 
 // Unit u covers grains [grains·u/units, grains·(u+1)/units); grain k starts
-// at k·grain, and the last one ends at n. Consecutive units make one range.
-void ThreadPool::run_unit_range(uint64_t u0, uint64_t u1) const {
-  auto start = [&](uint64_t u) {
-    const int64_t k = grains_ * static_cast<int64_t>(u) / units_;
+// at k·grain, and the last one ends at n.
+void ThreadPool::run_unit(uint64_t u) const {
+  auto start = [&](uint64_t v) {
+    const int64_t k = grains_ * static_cast<int64_t>(v) / units_;
     return k == grains_ ? n_ : k * grain_;
   };
-  (*job_)(start(u0), start(u1));
+  (*job_)(start(u), start(u + 1));
 }
 
 void ThreadPool::run_units(int index) {
-  // Own share, front to back, one unit at a time.
-  std::atomic<uint64_t>& own = shares_[static_cast<size_t>(index)].front_back;
-  for (uint64_t v = own.load(std::memory_order_acquire);;) {
-    const uint64_t f = front_of(v), b = back_of(v);
-    if (f >= b) break;
-    if (own.compare_exchange_weak(v, pack(f + 1, b), std::memory_order_acq_rel, std::memory_order_acquire))
-      run_unit_range(f, f + 1);
-  }
-  // Then the other shares, from their backs, until every share is empty.
+  // Own share front to back, then the others' from their backs, until every
+  // share is empty.
   const int threads = this->threads();
-  for (int k = 1; k < threads; ++k) {
-    std::atomic<uint64_t>& other = shares_[static_cast<size_t>((index + k) % threads)].front_back;
-    for (uint64_t v = other.load(std::memory_order_acquire);;) {
-      const uint64_t f = front_of(v), b = back_of(v);
-      if (f >= b) break;
-      if (other.compare_exchange_weak(v, pack(f, b - 1), std::memory_order_acq_rel, std::memory_order_acquire))
-        run_unit_range(b - 1, b);
-    }
+  uint64_t unit = 0;
+  for (int k = 0; k < threads; ++k) {
+    std::atomic<uint64_t>& share = shares_[static_cast<size_t>((index + k) % threads)].front_back;
+    while (take_unit(share, k == 0, unit)) run_unit(unit);
   }
 }
 

@@ -23,7 +23,6 @@
 #include <functional>
 #include <memory>
 #include <thread>
-#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -52,7 +51,7 @@ class ThreadPool {
   void worker_loop(int index);
   // Runs the job's units: this thread's share, then stolen ones.
   void run_units(int index);
-  void run_unit_range(uint64_t u0, uint64_t u1) const;
+  void run_unit(uint64_t u) const;
 
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> generation_{0};
