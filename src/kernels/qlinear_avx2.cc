@@ -16,6 +16,7 @@
 
 #include <algorithm>
 
+#include "kernels/lane_reduce.h"
 #include "kernels/lut_unpack_avx2.h"
 #include "kernels/qlinear.h"
 
@@ -32,13 +33,54 @@ TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(p), _mm256_sign_epi8(a, p)), ones16);
 }
 
-// B: bits per weight (8: int8, 4: lut4, 3: lut3, 2: lut2).
-template <int R, int P, int B>
-TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
-                            const float* bias, float* y) {
+// One half H (lanes 8H..8H+7) of chunk m, for R rows and P activation passes.
+// B: bits per weight (8: int8, 4: lut4, 3: lut3, 2: lut2). qp / sp: each
+// pass's q bytes and lane scales of this token (hoisted out of the loop).
+template <int R, int P, int B, int H>
+TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t* const* row, const __m256i* tbl,
+                                                                   const int8_t* const* qp, const float* const* sp,
+                                                                   int64_t m, __m256 (*acc)[2]) {
   constexpr bool lut = B <= 4;  // two weight vectors per 128-column chunk
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int r = 0; r < R; ++r) {
+    // This half's bytes: 32 (int8: 32 columns) or 8·B (lut: 64 columns).
+    const uint8_t* p = row[r] + (lut ? (64 * m + 32 * H) * B / 4 : 64 * m + 32 * H);
+    if constexpr (H == 0) {  // a chunk is at most 64 bytes of a row: one line each
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
+    }
+    // The looked-up weights (lut: low / high nibbles, or first / second
+    // block halves), then each activation pass.
+    __m256i v = _mm256_setzero_si256(), plo = v, phi = v;
+    if constexpr (B == 4) {
+      v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      plo = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(v, low4));
+      phi = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+    } else if constexpr (lut) {
+      unpack_lut64_halves<B>(p, tbl[r], plo, phi);
+    } else {
+      v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    }
+    for (int k = 0; k < P; ++k) {
+      __m256i d;
+      if constexpr (lut) {
+        const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qp[k] + 128 * m + 32 * H));
+        const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qp[k] + 128 * m + 64 + 32 * H));
+        d = _mm256_add_epi32(dot4(plo, alo, ones16), dot4(phi, ahi, ones16));
+      } else {
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qp[k] + 64 * m + 32 * H));
+        d = dot4(v, av, ones16);
+      }
+      const __m256 s = _mm256_loadu_ps(sp[k] + 16 * m + 8 * H);
+      acc[r][H] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][H]);
+    }
+  }
+}
+
+template <int R, int P, int B>
+TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
+                            const float* bias, float* y) {
   __m256i tbl[R];
   const uint8_t* row[R];
   __m256 acc[R][2];
@@ -47,51 +89,21 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
     row[r] = w.row(n + r);
     acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   }
-  const int64_t cc = act_chunk_cols(a.layout);  // 128 (lut) or 64 (int8) columns per chunk
-  const int64_t cols = w.cols();
-  for (int64_t m = 0; m < a.chunks; ++m) {
-    for (int h = 0; h < 2; ++h) {
-      if (m * cc + h * (cc / 2) >= cols) break;  // lut rows ending in half a chunk
-      for (int r = 0; r < R; ++r) {
-        // This half's bytes: 32 (int8: 32 columns) or 8·B (lut: 64 columns).
-        const uint8_t* p = row[r] + (lut ? (64 * m + 32 * h) * B / 4 : 64 * m + 32 * h);
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
-        // The looked-up weights (lut: low / high nibbles, or first / second
-        // block halves), then each activation pass.
-        __m256i v = _mm256_setzero_si256(), plo = v, phi = v;
-        if constexpr (B == 4) {
-          v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-          plo = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(v, low4));
-          phi = _mm256_shuffle_epi8(tbl[r], _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
-        } else if constexpr (lut) {
-          unpack_lut64_halves<B>(p, tbl[r], plo, phi);
-        } else {
-          v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        }
-        for (int k = 0; k < P; ++k) {
-          const int8_t* q = a.q_row(t, k);
-          __m256i d;
-          if constexpr (lut) {
-            const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 32 * h));
-            const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * m + 64 + 32 * h));
-            d = _mm256_add_epi32(dot4(plo, alo, ones16), dot4(phi, ahi, ones16));
-          } else {
-            const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
-            d = dot4(v, av, ones16);
-          }
-          const __m256 s = _mm256_loadu_ps(a.scale_row(t, k) + 16 * m + 8 * h);
-          acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][h]);
-        }
-      }
-    }
+  const int8_t* qp[P];
+  const float* sp[P];
+  for (int k = 0; k < P; ++k) {
+    qp[k] = a.q_row(t, k);
+    sp[k] = a.scale_row(t, k);
   }
-  alignas(32) float lanes[16];
-  for (int r = 0; r < R; ++r) {
-    _mm256_store_ps(lanes, acc[r][0]);
-    _mm256_store_ps(lanes + 8, acc[r][1]);
-    y[n + r] = qlinear_finish(lanes, w.out_scale(n + r), bias, n + r);
+  // Whole chunks, then (lut rows of 64 columns past the last whole chunk) a first half.
+  const int64_t cc = act_chunk_cols(a.layout), cols = w.cols(), whole = cols / cc;
+  for (int64_t m = 0; m < whole; ++m) {
+    half_chunk<R, P, B, 0>(row, tbl, qp, sp, m, acc);
+    half_chunk<R, P, B, 1>(row, tbl, qp, sp, m, acc);
   }
+  if (whole < a.chunks) half_chunk<R, P, B, 0>(row, tbl, qp, sp, whole, acc);
+  for (int r = 0; r < R; ++r)
+    y[n + r] = qlinear_output(reduce_lanes16_avx2(acc[r][0], acc[r][1]), w.out_scale(n + r), bias, n + r);
 }
 
 }  // namespace

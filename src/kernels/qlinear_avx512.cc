@@ -28,6 +28,7 @@
 
 #include <algorithm>
 
+#include "kernels/lane_reduce.h"
 #include "kernels/lut_unpack_avx512.h"
 #include "kernels/qlinear.h"
 
@@ -40,16 +41,8 @@ namespace {
 constexpr int kPrefetchL1 = 1024;  // bytes ahead of the current load
 constexpr int kPrefetchL2 = 8192;
 
-// ref::reduce_lanes16 in registers: lanes j + j+8, then j + j+4, j + j+2, j + j+1.
-TESSERA_AVX512 inline float reduce16(__m512 v) {
-  const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
-}
-
 TESSERA_AVX512 inline float finish(__m512 acc, const QLinearWeights& w, const float* bias, int64_t n) {
-  return qlinear_output(reduce16(acc), w.out_scale(n), bias, n);
+  return qlinear_output(reduce_lanes16_avx512(acc), w.out_scale(n), bias, n);
 }
 
 // The high nibbles of a lut4 chunk are brought down with vpmultishiftqb (byte
