@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "kernels/float_linear.h"
 #include "kernels/qlinear_f32gemm.h"
 #include "kernels/reference/kernels.h"
 
@@ -29,14 +30,16 @@ void expect_shape(const Program& p, const WeightView& t, const std::string& name
     fail(p.name, name, "weight has shape [{}], the model needs [{}]", fmt::join(t.shape, ", "), fmt::join(shape, ", "));
 }
 
-// `level` names the vector kernels; `linear_level` the integer Linear kernels
-// of this program (amx for prefill programs at Isa::Amx).
-KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, const std::string& level,
-                      const std::string& linear_level) {
+// `level` names the vector kernels (and the float Linear kernels);
+// `linear_level` the integer Linear kernels of this program (amx for
+// prefill programs at Isa::Amx).
+KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, bool float_linear,
+                      const std::string& level, const std::string& linear_level) {
   const bool scalar = level == isa_name(Isa::Scalar);
   switch (op.kind) {
     case OpKind::Linear:
       if (integer_linear) return {fmt::format("linear.{}.{}", weight_format_name(w->format), linear_level), false};
+      if (float_linear) return {fmt::format("linear.{}.{}", weight_format_name(w->format), level), false};
       return {fmt::format("linear.{}.reference", weight_format_name(w->format)), true};
     case OpKind::Embed:
       return {fmt::format("embed.{}.gather", weight_format_name(w->format)), false};
@@ -135,6 +138,8 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
           b.act_passes = head ? 1 : 2;
           b.refine_top = head;
+        } else if (isa != Isa::Scalar && kernels::float_linear_supported(t)) {
+          b.float_linear = true;
         }
         break;
       }
@@ -142,7 +147,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         break;
     }
     ops_.push_back(b);
-    placement_.push_back(place(op, b.w0, b.qw != nullptr, level, linear_level));
+    placement_.push_back(place(op, b.w0, b.qw != nullptr, b.float_linear, level, linear_level));
   }
   // A Linear whose input was quantized by the previous integer Linear, with
   // no op writing that value in between (q/k/v, gate/up), reuses it.
@@ -177,6 +182,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
 }
 
 BoundProgram::LinearPath BoundProgram::linear_path(const BoundOp& b, int64_t rows) const {
+  if (b.float_linear) return LinearPath::Float;
   if (!b.qw) return LinearPath::Reference;
   if (isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) return LinearPath::Amx;
   if (isa_ == Isa::Avx2 && rows >= kernels::kF32GemmMinTokens) return LinearPath::F32Gemm;
@@ -436,6 +442,15 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
             },
             16);
         if (b.refine_top) kernels::refine_top_outputs(isa_, *b.qw, x, rows, b.w1, y, n, ws.refine);
+      } else if (path == LinearPath::Float) {
+        // Blocks of 4 output features: the kernels' row tile.
+        const Isa isa = isa_;
+        pool.parallel_for(
+            (n + 3) / 4,
+            [&](int64_t begin, int64_t end) {
+              kernels::float_linear(isa, *b.w0, x, rows, b.w1, begin * 4, std::min(n, end * 4), y, n);
+            },
+            16);
       } else {
         pool.parallel_for(
             n, [&](int64_t begin, int64_t end) { ref::linear_any(x, rows, k, *b.w0, b.w1, n, begin, end, y); }, 64);

@@ -6,6 +6,7 @@
 //   Linear on lut4 / int8 weights   kernels/qlinear.h (int8 activations);
 //                                   at Isa::Amx, calls of kAmxMinTokens or
 //                                   more tokens: kernels/qlinear_amx.h (bf16)
+//   Linear on f32 / f16 / bf16      kernels/float_linear.h (the reference's bits)
 //   Linear on other formats         reference kernel (fallback)
 //   RMSNorm, RoPE, attention, gated activation, add, softcap
 //                                   kernels/vector_ops.h of that level
@@ -115,6 +116,7 @@ class BoundProgram {
     const WeightView* w0 = nullptr;  // the op's weight (Embed table, norm weight, linear matrix)
     const float* w1 = nullptr;       // Linear bias (f32)
     std::shared_ptr<const kernels::QLinearWeights> qw;  // Linear with an integer kernel
+    bool float_linear = false;       // Linear on f32/f16/bf16 weights with a vector kernel
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts)
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
@@ -123,7 +125,7 @@ class BoundProgram {
     // holds how many (1: alone), the rest 0.
     int linear_group = 1;
   };
-  enum class LinearPath { Reference, IntegerDot, Amx, F32Gemm };
+  enum class LinearPath { Reference, IntegerDot, Amx, F32Gemm, Float };
   LinearPath linear_path(const BoundOp& b, int64_t rows) const;
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
   // ops_[first .. first+count): a linear group on the integer-dot path.

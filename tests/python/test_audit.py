@@ -1,7 +1,7 @@
 """`tessera audit`: the placement plan of every program and the fallback
-shares. A lut4 bundle runs every op on an optimized kernel at the CPU's level
-(pass, exit 0); forcing TESSERA_ISA=scalar, or a checkpoint whose linear
-layers are f32, puts ops on reference kernels (fail, exit 1); bad options
+shares. A lut4 bundle, an f16 or bf16 bundle and an f32 checkpoint run
+every op on an optimized kernel at the CPU's level (pass, exit 0); forcing
+TESSERA_ISA=scalar puts ops on reference kernels (fail, exit 1); bad options
 exit 2."""
 
 import json
@@ -63,12 +63,23 @@ def test_scalar_level_is_all_reference_and_fails(tiny):
     assert "linear.lut4.reference" in fallback and "attention.reference" in fallback
 
 
-def test_f32_checkpoint_linears_are_fallback(tiny):
+@pytest.mark.parametrize("weights", ["source f32", "f16", "bf16"])
+def test_unquantized_linears_run_the_float_kernels(tiny, tmp_path, weights):
     src, _ = tiny
-    proc, out = audit(src)
-    assert proc.returncode == 1
-    fallback = {k["kernel"] for p in out["programs"] for k in p["kernels"] if k["fallback"]}
-    assert "linear.f32.reference" in fallback
+    model = src
+    if weights != "source f32":
+        model = tmp_path / weights
+        run_tessera("convert", src, "-o", model, "--weights", weights, "--embeddings", weights, "--lm-head", weights)
+    proc, out = audit(model)
+    if out["isa"] == "scalar":
+        pytest.skip("this CPU has no optimized level")
+    assert proc.returncode == 0, proc.stderr
+    assert out["fallback_op_percent"] == 0 and out["fallback_time_percent"] == 0
+    vec = "avx512" if out["isa"] == "amx" else out["isa"]
+    fmt = weights.split()[-1]
+    kernels = {k["kernel"] for p in out["programs"] for k in p["kernels"]}
+    assert f"linear.{fmt}.{vec}" in kernels and not any(k.startswith("linear.") and k != f"linear.{fmt}.{vec}"
+                                                         for k in kernels), kernels
 
 
 def test_text_report_and_threshold(tiny):

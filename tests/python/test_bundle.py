@@ -47,6 +47,26 @@ def test_f32_bundle_equals_source_bitwise(tiny_dir, tmp_path):
     assert np.array_equal(got, ref), name
 
 
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_half_bundle_runs_the_float_kernels(tiny_dir, tmp_path, fmt):
+    """f16 / bf16 linears run kernels/float_linear.h, which give the reference
+    kernels' bits (C++ test); the model's logits then differ from the scalar
+    level only by the vector exp/tanh (vector_ops.h), and are the same bits
+    for any chunks, threads and prefill split."""
+    name, src = tiny_dir
+    bundle = convert(src, tmp_path / "b", "--weights", fmt, "--embeddings", fmt, "--lm-head", fmt, "--chunks", "2")
+    ids = seq()
+    base = tessera.Session(tessera.Model(str(bundle), chunks=1)).forward(ids)
+    plain = tessera.Session(tessera.Model(str(bundle), isa="scalar")).forward(ids)
+    ref = tessera.Session(tessera.Model(str(src))).forward(ids)
+    assert np.abs(base - plain).max() <= 1e-3 * plain.std(), f"{name} {fmt}"
+    assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > (0.9999 if fmt == "f16" else 0.999), f"{name} {fmt}"
+    for chunks, threads, per_call in [(2, 2, 0), (2, 1, 7)]:
+        model = tessera.Model(str(bundle), chunks=chunks, threads=threads)
+        got = tessera.Session(model).forward(ids, max_tokens_per_call=per_call)
+        assert np.array_equal(got, base), f"{name} {fmt} chunks={chunks} threads={threads} per_call={per_call}"
+
+
 MIN_SOURCE_CORRELATION = {"int8": 0.9, "lut4": 0.9, "lut3": 0.75, "lut2": 0.3}
 
 
