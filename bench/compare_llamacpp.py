@@ -209,6 +209,8 @@ def run_tessera(args, commands):
         cmd += ["--depths", args.depths]
     if args.chunks:
         cmd += ["--chunks", str(args.chunks)]
+    if args.act_passes:
+        cmd += ["--act-passes", str(args.act_passes)]
     commands.append(shlex.join(cmd))
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -310,6 +312,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--depths", default="0,512,1024", help="comma-separated context depths ('' for none)")
     ap.add_argument("--chunks", type=int, default=0, help="tessera --chunks (0: the bundle's)")
+    ap.add_argument("--act-passes", type=int, choices=[1, 2], help="tessera --act-passes (default: its own, 2)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--plot", help="PNG of decode tok/s vs context depth")
     ap.add_argument("--json", help="write everything measured here")

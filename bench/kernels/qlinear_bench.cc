@@ -11,6 +11,7 @@
 
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
+#include "kernels/qlinear_f32gemm.h"
 
 namespace tessera::kernels {
 namespace {
@@ -88,6 +89,23 @@ void pack_bf16(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * tokens * cols * 4);
 }
+// Prefill on the AVX2 f32 GEMM (expansion included).
+void run_f32gemm(benchmark::State& state, WeightFormat f) {
+  if (!isa_supported(Isa::Avx2)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  Fixture fx(f, rows, cols, tokens);
+  for (auto _ : state) {
+    qlinear_f32gemm_avx2(*fx.w, fx.x.data(), tokens, nullptr, 0, rows, fx.y.data(), rows);
+    benchmark::DoNotOptimize(fx.y.data());
+  }
+  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens * rows * cols) * 1e-9,
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(run_f32gemm, lut4_avx2, WeightFormat::Lut4)->Args({1536, 576, 128})->Args({576, 1536, 128})->Args({4864, 896, 128})->Args({896, 4864, 128})->ThreadRange(1, 2);
+
 BENCHMARK(pack_bf16)->Args({512, 576})->Args({512, 1536});
 
 BENCHMARK_CAPTURE(run_amx, lut4_amx, WeightFormat::Lut4)->Args({1536, 576, 512})->Args({576, 1536, 512})->Args({4864, 896, 512})->Args({896, 4864, 512})->Args({1536, 576, 8})->Args({1536, 576, 16})->Args({1536, 576, 32});

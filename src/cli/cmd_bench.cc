@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "core/error.h"
 #include "runtime/benchmark.h"
 
@@ -52,6 +53,7 @@ void register_bench(CLI::App& app) {
   static int threads = 1;
   static int64_t chunks = 0;
   static int64_t row_block = kDefaultRowBlock;
+  static int act_passes = 2;
   static bool json = false, no_warmup = false, verify = false, no_bandwidth = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
@@ -69,6 +71,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--row-block", row_block, "Tokens per row block of long calls (0 = calls run whole)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the pseudo-random token ids")->capture_default_str();
+  add_act_passes_option(*cmd, act_passes);
   cmd->add_flag("--no-warmup", no_warmup, "Skip the untimed warm-up run");
   cmd->add_flag("--no-bandwidth", no_bandwidth, "Skip the read-bandwidth probe (ceiling of the decode rates)");
   cmd->add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
@@ -84,6 +87,7 @@ void register_bench(CLI::App& app) {
     lo.chunks = chunks;
     lo.verify = verify;
     lo.row_block = row_block;
+    lo.act_passes = act_passes;
     auto m = Model::load(model, lo);
     const BenchResult r = run_benchmark(*m, o);
     const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)

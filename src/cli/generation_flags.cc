@@ -26,6 +26,15 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
   cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
+  add_act_passes_option(cmd, act_passes);
+}
+
+void add_act_passes_option(CLI::App& cmd, int& act_passes) {
+  cmd.add_option("--act-passes", act_passes,
+                 "int8 activation passes of the layers' integer-dot linears: 2 (reference agreement >= 99%) or 1 "
+                 "(faster where the integer dot bounds decode, e.g. AVX2 without VNNI; docs/BENCHMARKING.md)")
+      ->check(CLI::IsMember({1, 2}))
+      ->capture_default_str();
 }
 
 std::unique_ptr<Model> GenerationFlags::load_model() const {
@@ -35,6 +44,7 @@ std::unique_ptr<Model> GenerationFlags::load_model() const {
   o.threads = threads;
   o.chunks = chunks;
   o.verify = verify;
+  o.act_passes = act_passes;
   return Model::load(model, o);
 }
 

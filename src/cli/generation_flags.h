@@ -27,12 +27,16 @@ struct GenerationFlags {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool verify = false;
+  int act_passes = 2;      // LoadOptions::act_passes
   std::string system;
 
   void add_to(CLI::App& cmd);
   std::unique_ptr<Model> load_model() const;
   GenerateOptions options() const;
 };
+
+// --act-passes (LoadOptions::act_passes), for every command that loads a model to run it.
+void add_act_passes_option(CLI::App& cmd, int& act_passes);
 
 // Writes generated text to stdout as it arrives (a generate() on_text callback).
 bool print_text(std::string_view text);

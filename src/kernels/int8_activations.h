@@ -39,7 +39,9 @@
 // block's scale) the same way. The kernels multiply each looked-up weight
 // vector with every pass, so two passes carry about 15 significant bits
 // instead of 8 for one extra integer dot product per weight vector. The
-// runtime uses two for every layer's linears; the output head runs one and
+// runtime uses two for every layer's linears (one if loaded with
+// LoadOptions::act_passes = 1, an opt-in for CPUs where the integer dot
+// bounds decode); the output head runs one and
 // recomputes with two only the logits that could be the top one
 // (kernels/qlinear_refine.h; measured trade-off in docs/BENCHMARKING.md).
 #pragma once

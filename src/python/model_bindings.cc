@@ -59,7 +59,7 @@ void bind_model(py::module_& m) {
 
   py::class_<Model>(m, "Model")
       .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,
-                       const std::string& isa, int64_t row_block) {
+                       const std::string& isa, int64_t row_block, int act_passes) {
              py::gil_scoped_release release;
              LoadOptions o;
              if (!isa.empty()) {
@@ -71,11 +71,12 @@ void bind_model(py::module_& m) {
              o.prefill_sizes = std::move(prefill_sizes);
              o.verify = verify;
              if (row_block >= 0) o.row_block = row_block;
+             o.act_passes = act_passes;
              return Model::load(path, o);
            }),
            py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
            py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "",
-           py::arg("row_block") = -1)
+           py::arg("row_block") = -1, py::arg("act_passes") = 2)
       .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
       .def_property_readonly("vocab_size", [](const Model& x) { return x.spec().vocab_size; })
       .def_property_readonly("stop_token_ids", [](const Model& x) { return x.stop_token_ids(); })

@@ -78,7 +78,7 @@ bool row_local(const Program& p, const Op& op) {
 }  // namespace
 
 BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
-                           int64_t row_block)
+                           int64_t row_block, int act_passes)
     : program_(&program), isa_(isa), vops_(&kernels::vector_ops(isa)), row_block_(row_block) {
   const Program& p = program;
   const std::string level(isa_name(vector_isa(isa)));
@@ -130,13 +130,13 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           if (!q) q = std::make_shared<const kernels::QLinearWeights>(t);
           b.qw = q;
           // Layers' linears read their input in two int8 passes (x and its
-          // residual). The output head (logit rows) runs one pass and then
+          // residual; one if the model was loaded so). The output head (logit rows) runs one pass and then
           // recomputes with two every logit that could be the top one
           // (kernels/qlinear_refine.h): its argmax is the two-pass one, at
           // about one pass's cost on a third of a small model's bytes
           // (docs/BENCHMARKING.md, "Two activation passes").
           const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
-          b.act_passes = head ? 1 : 2;
+          b.act_passes = head ? 1 : act_passes;
           b.refine_top = head;
         } else if (isa != Isa::Scalar && kernels::float_linear_supported(t)) {
           b.float_linear = true;

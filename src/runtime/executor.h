@@ -95,8 +95,10 @@ class BoundProgram {
  public:
   // Throws Error naming the weight whose shape does not fit. `row_block`:
   // tokens per row block (kDefaultRowBlock; 0: every call runs whole).
+  // `act_passes`: int8 activation passes of the layers' linears (1 or 2;
+  // LoadOptions::act_passes).
   BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
-               int64_t row_block = kDefaultRowBlock);
+               int64_t row_block = kDefaultRowBlock, int act_passes = 2);
 
   const Program& program() const { return *program_; }
   Isa isa() const { return isa_; }

@@ -40,7 +40,10 @@ void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std:
   isa_ = options.isa ? *options.isa : active_isa();
   if (!isa_supported(isa_)) fail(path_, "isa", "this CPU does not support {}", isa_name(isa_));
   bound_.reserve(programs_.programs.size());
-  for (const Program& p : programs_.programs) bound_.emplace_back(p, weights_, isa_, qlinear_cache_, options.row_block);
+  if (options.act_passes != 1 && options.act_passes != 2)
+    fail(path_, "act_passes", "must be 1 or 2, got {}", options.act_passes);
+  for (const Program& p : programs_.programs)
+    bound_.emplace_back(p, weights_, isa_, qlinear_cache_, options.row_block, options.act_passes);
 
   // RoPE tables of the global and (Gemma 3) local layers.
   int64_t global_layer = -1, local_layer = -1;

@@ -33,6 +33,13 @@ struct LoadOptions {
   std::optional<Isa> isa;
   // Tokens per row block of long calls (runtime/executor.h; 0: calls run whole).
   int64_t row_block = kDefaultRowBlock;
+  // int8 activation passes of the layers' linears on the integer-dot kernels
+  // (kernels/int8_activations.h): 2 (default: top-1 agreement with the
+  // reference kernels >= 99%) or 1 (about half the integer work; on CPUs
+  // without VNNI that work bounds decode; measured trade-off in
+  // docs/BENCHMARKING.md). The output head runs one pass plus its exact
+  // top-logit refinement either way.
+  int act_passes = 2;
 };
 
 class Model {

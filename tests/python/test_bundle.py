@@ -292,3 +292,31 @@ def test_row_blocks_shrink_the_workspace(tmp_path):
     assert short < whole * 100 / 512 + 4 * spec["vocab_size"] * 2
     with pytest.raises(tessera.TesseraError, match="no program named"):
         tessera.Model(bundle).workspace_bytes("prefill7.c0", 7)
+
+
+def test_one_activation_pass_is_an_opt_in(tmp_path):
+    """LoadOptions::act_passes = 1: the layers' integer-dot linears read one
+    int8 pass instead of two (faster where the integer dot bounds decode;
+    docs/BENCHMARKING.md has its agreement with the reference). Still
+    deterministic across threads; 1 and 2 are the only values."""
+    src = tmp_path / "src"
+    make_tiny_model("llama", src)
+    bundle = str(convert(src, tmp_path / "b"))
+    if tessera.Model(bundle).isa == "scalar":
+        pytest.skip("this CPU has no optimized level")
+    ids = seq()
+    two = tessera.Session(tessera.Model(bundle)).forward(ids, max_tokens_per_call=1)
+    one = tessera.Session(tessera.Model(bundle, act_passes=1)).forward(ids, max_tokens_per_call=1)
+    plain = tessera.Session(tessera.Model(bundle, isa="scalar")).forward(ids)
+    assert not np.array_equal(one, two)
+    # Measured on this random tiny model: one pass within 0.122 of the
+    # reference kernels' logit spread, two within 0.015.
+    assert np.abs(one - plain).max() <= 0.25 * plain.std()
+    assert np.abs(two - plain).max() < np.abs(one - plain).max()
+    again = tessera.Session(tessera.Model(bundle, act_passes=1, threads=2)).forward(ids, max_tokens_per_call=1)
+    assert np.array_equal(again, one)
+    with pytest.raises(Exception, match="act_passes"):
+        tessera.Model(bundle, act_passes=3)
+    proc = run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "2", "--act-passes", "3", check=False)
+    assert proc.returncode != 0 and "--act-passes" in proc.stderr
+    assert run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "2", "--act-passes", "1", check=False).returncode == 0
