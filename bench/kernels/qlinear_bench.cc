@@ -46,7 +46,11 @@ struct Fixture {
   }
 };
 
-void run(benchmark::State& state, WeightFormat f, Isa isa) {
+// What every linear benchmark shares: skipped where the CPU lacks `isa`;
+// the fixture of the state's [rows, cols, tokens]; call(fx) timed; tokens
+// and multiply-adds per second counted.
+template <class Call>
+void time_linear(benchmark::State& state, WeightFormat f, Isa isa, Call call) {
   if (!isa_supported(isa)) {
     state.SkipWithError("ISA not supported");
     return;
@@ -54,31 +58,30 @@ void run(benchmark::State& state, WeightFormat f, Isa isa) {
   const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
   Fixture fx(f, rows, cols, tokens);
   for (auto _ : state) {
-    qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows);
-    benchmark::DoNotOptimize(fx.y.data());
-  }
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(fx.data.size()));
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens), benchmark::Counter::kIsRate);
-}
-
-// Prefill on AMX tiles, including the per-call bf16 packing of the activations.
-void run_amx(benchmark::State& state, WeightFormat f) {
-  if (!isa_supported(Isa::Amx)) {
-    state.SkipWithError("ISA not supported");
-    return;
-  }
-  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
-  Fixture fx(f, rows, cols, tokens);
-  Bf16Activations b;
-  for (auto _ : state) {
-    pack_bf16_activations(Isa::Amx, fx.x.data(), tokens, cols, b);
-    qlinear_amx(*fx.w, b, nullptr, 0, rows, fx.y.data(), rows);
+    call(fx);
     benchmark::DoNotOptimize(fx.y.data());
   }
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens), benchmark::Counter::kIsRate);
   state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens * rows * cols) * 1e-9,
                                                 benchmark::Counter::kIsRate);
 }
+
+void run(benchmark::State& state, WeightFormat f, Isa isa) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  time_linear(state, f, isa, [&](Fixture& fx) { qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows); });
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weight_data_bytes(f, rows, cols)));
+}
+
+// Prefill on AMX tiles, including the per-call bf16 packing of the activations.
+void run_amx(benchmark::State& state, WeightFormat f) {
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  Bf16Activations b;
+  time_linear(state, f, Isa::Amx, [&](Fixture& fx) {
+    pack_bf16_activations(Isa::Amx, fx.x.data(), tokens, cols, b);
+    qlinear_amx(*fx.w, b, nullptr, 0, rows, fx.y.data(), rows);
+  });
+}
+
 void pack_bf16(benchmark::State& state) {
   const int64_t tokens = state.range(0), cols = state.range(1);
   std::vector<float> x(tokens * cols, 1.5f);
@@ -89,20 +92,13 @@ void pack_bf16(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * tokens * cols * 4);
 }
+
 // Prefill on the AVX2 f32 GEMM (expansion included).
 void run_f32gemm(benchmark::State& state, WeightFormat f) {
-  if (!isa_supported(Isa::Avx2)) {
-    state.SkipWithError("ISA not supported");
-    return;
-  }
-  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
-  Fixture fx(f, rows, cols, tokens);
-  for (auto _ : state) {
+  const int64_t rows = state.range(0), tokens = state.range(2);
+  time_linear(state, f, Isa::Avx2, [&](Fixture& fx) {
     qlinear_f32gemm_avx2(*fx.w, fx.x.data(), tokens, nullptr, 0, rows, fx.y.data(), rows);
-    benchmark::DoNotOptimize(fx.y.data());
-  }
-  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens * rows * cols) * 1e-9,
-                                                benchmark::Counter::kIsRate);
+  });
 }
 BENCHMARK_CAPTURE(run_f32gemm, lut4_avx2, WeightFormat::Lut4)->Args({1536, 576, 128})->Args({576, 1536, 128})->Args({4864, 896, 128})->Args({896, 4864, 128})->ThreadRange(1, 2);
 

@@ -26,7 +26,9 @@ constexpr int64_t float_bytes() {
 }
 
 // Outputs [n, n+R) × tokens [t, t+T): one register tile over every column.
-// `prefetch`: touch the next R rows' bytes as this tile streams its own.
+// Prefetch: as this tile streams its R rows, touch the next R rows' bytes
+// into L1 and those of the block 4 ahead into L2 (a prefetch past the
+// matrix's end is harmless: it never faults).
 template <WeightFormat F, int R, int T, bool Prefetch>
 TESSERA_FLOAT_LINEAR_TARGET inline void float_tile(const WeightView& w, const float* x, int64_t t, int64_t n,
                                                    const float* bias, float* y, int64_t ldy) {
@@ -75,15 +77,17 @@ TESSERA_FLOAT_LINEAR_TARGET inline void float_tile(const WeightView& w, const fl
 template <WeightFormat F, int R>
 TESSERA_FLOAT_LINEAR_TARGET inline void float_rows(const WeightView& w, const float* x, int64_t tokens, int64_t n,
                                                    bool prefetch, const float* bias, float* y, int64_t ldy) {
+  // The first tile of the rows (t == 0) prefetches the next block's.
   constexpr int T = Lanes::kTokens;
   int64_t t = 0;
-  if (prefetch && tokens >= T) {
-    float_tile<F, R, T, true>(w, x, 0, n, bias, y, ldy);
-    t = T;
+  for (; t + T <= tokens; t += T) {
+    if (t == 0 && prefetch) float_tile<F, R, T, true>(w, x, t, n, bias, y, ldy);
+    else float_tile<F, R, T, false>(w, x, t, n, bias, y, ldy);
   }
-  for (; t + T <= tokens; t += T) float_tile<F, R, T, false>(w, x, t, n, bias, y, ldy);
-  if (t == 0 && prefetch && t < tokens) float_tile<F, R, 1, true>(w, x, t++, n, bias, y, ldy);
-  for (; t < tokens; ++t) float_tile<F, R, 1, false>(w, x, t, n, bias, y, ldy);
+  for (; t < tokens; ++t) {
+    if (t == 0 && prefetch) float_tile<F, R, 1, true>(w, x, t, n, bias, y, ldy);
+    else float_tile<F, R, 1, false>(w, x, t, n, bias, y, ldy);
+  }
 }
 
 template <WeightFormat F>

@@ -130,8 +130,9 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           if (!q) q = std::make_shared<const kernels::QLinearWeights>(t);
           b.qw = q;
           // Layers' linears read their input in two int8 passes (x and its
-          // residual; one if the model was loaded so). The output head (logit rows) runs one pass and then
-          // recomputes with two every logit that could be the top one
+          // residual; one if the model was loaded so, act_passes). The
+          // output head (logit rows) runs one pass and then recomputes
+          // with two every logit that could be the top one
           // (kernels/qlinear_refine.h): its argmax is the two-pass one, at
           // about one pass's cost on a third of a small model's bytes
           // (docs/BENCHMARKING.md, "Two activation passes").
