@@ -1,12 +1,13 @@
 // The scalar twins of the linear kernels, each contract written out one lane
 // at a time: the integer-dot kernels (kernels/qlinear.h; the AVX2 and AVX-512
 // kernels must give exactly these bits), the AMX bf16 GEMM
-// (kernels/qlinear_amx.h) and the AVX2 f32 GEMM (kernels/qlinear_f32gemm.h).
+// (kernels/qlinear_amx.h) and the AVX2 int16 GEMM (kernels/qlinear_i16gemm.h).
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
-#include "kernels/qlinear_f32gemm.h"
+#include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/dot.h"
 
 namespace tessera::kernels {
@@ -53,14 +54,18 @@ void qlinear_bf16_scalar(const QLinearWeights& w, const Bf16Activations& acts, c
     }
 }
 
-void qlinear_f32gemm_scalar(const QLinearWeights& w, const float* x, int64_t tokens, const float* bias,
+void qlinear_i16gemm_scalar(const QLinearWeights& w, const Int16Activations& acts, const float* bias,
                             int64_t n_begin, int64_t n_end, float* y, int64_t ldy) {
   const int64_t cols = w.cols();
   for (int64_t n = n_begin; n < n_end; ++n)
-    for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t t = 0; t < acts.rows; ++t) {
+      const int16_t* q = acts.q_row(t);
       float lanes[8] = {};
-      for (int64_t c = 0; c < cols; ++c)
-        lanes[c % 8] = std::fma(x[t * cols + c], static_cast<float>(w.value(n, c)), lanes[c % 8]);
+      for (int64_t c0 = 0, b = 0; c0 < cols; c0 += kI16Block, ++b) {
+        int32_t sums[8] = {};
+        for (int64_t c = c0; c < std::min(cols, c0 + kI16Block); ++c) sums[(c % 16) / 2] += w.value(n, c) * q[c];
+        for (int j = 0; j < 8; ++j) lanes[j] = std::fma(static_cast<float>(sums[j]), acts.scale_row(t)[b], lanes[j]);
+      }
       y[t * ldy + n] = qlinear_output(ref::reduce_lanes(lanes, 8), w.out_scale(n), bias, n);
     }
 }

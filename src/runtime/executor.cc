@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "kernels/float_linear.h"
-#include "kernels/qlinear_f32gemm.h"
+#include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/kernels.h"
 
 namespace tessera {
@@ -83,11 +83,11 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   const Program& p = program;
   const std::string level(isa_name(vector_isa(isa)));
   // A program whose calls can reach kAmxMinTokens rows runs its Linears on
-  // AMX tiles at Isa::Amx, and one whose calls reach kF32GemmMinTokens on the
-  // f32 GEMM at Isa::Avx2 (shorter calls of them still take the integer-dot
+  // AMX tiles at Isa::Amx, and one whose calls reach kI16GemmMinTokens on the
+  // int16 GEMM at Isa::Avx2 (shorter calls of them still take the integer-dot
   // kernels of the vector level).
   std::string linear_level(isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa));
-  if (isa == Isa::Avx2 && p.max_tokens >= kernels::kF32GemmMinTokens) linear_level = "avx2_f32gemm";
+  if (isa == Isa::Avx2 && p.max_tokens >= kernels::kI16GemmMinTokens) linear_level = "avx2_i16gemm";
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;
@@ -186,7 +186,7 @@ BoundProgram::LinearPath BoundProgram::linear_path(const BoundOp& b, int64_t row
   if (b.float_linear) return LinearPath::Float;
   if (!b.qw) return LinearPath::Reference;
   if (isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) return LinearPath::Amx;
-  if (isa_ == Isa::Avx2 && rows >= kernels::kF32GemmMinTokens) return LinearPath::F32Gemm;
+  if (isa_ == Isa::Avx2 && rows >= kernels::kI16GemmMinTokens) return LinearPath::I16Gemm;
   return LinearPath::IntegerDot;
 }
 
@@ -427,10 +427,16 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
               kernels::qlinear_amx(*b.qw, ws.bf16_acts, b.w1, begin * 16, std::min(n, end * 16), y, n);
             },
             2);
-      } else if (path == LinearPath::F32Gemm) {
+      } else if (path == LinearPath::I16Gemm) {
+        if (!b.reuse_acts) {
+          kernels::prepare_int16_activations(rows, k, ws.i16_acts);
+          pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+            kernels::quantize_int16_rows(isa_, x, begin, end, ws.i16_acts);
+          });
+        }
         // Blocks of 32 output features: the rows one expansion serves.
         pool.parallel_for((n + 31) / 32, [&](int64_t begin, int64_t end) {
-          kernels::qlinear_f32gemm_avx2(*b.qw, x, rows, b.w1, begin * 32, std::min(n, end * 32), y, n);
+          kernels::qlinear_i16gemm_avx2(*b.qw, ws.i16_acts, b.w1, begin * 32, std::min(n, end * 32), y, n);
         });
       } else if (path == LinearPath::IntegerDot) {
         if (!b.reuse_acts) kernels::quantize_activations(isa_, x, rows, k, b.qw->layout(), b.act_passes, ws.acts);

@@ -25,6 +25,7 @@
 
 #include "graph/program.h"
 #include "kernels/cpu_isa.h"
+#include "kernels/int16_activations.h"
 #include "kernels/int8_activations.h"
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
@@ -55,6 +56,7 @@ struct Workspace {
   std::vector<int64_t> offset;
   kernels::Int8Activations acts;          // the last quantized Linear input
   kernels::Bf16Activations bf16_acts;     // the same, for the AMX kernels
+  kernels::Int16Activations i16_acts;     // the same, for the AVX2 int16 GEMM
   kernels::RefineScratch refine;          // the output head's top-logit refinement
 
   float* f(int id) { return f32[id].data() + offset[id]; }
@@ -119,7 +121,7 @@ class BoundProgram {
     const float* w1 = nullptr;       // Linear bias (f32)
     std::shared_ptr<const kernels::QLinearWeights> qw;  // Linear with an integer kernel
     bool float_linear = false;       // Linear on f32/f16/bf16 weights with a vector kernel
-    bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts)
+    bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts, ws.i16_acts)
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
     // Linears that read the same quantized input back to back (q/k/v,
@@ -127,7 +129,7 @@ class BoundProgram {
     // holds how many (1: alone), the rest 0.
     int linear_group = 1;
   };
-  enum class LinearPath { Reference, IntegerDot, Amx, F32Gemm, Float };
+  enum class LinearPath { Reference, IntegerDot, Amx, I16Gemm, Float };
   LinearPath linear_path(const BoundOp& b, int64_t rows) const;
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
   // ops_[first .. first+count): a linear group on the integer-dot path.

@@ -80,7 +80,7 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     ids = seq()
     # Bit-identical for any chunks, threads and split within one kernel
     # family: the integer-dot kernels (avx512; avx2 below 4 tokens per call)
-    # or the avx2 f32 GEMM (4 or more).
+    # or the avx2 int16 GEMM (4 or more).
     amx = tessera.Model(str(bundle)).isa == "amx"
     level = "avx512" if amx else ""
     base = tessera.Session(tessera.Model(str(bundle), chunks=1, isa=level)).forward(ids)
@@ -94,9 +94,9 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     # the reference kernels on the same bundle, at every format.
     assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > MIN_SOURCE_CORRELATION[fmt], name
     assert np.abs(base - plain).max() <= 0.05 * plain.std(), f"{name} {fmt}"
-    # At avx2, calls of kF32GemmMinTokens (4) tokens or more run their
-    # linears as the f32 GEMM and shorter calls the integer dot
-    # (kernels/qlinear_f32gemm.h): calls of one token are held to a
+    # At avx2, calls of kI16GemmMinTokens (4) tokens or more run their
+    # linears as the int16 GEMM and shorter calls the integer dot
+    # (kernels/qlinear_i16gemm.h): calls of one token are held to a
     # one-token-per-call baseline there, which must itself stay as close to
     # the reference kernels.
     stepwise = base

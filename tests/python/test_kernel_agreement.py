@@ -9,8 +9,9 @@ kernels/reference) and with each optimized level this CPU has:
                  ops: the path of every decode step and of calls under 32 tokens
   amx            the same, but calls of 32+ tokens (these teacher-forced reads)
                  run their linears as bf16 AMX tile GEMMs
-  avx2           the integer-dot kernels for decode and calls under 16 tokens;
-                 longer calls run their linears as an f32 GEMM (f32 activations)
+  avx2           the integer-dot kernels for decode and calls under 4 tokens;
+                 longer calls run their linears as an int16 GEMM (activations
+                 rounded to int16 per 128 columns)
 The issue "Fast CPU kernels" asks for top-1 identical at >= 99% of positions
 and mean KL(reference || optimized) <= 0.005 nats; both are held here. At
 the integer-dot levels every layer's linears read their input in two int8

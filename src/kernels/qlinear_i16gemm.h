@@ -1,0 +1,57 @@
+// Batched-prefill linear layers on AVX2 (Isa::Avx2) with int16 activations:
+// the prefill GEMM of machines without AVX-512 / AMX.
+//
+//   y[t, n] = out_scale[n] · reduce8(lanes)   (+ bias[n]),
+//   lanes[j] = for each 128-column block b of the row, in order:
+//                fma(float(Σ_{c in b, (c mod 16) div 2 = j} w_q[n, c] · a_q[t, c]), s[t, b], lanes[j])
+//
+// reduce8 is ref::reduce_lanes(lanes, 8): j + j+4, then j + j+2, then j + j+1.
+// w_q are the int8 weight values of the integer-dot kernels
+// (kernels/qlinear.h); a_q and s are the int16 activations and block scales
+// of kernels/int16_activations.h. The int32 block sums are exact (at most
+// 16 · 127 · 32767 per lane), so only the per-block multiply-add and the
+// final reduction round. The numerics differ from the decode kernels' (int8
+// activations in two passes): the runtime uses this path only for calls of
+// kI16GemmMinTokens or more tokens, so decode keeps the integer-dot bits (as
+// the AMX path does).
+//
+// Why int16: AVX2 has no vpdpbusd. Its int8 dot (vpmaddubsw + vpmaddwd +
+// sign fix-ups, two activation passes for the decode kernels' accuracy)
+// takes about 14 integer µops per 64 multiply-adds, and on Zen 3 those
+// instructions share two pipes. vpmaddwd alone does 16 int16 multiply-adds
+// in one µop (8 for one f32 FMA), and the vpaddd that accumulates it runs
+// on any vector ALU. Each thread expands 32 weight rows at a time to int16
+// (vpshufb palette lookup, once per call: 64 bytes per column, held in L2),
+// then a 2-row × 4-token register tile streams them against 4 tokens'
+// activations (L1). The f32 FMA GEMM this replaced, and the numbers, are in
+// docs/REJECTED_APPROACHES.md.
+//
+// Bits: every output is the same sequence of operations for any row split
+// (thread count) and any token tiling; the scalar twin gives the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/int16_activations.h"
+#include "kernels/qlinear.h"
+
+namespace tessera::kernels {
+
+// Calls with fewer tokens run the integer-dot kernels: expanding every
+// weight to int16 costs about as much as a one-token step.
+constexpr int64_t kI16GemmMinTokens = 4;
+
+// y[t * ldy + n] for t < acts.rows, n in [n_begin, n_end); acts.cols == w.cols().
+// Needs AVX2 (Error otherwise).
+void qlinear_i16gemm_avx2(const QLinearWeights& w, const Int16Activations& acts, const float* bias,
+                          int64_t n_begin, int64_t n_end, float* y, int64_t ldy);
+
+// The scalar twin: same contract, same bits, any CPU.
+void qlinear_i16gemm_scalar(const QLinearWeights& w, const Int16Activations& acts, const float* bias,
+                            int64_t n_begin, int64_t n_end, float* y, int64_t ldy);
+
+// Row n of w_q as int16 (out[c] = w.value(n, c)); the AVX2 expansion is
+// tested against it.
+void expand_row_i16_avx2(const QLinearWeights& w, int64_t n, int16_t* out);
+
+}  // namespace tessera::kernels
