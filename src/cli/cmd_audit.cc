@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "core/error.h"
 #include "runtime/audit.h"
 
@@ -17,7 +18,7 @@ void register_audit(CLI::App& app) {
   static std::string model;
   static double max_fallback = 5.0;
   static int64_t steps = 8, chunks = 0;
-  static int threads = 1;
+  static int threads = 1, act_passes = 2;
   static bool json = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("--max-fallback", max_fallback, "Largest allowed share (percent) of ops and of time on fallback kernels")
@@ -25,6 +26,7 @@ void register_audit(CLI::App& app) {
   cmd->add_option("--steps", steps, "Decode steps timed")->capture_default_str();
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Layer chunks per step (0 = the bundle's)")->capture_default_str();
+  add_act_passes_option(*cmd, act_passes);
   cmd->add_flag("--json", json, "Print one JSON object");
   cmd->callback([] {
     if (!(max_fallback >= 0 && max_fallback <= 100)) fail("options", "--max-fallback", "must be a percentage in [0, 100]");
@@ -32,6 +34,7 @@ void register_audit(CLI::App& app) {
     LoadOptions o;
     o.threads = threads;
     o.chunks = chunks;
+    o.act_passes = act_passes;
     auto m = Model::load(model, o);
     const AuditResult r = audit_model(*m, steps);
     const bool ok = r.passes(max_fallback / 100.0);
