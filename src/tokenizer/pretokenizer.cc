@@ -119,7 +119,7 @@ void PreTokenizer::apply(Piece in, std::vector<Piece>& out) const {
           break;
         }
         case PreTokenizerStep::Kind::ByteLevel: {
-          if (st.add_prefix_space && (p.text.empty() || p.text[0] != ' ')) p.text.insert(0, " ");
+          if (st.add_prefix_space && (p.text.empty() || p.text[0] != ' ')) p.text.insert(p.text.begin(), ' ');
           if (st.use_regex) {
             gpt2_regex().find_all(p.text, matches);
             emit_split(SplitBehavior::Isolated, false, true);
