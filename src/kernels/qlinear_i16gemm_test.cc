@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "kernels/qlinear_test_util.h"
 
 namespace tessera::kernels {
@@ -114,6 +115,16 @@ TEST(QLinearI16Gemm, ScalarTwinIsWithinRoundingOfTheReference) {
         c.rw, c.x, s.tokens, y, [&](int64_t t, int64_t col) { return 0.51 * a.scale_row(t)[col / kI16Block]; },
         std::string(weight_format_name(s.format)));
   }
+}
+
+TEST(QLinearI16Gemm, MismatchedActivationsAreRefused) {
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs avx2";
+  std::mt19937 rng(34);
+  const LinearShape s{WeightFormat::Int8, 16, 128, 0, 2};
+  const RandomCase c(rng, s);
+  const std::vector<float> narrow = test_fixtures::random_acts(rng, 2, 64);
+  std::vector<float> y(32);
+  EXPECT_THROW(qlinear_i16gemm_avx2(c.w, quantized(Isa::Avx2, narrow, 2, 64), nullptr, 0, 16, y.data(), 16), Error);
 }
 
 }  // namespace
