@@ -9,7 +9,8 @@
 
 namespace tessera::kernels {
 
-// Lanes 0-3 plus 4-7 of h8 (lanes j + j+8 already added), then the rest of the tree.
+// Lanes 0-3 plus 4-7 of h8 (lanes j + j+8 already added), then the rest of the
+// tree; on its own, ref::reduce_lanes(lanes, 8) (the int16 GEMM's reduce8).
 __attribute__((target("avx2"))) inline float reduce_lanes8_added(__m256 h8) {
   const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
   const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));

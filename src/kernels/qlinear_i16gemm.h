@@ -5,7 +5,8 @@
 //   lanes[j] = for each 128-column block b of the row, in order:
 //                fma(float(Σ_{c in b, (c mod 16) div 2 = j} w_q[n, c] · a_q[t, c]), s[t, b], lanes[j])
 //
-// reduce8 is ref::reduce_lanes(lanes, 8): j + j+4, then j + j+2, then j + j+1.
+// reduce8 is ref::reduce_lanes(lanes, 8): j + j+4, then j + j+2, then j + j+1
+// (reduce_lanes8_added of kernels/lane_reduce.h).
 // w_q are the int8 weight values of the integer-dot kernels
 // (kernels/qlinear.h); a_q and s are the int16 activations and block scales
 // of kernels/int16_activations.h. The int32 block sums are exact (at most

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/lane_reduce.h"
 #include "kernels/lut_unpack_avx2.h"
 #include "kernels/qlinear_i16gemm.h"
 
@@ -72,13 +73,6 @@ TESSERA_AVX2 inline void block_2x4(const int16_t* w0, const int16_t* w1, const i
   sum[1][0] = s10, sum[1][1] = s11, sum[1][2] = s12, sum[1][3] = s13;
 }
 
-// reduce8 of kernels/qlinear_i16gemm.h (ref::reduce_lanes on 8 lanes) in registers.
-TESSERA_AVX2 inline float reduce8(__m256 v) {
-  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
-}
-
 // R expanded rows p (cols int16 each) × T tokens of acts from token t0: every
 // block's exact int32 sums, one fma per lane and block, then the output.
 template <int R, int T>
@@ -118,7 +112,7 @@ TESSERA_AVX2 void tile(const int16_t* p, const Int16Activations& acts, int64_t t
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t)
-      y[(t0 + t) * ldy + n + r] = qlinear_output(reduce8(lanes[r][t]), w.out_scale(n + r), bias, n + r);
+      y[(t0 + t) * ldy + n + r] = qlinear_output(reduce_lanes8_added(lanes[r][t]), w.out_scale(n + r), bias, n + r);
 }
 
 template <int R>

@@ -59,7 +59,9 @@ TEST(Int16Activations, ScalarRowIsWithinHalfAStepAndTheAvx2RowHasItsBits) {
         const float s = a.scale_row(t)[c / kI16Block];
         const int16_t q = a.q_row(t)[c];
         ASSERT_LE(std::abs(q), 32767);
-        if (t == 4) ASSERT_EQ(q, 0);
+        if (t == 4) {
+          ASSERT_EQ(q, 0);
+        }
         if (t == 5 && c >= (cols - 1) / kI16Block * kI16Block) {
           ASSERT_TRUE(std::isnan(s));
           ASSERT_EQ(q, 0);
