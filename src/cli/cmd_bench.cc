@@ -1,4 +1,4 @@
-// tessera bench MODEL [--prompt 512] [--gen 128] [--reps 3] [-t N] [--chunks N] [--depths 0,256,1024] [--json]
+// tessera bench MODEL [--prompt 512] [--gen 128] [--reps 3] [-t N] [--chunks N] [--depths 0,256,1024] [--act-passes 1|2] [--kv-type f32|f16] [--json]
 //
 // Throughput benchmark (runtime/benchmark.h), in the manner of llama-bench:
 // prefill of --prompt pseudo-random token ids, then --gen decode steps, on a
@@ -53,7 +53,7 @@ void register_bench(CLI::App& app) {
   static int threads = 1;
   static int64_t chunks = 0;
   static int64_t row_block = kDefaultRowBlock;
-  static int act_passes = 2;
+  static KernelFlags kernels;
   static bool json = false, no_warmup = false, verify = false, no_bandwidth = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
@@ -71,7 +71,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--row-block", row_block, "Tokens per row block of long calls (0 = calls run whole)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the pseudo-random token ids")->capture_default_str();
-  add_act_passes_option(*cmd, act_passes);
+  kernels.add_to(*cmd);
   cmd->add_flag("--no-warmup", no_warmup, "Skip the untimed warm-up run");
   cmd->add_flag("--no-bandwidth", no_bandwidth, "Skip the read-bandwidth probe (ceiling of the decode rates)");
   cmd->add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
@@ -87,7 +87,7 @@ void register_bench(CLI::App& app) {
     lo.chunks = chunks;
     lo.verify = verify;
     lo.row_block = row_block;
-    lo.act_passes = act_passes;
+    kernels.apply(lo);
     auto m = Model::load(model, lo);
     const BenchResult r = run_benchmark(*m, o);
     const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)
@@ -100,6 +100,7 @@ void register_bench(CLI::App& app) {
       out["arch"] = architecture_name(m->spec().arch);
       out["threads"] = threads;
       out["isa"] = isa;
+      out["kv_type"] = kv_type_name(m->kv_type());
       out["chunks"] = m->programs().num_chunks;
       out["prompt"] = o.prompt;
       out["gen"] = o.gen;
@@ -140,8 +141,9 @@ void register_bench(CLI::App& app) {
       fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
-    fmt::print("model {} ({}), {} threads, isa {}, {} chunk(s), {} reps, context {}\n", model,
-               architecture_name(m->spec().arch), threads, isa, m->programs().num_chunks, o.reps, r.context_length);
+    fmt::print("model {} ({}), {} threads, isa {}, kv {}, {} chunk(s), {} reps, context {}\n", model,
+               architecture_name(m->spec().arch), threads, isa, kv_type_name(m->kv_type()), m->programs().num_chunks,
+               o.reps, r.context_length);
     fmt::print("weights on disk {:.1f} MiB, in memory {:.1f} MiB\n", disk / 1048576.0,
                m->weight_bytes() / 1048576.0);
     fmt::print("{:<14} {:>22}\n", "test", "tok/s");

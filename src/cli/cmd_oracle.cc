@@ -1,4 +1,4 @@
-// tessera oracle MODEL --record FILE | --check FILE [--corpus prompts.json] [--threads N] [--chunks N] [--act-passes 1|2]
+// tessera oracle MODEL --record FILE | --check FILE [--corpus prompts.json] [--threads N] [--chunks N] [--act-passes 1|2] [--kv-type f32|f16]
 //
 // Determinism oracle (runtime/oracle.h). --record writes the token ids and
 // their sha256 for the corpus (atomically). --check reruns it and exits 0 if
@@ -24,7 +24,8 @@ namespace tessera::cli {
 void register_oracle(CLI::App& app) {
   auto* cmd = app.add_subcommand("oracle", "Record or check the determinism oracle of a model");
   static std::string model, record, check, corpus = std::string(TESSERA_SOURCE_DIR) + "/tests/data/oracle/prompts.json";
-  static int threads = 1, act_passes = 2;
+  static int threads = 1;
+  static KernelFlags kernels;
   static int64_t chunks = 0;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   auto* rec = cmd->add_option("--record", record, "Write the oracle file");
@@ -33,13 +34,13 @@ void register_oracle(CLI::App& app) {
   cmd->add_option("--corpus", corpus, "Prompt corpus (JSON)")->capture_default_str();
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Layer chunks per step (0 = the bundle's)")->capture_default_str();
-  add_act_passes_option(*cmd, act_passes);
+  kernels.add_to(*cmd);
   cmd->callback([] {
     if (record.empty() == check.empty()) fail("options", "oracle", "give exactly one of --record and --check");
     LoadOptions o;
     o.threads = threads;
     o.chunks = chunks;
-    o.act_passes = act_passes;
+    kernels.apply(o);
     auto m = Model::load(model, o);
     const nlohmann::ordered_json fresh = run_oracle(*m, load_oracle_corpus(corpus));
     if (!record.empty()) {

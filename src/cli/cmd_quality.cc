@@ -1,4 +1,4 @@
-// tessera quality BUNDLE --ref SRC --text FILE [--max-tokens 512] [--window 0] [--threads N] [--act-passes 1|2] [--json]
+// tessera quality BUNDLE --ref SRC --text FILE [--max-tokens 512] [--window 0] [--threads N] [--act-passes 1|2] [--kv-type f32|f16] [--json]
 //
 // Compares a model (typically a converted bundle) with a reference (the GGUF
 // or HF checkpoint it came from) on a text, both teacher-forced over the same
@@ -35,7 +35,8 @@ void register_quality(CLI::App& app) {
   auto* cmd = app.add_subcommand("quality", "Measure a model's quality against a reference on a text");
   static std::string model, ref, text;
   static int64_t max_tokens = 512, window = 0;
-  static int threads = 1, act_passes = 2;
+  static int threads = 1;
+  static KernelFlags kernels;
   static bool json = false;
   cmd->add_option("model", model, "Model to test: bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("--ref", ref, "Reference model: bundle, GGUF, HF directory or pulled name")->required();
@@ -44,7 +45,7 @@ void register_quality(CLI::App& app) {
   cmd->add_option("--window", window, "Tokens per window, each a fresh context (0 = --max-tokens)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
-  add_act_passes_option(*cmd, act_passes);
+  kernels.add_to(*cmd);
   cmd->add_flag("--json", json, "Print one JSON object");
   cmd->callback([] {
     if (max_tokens < 2) fail("options", "--max-tokens", "must be at least 2, got {}", max_tokens);
@@ -58,18 +59,18 @@ void register_quality(CLI::App& app) {
     // Both with one chunk per layer, so that every layer's residual is seen.
     LoadOptions o;
     o.threads = threads;
-    auto load = [&o](const std::string& path, int passes) {
+    auto load = [&o](const std::string& path, const KernelFlags& k) {
       LoadOptions each = o;
       each.chunks = num_layers_of(path);
-      each.act_passes = passes;
+      k.apply(each);
       return Model::load(path, each);
     };
-    // --act-passes is the tested model's; the reference keeps the default.
-    auto test = load(model, act_passes);
+    // --act-passes and --kv-type are the tested model's; the reference keeps the defaults.
+    auto test = load(model, kernels);
     std::vector<int32_t> ids = test->require_tokenizer().encode(content, true);
     if (static_cast<int64_t>(ids.size()) > max_tokens) ids.resize(static_cast<size_t>(max_tokens));
     if (ids.size() < 2) fail(text, "tokens", "the text gives {} tokens; at least 2 are needed", ids.size());
-    auto reference = load(ref, LoadOptions{}.act_passes);
+    auto reference = load(ref, KernelFlags{});
     if (test->spec().vocab_size != reference->spec().vocab_size)
       fail(model, "vocab size", "{} differs from the reference's {} ({})", test->spec().vocab_size,
            reference->spec().vocab_size, ref);

@@ -26,15 +26,24 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
   cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
-  add_act_passes_option(cmd, act_passes);
+  kernels.add_to(cmd);
 }
 
-void add_act_passes_option(CLI::App& cmd, int& act_passes) {
+void KernelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--act-passes", act_passes,
                  "int8 activation passes of the layers' integer-dot linears: 2 (reference agreement >= 99%) or 1 "
                  "(faster where the integer dot bounds decode, e.g. AVX2 without VNNI; docs/BENCHMARKING.md)")
       ->check(CLI::IsMember({1, 2}))
       ->capture_default_str();
+  cmd.add_option("--kv-type", kv_type,
+                 "KV cache element type: f32 (exact) or f16 (half the KV memory and decode attention reads)")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->capture_default_str();
+}
+
+void KernelFlags::apply(LoadOptions& o) const {
+  o.act_passes = act_passes;
+  o.kv_type = parse_kv_type(kv_type);
 }
 
 std::unique_ptr<Model> GenerationFlags::load_model() const {
@@ -44,7 +53,7 @@ std::unique_ptr<Model> GenerationFlags::load_model() const {
   o.threads = threads;
   o.chunks = chunks;
   o.verify = verify;
-  o.act_passes = act_passes;
+  kernels.apply(o);
   return Model::load(model, o);
 }
 

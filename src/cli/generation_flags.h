@@ -1,4 +1,5 @@
-// The model-loading and sampling flags `tessera run` and `tessera chat` share.
+// The model-loading and sampling flags `tessera run` and `tessera chat` share,
+// and the kernel flags of every command that loads a model to run it.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,16 @@
 
 namespace tessera::cli {
 
+// --act-passes (LoadOptions::act_passes) and --kv-type (LoadOptions::kv_type).
+struct KernelFlags {
+  int act_passes = 2;
+  std::string kv_type = "f32";
+
+  void add_to(CLI::App& cmd);
+  // Sets those fields of `o` (throws Error for a bad value).
+  void apply(LoadOptions& o) const;
+};
+
 struct GenerationFlags {
   std::string model;
   int threads = 1;
@@ -27,16 +38,13 @@ struct GenerationFlags {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool verify = false;
-  int act_passes = 2;      // LoadOptions::act_passes
+  KernelFlags kernels;
   std::string system;
 
   void add_to(CLI::App& cmd);
   std::unique_ptr<Model> load_model() const;
   GenerateOptions options() const;
 };
-
-// --act-passes (LoadOptions::act_passes), for every command that loads a model to run it.
-void add_act_passes_option(CLI::App& cmd, int& act_passes);
 
 // Writes generated text to stdout as it arrives (a generate() on_text callback).
 bool print_text(std::string_view text);

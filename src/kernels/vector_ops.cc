@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -66,6 +67,20 @@ static_assert(16 % kN == 0, "ref::dot's 16 lanes must fill whole vectors");
 HWY_INLINE V LoadPart(D d, const float* p, size_t count) { return hn::MaskedLoad(hn::FirstN(d, count), d, p); }
 HWY_INLINE void StorePart(V v, D d, float* p, size_t count) { hn::BlendedStore(v, hn::FirstN(d, count), d, p); }
 
+// Rows of keys and values are f32, or f16 (an f16 KV cache: each value
+// widened exactly to f32 as it is loaded, vcvtph2ps). LoadRow / LoadRowPart
+// are LoadU / LoadPart for either; a partial f16 load zero-fills like
+// LoadPart (f16 +0 widens to f32 +0).
+using DH = hn::Rebind<hwy::float16_t, D>;
+HWY_INLINE V LoadRow(D d, const float* p) { return hn::LoadU(d, p); }
+HWY_INLINE V LoadRow(D d, const hwy::float16_t* p) { return hn::PromoteTo(d, hn::LoadU(DH(), p)); }
+HWY_INLINE V LoadRowPart(D d, const float* p, size_t count) { return LoadPart(d, p, count); }
+HWY_INLINE V LoadRowPart(D d, const hwy::float16_t* p, size_t count) {
+  HWY_ALIGN uint16_t bits[kN] = {};
+  std::memcpy(bits, p, count * sizeof(uint16_t));
+  return hn::PromoteTo(d, hn::Load(DH(), reinterpret_cast<const hwy::float16_t*>(bits)));
+}
+
 // Sum of the lanes of v as a balanced tree: lane j + lane j + half, then
 // again on the lower half, down to one lane.
 template <class DT>
@@ -92,8 +107,8 @@ HWY_INLINE float ReduceLanes16(D d, V (&acc)[kK]) {
 // Several rows at once give independent dependency chains. Zero-filled lanes
 // of the tail add +0 to partial sums that can never be -0 (they start at +0),
 // which leaves them unchanged, as the reference leaves those lanes alone.
-template <int R>
-HWY_INLINE void DotRows(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t stride, int64_t n,
+template <int R, class T>
+HWY_INLINE void DotRows(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride, int64_t n,
                         float* out) {
   V acc[R][kK];
   TESSERA_UNROLL
@@ -107,7 +122,7 @@ HWY_INLINE void DotRows(D d, const float* HWY_RESTRICT a, const float* HWY_RESTR
       const V va = hn::LoadU(d, a + i + k * kN);
       TESSERA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, hn::LoadU(d, b + r * stride + i + k * kN)));
+        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRow(d, b + r * stride + i + k * kN)));
     }
   }
   TESSERA_UNROLL
@@ -118,13 +133,13 @@ HWY_INLINE void DotRows(D d, const float* HWY_RESTRICT a, const float* HWY_RESTR
       const V va = hn::LoadU(d, a + i + k * kN);
       TESSERA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, hn::LoadU(d, b + r * stride + i + k * kN)));
+        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRow(d, b + r * stride + i + k * kN)));
     } else {
       const size_t c = static_cast<size_t>(count);
       const V va = LoadPart(d, a + i + k * kN, c);
       TESSERA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadPart(d, b + r * stride + i + k * kN, c)));
+        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRowPart(d, b + r * stride + i + k * kN, c)));
     }
   }
   TESSERA_UNROLL
@@ -270,8 +285,9 @@ void Rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_d
 
 // Calls f(k, v, j, len) for the runs of keys/values visible at positions
 // [begin, end) (j: index of the run's first key, counted from begin); the rows
-// of a run are kv_width floats apart. Cached positions are split where the
-// ring wraps; the chunk's own rows are one run.
+// of a run are kv_width values apart, f32 or (cached rows of an f16 cache)
+// hwy::float16_t. Cached positions are split where the ring wraps; the
+// chunk's own rows are one run.
 template <class F>
 HWY_INLINE void ForEachRun(const ref::KvSpan& kv, int64_t kv_width, int64_t offset, int64_t begin, int64_t end,
                            const F& f) {
@@ -280,7 +296,13 @@ HWY_INLINE void ForEachRun(const ref::KvSpan& kv, int64_t kv_width, int64_t offs
   while (p < past_stop) {
     const int64_t slot = p % kv.capacity;
     const int64_t len = std::min(past_stop - p, kv.capacity - slot);
-    f(kv.past_k + slot * kv_width + offset, kv.past_v + slot * kv_width + offset, p - begin, len);
+    const int64_t at = slot * kv_width + offset;
+    if (kv.past_k_f16) {
+      f(reinterpret_cast<const hwy::float16_t*>(kv.past_k_f16) + at,
+        reinterpret_cast<const hwy::float16_t*>(kv.past_v_f16) + at, p - begin, len);
+    } else {
+      f(kv.past_k + at, kv.past_v + at, p - begin, len);
+    }
     p += len;
   }
   if (p < end) {
@@ -350,8 +372,8 @@ HWY_INLINE void Reduce16Keys(D d, V (&acc)[16], float* out) {
 
 // out[r] = ref::dot(a, b + r·stride, 16·C) for r < 16, a held in C registers
 // and the keys visited one by one (one pointer, no register pressure).
-template <int C>
-HWY_INLINE void Dots16Fixed(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t stride,
+template <int C, class T>
+HWY_INLINE void Dots16Fixed(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride,
                             float* out) {
   V qa[C];
   TESSERA_UNROLL
@@ -359,17 +381,18 @@ HWY_INLINE void Dots16Fixed(D d, const float* HWY_RESTRICT a, const float* HWY_R
   V acc[16];
   TESSERA_UNROLL
   for (int r = 0; r < 16; ++r) {
-    const float* kr = b + r * stride;
+    const T* kr = b + r * stride;
     V s = hn::Zero(d);  // ref::dot's sums start at +0
     TESSERA_UNROLL
-    for (int c = 0; c < C; ++c) s = hn::Add(s, hn::Mul(qa[c], hn::LoadU(d, kr + 16 * c)));
+    for (int c = 0; c < C; ++c) s = hn::Add(s, hn::Mul(qa[c], LoadRow(d, kr + 16 * c)));
     acc[r] = s;
   }
   Reduce16Keys(d, acc, out);
 }
 
 // out[r] = ref::dot(a, b + r·stride, n) for r < 16.
-HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t stride, int64_t n,
+template <class T>
+HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride, int64_t n,
                        float* out) {
   if (n == 64) return Dots16Fixed<4>(d, a, b, stride, out);
   if (n == 128) return Dots16Fixed<8>(d, a, b, stride, out);
@@ -380,13 +403,13 @@ HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRI
   for (; i + 16 <= n; i += 16) {
     const V va = hn::LoadU(d, a + i);
     TESSERA_UNROLL
-    for (int r = 0; r < 16; ++r) acc[r] = hn::Add(acc[r], hn::Mul(va, hn::LoadU(d, b + r * stride + i)));
+    for (int r = 0; r < 16; ++r) acc[r] = hn::Add(acc[r], hn::Mul(va, LoadRow(d, b + r * stride + i)));
   }
   if (i < n) {  // zero-filled lanes add +0 (see DotRows)
     const size_t c = static_cast<size_t>(n - i);
     const V va = LoadPart(d, a + i, c);
     TESSERA_UNROLL
-    for (int r = 0; r < 16; ++r) acc[r] = hn::Add(acc[r], hn::Mul(va, LoadPart(d, b + r * stride + i, c)));
+    for (int r = 0; r < 16; ++r) acc[r] = hn::Add(acc[r], hn::Mul(va, LoadRowPart(d, b + r * stride + i, c)));
   }
   Reduce16Keys(d, acc, out);
 }
@@ -394,7 +417,8 @@ HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRI
 // Keys b, b + stride, b + 2·stride, b + 3·stride: their 16 lanes as two 8-lane
 // accumulators, reduced through the tree's widths 8 and 4; block 0 of s[0]
 // holds key 0's lanes j + j+4 (j < 4), block 1 key 1's; s[1] keys 2 and 3.
-HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t stride,
+template <class T>
+HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride,
                              int64_t n, V& s0, V& s1) {
   V acc[4][2];
   TESSERA_UNROLL
@@ -404,8 +428,8 @@ HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const float* HWY_
     const V a0 = hn::LoadU(d, a + i), a1 = hn::LoadU(d, a + i + 8);
     TESSERA_UNROLL
     for (int r = 0; r < 4; ++r) {
-      acc[r][0] = hn::Add(acc[r][0], hn::Mul(a0, hn::LoadU(d, b + r * stride + i)));
-      acc[r][1] = hn::Add(acc[r][1], hn::Mul(a1, hn::LoadU(d, b + r * stride + i + 8)));
+      acc[r][0] = hn::Add(acc[r][0], hn::Mul(a0, LoadRow(d, b + r * stride + i)));
+      acc[r][1] = hn::Add(acc[r][1], hn::Mul(a1, LoadRow(d, b + r * stride + i + 8)));
     }
   }
   TESSERA_UNROLL
@@ -415,7 +439,7 @@ HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const float* HWY_
     const size_t c = static_cast<size_t>(std::min<int64_t>(count, 8));
     const V va = LoadPart(d, a + i + 8 * k, c);
     TESSERA_UNROLL
-    for (int r = 0; r < 4; ++r) acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadPart(d, b + r * stride + i + 8 * k, c)));
+    for (int r = 0; r < 4; ++r) acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRowPart(d, b + r * stride + i + 8 * k, c)));
   }
   V t[4];
   TESSERA_UNROLL
@@ -425,7 +449,8 @@ HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const float* HWY_
 }
 
 // out[r] = ref::dot(a, b + r·stride, n) for r < 8.
-HWY_INLINE void Dots8(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t stride, int64_t n,
+template <class T>
+HWY_INLINE void Dots8(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride, int64_t n,
                       float* out) {
   V s2[4];
   Dots4Partial(d, a, b, stride, n, s2[0], s2[1]);
@@ -444,7 +469,8 @@ HWY_INLINE void Dots8(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRIC
   hn::StoreU(V{_mm256_permutevar8x32_ps(s4.raw, order)}, d, out);
 }
 
-HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t stride, int64_t n,
+template <class T>
+HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride, int64_t n,
                        float* out) {
   Dots8(d, a, b, stride, n, out);
   Dots8(d, a, b + 8 * stride, stride, n, out + 8);
@@ -453,7 +479,8 @@ HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const float* HWY_RESTRI
 #endif  // HWY_AVX3 || HWY_AVX2
 
 // out[r] = ref::dot(a, b + r·stride, n) for r < count.
-HWY_INLINE void DotsAny(D d, const float* a, const float* b, int64_t stride, int64_t n, int64_t count, float* out) {
+template <class T>
+HWY_INLINE void DotsAny(D d, const float* a, const T* b, int64_t stride, int64_t n, int64_t count, float* out) {
   int64_t j = 0;
 #ifdef TESSERA_DOTS16
   for (; j + 16 <= count; j += 16) Dots16(d, a, b + j * stride, stride, n, out + j);
@@ -468,8 +495,8 @@ HWY_INLINE void DotsAny(D d, const float* a, const float* b, int64_t stride, int
 // `first`, else from o_g (the sums so far); the last vector has `last` lanes
 // (kN when whole). Per lane this is the reference's acc[i] += p · v[i], in
 // order; the heads share the loads of v.
-template <int G, int M>
-HWY_INLINE void WeightedChunk(D d, const float* v, int64_t stride, int64_t count, const float* probs,
+template <int G, int M, class T>
+HWY_INLINE void WeightedChunk(D d, const T* v, int64_t stride, int64_t count, const float* probs,
                               int64_t p_stride, bool first, size_t last, float* o, int64_t o_stride) {
   const bool whole = last == kN;
   V acc[G][M];
@@ -481,13 +508,13 @@ HWY_INLINE void WeightedChunk(D d, const float* v, int64_t stride, int64_t count
     acc[g][M - 1] = first ? hn::Zero(d) : whole ? hn::LoadU(d, og + (M - 1) * kN) : LoadPart(d, og + (M - 1) * kN, last);
   }
   for (int64_t j = 0; j < count; ++j) {
-    const float* vj = v + j * stride;
+    const T* vj = v + j * stride;
     V p[G];
     TESSERA_UNROLL
     for (int g = 0; g < G; ++g) p[g] = hn::Set(d, probs[g * p_stride + j]);
     TESSERA_UNROLL
     for (int m = 0; m < M; ++m) {
-      const V vm = (m < M - 1 || whole) ? hn::LoadU(d, vj + m * kN) : LoadPart(d, vj + m * kN, last);
+      const V vm = (m < M - 1 || whole) ? LoadRow(d, vj + m * kN) : LoadRowPart(d, vj + m * kN, last);
       TESSERA_UNROLL
       for (int g = 0; g < G; ++g) acc[g][m] = hn::Add(acc[g][m], hn::Mul(p[g], vm));
     }
@@ -505,8 +532,8 @@ HWY_INLINE void WeightedChunk(D d, const float* v, int64_t stride, int64_t count
   }
 }
 
-template <int G>
-HWY_INLINE void WeightedHeads(D d, const float* v, int64_t stride, int64_t count, const float* probs, int64_t p_stride,
+template <int G, class T>
+HWY_INLINE void WeightedHeads(D d, const T* v, int64_t stride, int64_t count, const float* probs, int64_t p_stride,
                               bool first, float* o, int64_t hd) {
   const int64_t vectors = (hd + static_cast<int64_t>(kN) - 1) / static_cast<int64_t>(kN);
   const size_t rest = static_cast<size_t>(hd % static_cast<int64_t>(kN));
@@ -627,11 +654,11 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
       // q·k, exactly the reference's dot products, 16 keys at a time; a
       // block a row cannot see is skipped (a partly visible one is computed
       // whole, the extra scores unused).
-      ForEachRun(kv, kv_width, offset, ub, ue, [&](const float* k, const float*, int64_t j0, int64_t len) HWY_ATTR {
+      ForEachRun(kv, kv_width, offset, ub, ue, [&](const auto* k, const auto*, int64_t j0, int64_t len) HWY_ATTR {
         for (int64_t b = 0; b < len; b += 16) {
           const int64_t count = std::min<int64_t>(16, len - b);
           const int64_t u0 = j0 + b;
-          const float* kb = k + b * kv_width;
+          const auto* kb = k + b * kv_width;
           for (int64_t ti = 0; ti < nt; ++ti) {
             if (u0 >= hi(ti) || u0 + count <= lo(ti)) continue;
             for (int64_t g = 0; g < heads; ++g) DotsAny(d, query_of(ti, g), kb, kv_width, hd, count, scores_of(ti, g) + u0);
@@ -649,14 +676,14 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
 
       // out = Σ p_j v_j in key order, block by block, the partial sums kept in
       // `out` between blocks; each row over its own keys only.
-      ForEachRun(kv, kv_width, offset, ub, ue, [&](const float*, const float* v, int64_t j0, int64_t len) HWY_ATTR {
+      ForEachRun(kv, kv_width, offset, ub, ue, [&](const auto*, const auto* v, int64_t j0, int64_t len) HWY_ATTR {
         for (int64_t b = 0; b < len; b += kValueBlock) {
           const int64_t u0 = j0 + b, u1 = u0 + std::min(kValueBlock, len - b);
           for (int64_t ti = 0; ti < nt; ++ti) {
             const int64_t from = std::max(u0, lo(ti)), to = std::min(u1, hi(ti));
             if (from >= to) continue;
             const bool first = from == lo(ti);
-            const float* vb = v + (from - j0) * kv_width;
+            const auto* vb = v + (from - j0) * kv_width;
             float* o = out + ((t0 + ti) * shape.heads + h0) * hd;
             int64_t g = 0;
             for (; g + kHeadsAtOnce <= heads; g += kHeadsAtOnce)
@@ -705,6 +732,13 @@ void GatedActivation(Activation act, const float* gate, const float* up, int64_t
   }
 }
 
+// x = PromoteTo(DemoteTo(x)): vcvtps2ph rounds to nearest even, as
+// f32_to_f16 does, and the widening back is exact.
+void RoundToF16(float* x, int64_t n) {
+  const D d;
+  Map1(d, x, n, [&](V v) HWY_ATTR { return hn::PromoteTo(d, hn::DemoteTo(DH(), v)); });
+}
+
 void AddInPlace(float* y, const float* x, int64_t n) {
   const D d;
   Map2(d, y, x, n, y, [](V a, V b) HWY_ATTR { return hn::Add(a, b); });
@@ -723,7 +757,7 @@ void Dots(const float* a, const float* b, int64_t stride, int64_t n, int64_t cou
 }  // namespace
 
 const VectorOps kOps = {
-    nullptr, &RmsNorm, &Rope, &Attention, &GatedActivation, &AddInPlace, &Softcap, &Dots,
+    nullptr, &RmsNorm, &Rope, &Attention, &GatedActivation, &AddInPlace, &Softcap, &Dots, &RoundToF16,
 };
 
 }  // namespace HWY_NAMESPACE
@@ -753,7 +787,8 @@ const VectorOps& vector_ops(Isa isa) {
     fail("options", "isa", "this CPU does not support {} (best: {})", isa_name(isa), isa_name(detected_isa()));
   isa = vector_isa(isa);
   static const VectorOps scalar = {"scalar",        &ref::rms_norm,     &ref::rope,   &ref::attention,
-                                   &ref::gated_activation, &ref::add_in_place, &ref::softcap, &ref_dots};
+                                   &ref::gated_activation, &ref::add_in_place, &ref::softcap, &ref_dots,
+                                   &ref::round_to_f16};
   switch (isa) {
     case Isa::Scalar:
       return scalar;

@@ -5,7 +5,7 @@
 // attributes (vector_ops.cc), so this header and its callers stay generic.
 //
 // How each level relates to the reference (vector_ops_test.cc checks it):
-//   bit-identical: rms_norm, rope, add_in_place, dots (same operations in the
+//   bit-identical: rms_norm, rope, add_in_place, dots, round_to_f16 (same operations in the
 //     same order; sums of squares and dot products use ref::dot's 16-lane
 //     order and its reduction tree, no FMA)
 //   within a few ulp: gated_activation, softcap (Highway Exp/Tanh and a
@@ -15,7 +15,10 @@
 //     are the reference's operations in the reference's order; only exp
 //     (Highway), tanh (softcap) and the order of the softmax denominator's sum
 //     (16 lanes) differ, so the output is within a small relative error of the
-//     reference. A row of a multi-row call gets the same bits as alone.
+//     reference. A row of a multi-row call gets the same bits as alone. On
+//     an f16 cache (KvSpan::past_k_f16) each cached value is widened to f32
+//     as it is loaded: the bits of the same call on an f32 cache holding the
+//     widened values.
 // Every level is deterministic: same inputs, same bits, whatever the thread
 // split of heads [h_begin, h_end) and query rows [t_begin, t_end).
 #pragma once
@@ -43,6 +46,8 @@ struct VectorOps {
   // out[r] = ref::dot(a, b + r·stride, n) for r < count, bit for bit (the
   // q·k kernel attention uses; blocks of 16 rows share one reduction).
   void (*dots)(const float* a, const float* b, int64_t stride, int64_t n, int64_t count, float* out);
+  // ref::round_to_f16 (an f16 KV cache's rounding of a call's own rows).
+  void (*round_to_f16)(float* x, int64_t n);
 };
 
 // Isa::Scalar gives the reference kernels themselves; Avx2/Avx512 the Highway

@@ -18,11 +18,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/reference/dot.h"
 #include "kernels/reference/kernels.h"
@@ -356,6 +358,74 @@ TEST_P(VectorOpsIsa, AttentionRowsMatchOneRowAtATime) {
   }
 }
 
+// An f16 cache (KvSpan::past_k_f16) is read as the f32 cache of its values:
+// every case, every level (the reference included) gives exactly the bits of
+// the same call on an f32 cache holding the widened values. The chunk's own
+// rows are rounded to f16 first, as the executor does, so that a row read from
+// the call and the same row read from the cache are one value.
+TEST_P(VectorOpsIsa, AttentionOnF16CacheIsTheF32CacheOfItsValues) {
+  std::mt19937 rng(1212);
+  for (const AttentionCase& c : kAttentionCases) {
+    AttentionData widened(c, rng);
+    std::vector<uint16_t> k16(widened.past_k.size()), v16(widened.past_v.size());
+    for (size_t i = 0; i < k16.size(); ++i) {
+      k16[i] = f32_to_f16(widened.past_k[i]);
+      v16[i] = f32_to_f16(widened.past_v[i]);
+      widened.past_k[i] = f16_to_f32(k16[i]);
+      widened.past_v[i] = f16_to_f32(v16[i]);
+    }
+    ref::round_to_f16(widened.new_k.data(), static_cast<int64_t>(widened.new_k.size()));
+    ref::round_to_f16(widened.new_v.data(), static_cast<int64_t>(widened.new_v.size()));
+    AttentionData halves = widened;
+    halves.span = {nullptr, nullptr, c.capacity, c.past_begin, c.past_end, halves.new_k.data(), halves.new_v.data(),
+                   k16.data(), v16.data()};
+    widened.span = {widened.past_k.data(), widened.past_v.data(), c.capacity, c.past_begin, c.past_end,
+                    widened.new_k.data(), widened.new_v.data()};
+    const auto want = widened.run(ops().attention, 0, c.heads);
+    ASSERT_EQ(first_bit_difference(want, halves.run(ops().attention, 0, c.heads)), -1) << describe(c);
+    // Heads and rows split as the executor splits them: still those bits.
+    if (c.rows > 1 && c.heads > 1) {
+      std::vector<float> parts(halves.q.size(), 0.0f);
+      const int64_t cut = c.rows / 2, hs = c.heads / 2;
+      ops().attention(halves.q.data(), c.rows, halves.span, halves.shape, 0, hs, 0, cut, parts.data());
+      ops().attention(halves.q.data(), c.rows, halves.span, halves.shape, hs, c.heads, 0, cut, parts.data());
+      ops().attention(halves.q.data(), c.rows, halves.span, halves.shape, 0, c.heads, cut, c.rows, parts.data());
+      ASSERT_EQ(first_bit_difference(want, parts), -1) << describe(c) << " split";
+    }
+  }
+}
+
+// round_to_f16 is f16_to_f32(f32_to_f16(x)) bit for bit at every level:
+// values across f16's normal and subnormal ranges, exact ties (which round
+// to even), the overflow edge (65504 stays, 65520 and up go to inf), zeros,
+// infinities and NaN (still NaN). n off the vector width.
+TEST_P(VectorOpsIsa, RoundToF16IsBitIdentical) {
+  std::mt19937 rng(1313);
+  std::uniform_real_distribution<float> mag(-30.0f, 17.0f);
+  std::vector<float> x = random_values(rng, 4099, -1.0f, 1.0f);
+  for (float& v : x) v = std::ldexp(v, static_cast<int>(mag(rng)));
+  const float specials[] = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e9f,
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), 5.9604645e-8f /* 2^-24 */, 2.9802322e-8f,
+                            2.9802326e-8f, 6.097555e-5f, 6.1035156e-5f /* 2^-14 */, 1.0f + 1.0f / 2048,
+                            1.0f + 3.0f / 2048, 1e-10f, -1e-30f};
+  std::copy(std::begin(specials), std::end(specials), x.begin());
+  std::vector<float> want = x, got = x;
+  for (float& v : want) v = f16_to_f32(f32_to_f16(v));
+  ops().round_to_f16(got.data(), static_cast<int64_t>(got.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << "x " << x[i];
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(got[i])) << "x " << x[i] << " at " << i;
+  }
+  EXPECT_EQ(want[2], 65504.0f);
+  EXPECT_TRUE(std::isinf(want[4]));
+  EXPECT_EQ(want[15], 1.0f);  // a tie rounds to even
+  EXPECT_EQ(want[16], 1.0f + 4.0f / 2048);
+}
+
 // dots is ref::dot bit for bit: blocks of 16 rows (one shared reduction),
 // then 4 and 1; head_dim 64 and 128 have their own code; strides as in a
 // cache of several KV heads. Values spread over many binades so that any
@@ -430,16 +500,31 @@ TEST(VectorOpsBench, SmolLmAttention) {
     ks.push_back(random_values(rng, (kCtx + 64) * kv_width, -1.0f, 1.0f));
     vs.push_back(random_values(rng, (kCtx + 64) * kv_width, -1.0f, 1.0f));
   }
+  // The same caches in f16 (an f16 KV cache).
+  std::vector<std::vector<uint16_t>> ks16, vs16;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    ks16.emplace_back(ks[l].size());
+    vs16.emplace_back(vs[l].size());
+    for (size_t i = 0; i < ks[l].size(); ++i) {
+      ks16[l][i] = f32_to_f16(ks[l][i]);
+      vs16[l][i] = f32_to_f16(vs[l][i]);
+    }
+  }
   const ref::AttentionShape shape{kHeads, kKv, kDim, 0, 0.125f, 0.0f};
   std::vector<float> out(kPrefill * kHeads * kDim);
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
     if (!isa_supported(isa)) continue;
     const VectorOps& ops = vector_ops(isa);
-    auto decode_step = [&](bool hot) {
+    auto decode_step = [&](bool hot, bool f16 = false) {
       for (int64_t l0 = 0; l0 < kLayers; ++l0) {
         const int64_t l = hot ? 0 : l0;
-        const ref::KvSpan span{ks[l].data(), vs[l].data(), kCtx + 64, 0, kCtx - 1, ks[l].data() + (kCtx - 1) * kv_width,
-                               vs[l].data() + (kCtx - 1) * kv_width};
+        ref::KvSpan span{ks[l].data(), vs[l].data(), kCtx + 64, 0, kCtx - 1, ks[l].data() + (kCtx - 1) * kv_width,
+                         vs[l].data() + (kCtx - 1) * kv_width};
+        if (f16) {
+          span.past_k = span.past_v = nullptr;
+          span.past_k_f16 = ks16[l].data();
+          span.past_v_f16 = vs16[l].data();
+        }
         ops.attention(q.data(), 1, span, shape, 0, kHeads, 0, 1, out.data());
       }
     };
@@ -461,10 +546,12 @@ TEST(VectorOpsBench, SmolLmAttention) {
     };
     const double d = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(false); });
     const double dh = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(true); });
+    const double d16 = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(false, true); });
+    const double dh16 = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(true, true); });
     const double p = best_ms(isa == Isa::Scalar ? 1 : 5, prefill);
-    std::printf("[bench] %-7s (thread CPU ms, best of several) decode step (30 layers, ctx 560): %7.3f ms (one layer's cache 30x: %7.3f ms)   "
-                "prefill 512 (1 layer): %7.3f ms (x30: %6.1f ms)\n",
-                ops.isa, d, dh, p, 30 * p);
+    std::printf("[bench] %-7s (thread CPU ms, best of several) decode step (30 layers, ctx 560): %7.3f ms (one layer's cache 30x: %7.3f ms; "
+                "f16 cache: %7.3f / %7.3f ms)   prefill 512 (1 layer): %7.3f ms (x30: %6.1f ms)\n",
+                ops.isa, d, dh, d16, dh16, p, 30 * p);
   }
 }
 

@@ -59,7 +59,7 @@ void bind_model(py::module_& m) {
 
   py::class_<Model>(m, "Model")
       .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,
-                       const std::string& isa, int64_t row_block, int act_passes) {
+                       const std::string& isa, int64_t row_block, int act_passes, const std::string& kv_type) {
              py::gil_scoped_release release;
              LoadOptions o;
              if (!isa.empty()) {
@@ -72,12 +72,14 @@ void bind_model(py::module_& m) {
              o.verify = verify;
              if (row_block >= 0) o.row_block = row_block;
              o.act_passes = act_passes;
+             o.kv_type = parse_kv_type(kv_type);
              return Model::load(path, o);
            }),
            py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
            py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "",
-           py::arg("row_block") = -1, py::arg("act_passes") = 2)
+           py::arg("row_block") = -1, py::arg("act_passes") = 2, py::arg("kv_type") = "f32")
       .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
+      .def_property_readonly("kv_type", [](const Model& x) { return std::string(kv_type_name(x.kv_type())); })
       .def_property_readonly("vocab_size", [](const Model& x) { return x.spec().vocab_size; })
       .def_property_readonly("stop_token_ids", [](const Model& x) { return x.stop_token_ids(); })
       .def(
@@ -143,6 +145,7 @@ void bind_model(py::module_& m) {
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repeat_penalty") = 1.0f, py::arg("seed") = 0,
           py::arg("ignore_eos") = false, py::arg("stop") = std::vector<std::string>{})
       .def_property_readonly("length", &Session::length)
+      .def_property_readonly("kv_bytes", [](const Session& x) { return x.kv().bytes_allocated(); })
       .def("reset", &Session::reset)
       .def("truncate", &Session::truncate);
 }

@@ -97,7 +97,8 @@ int64_t decode_step_bytes(const Model& model, int64_t depth) {
       for (const std::string& name : op.weights) bytes += static_cast<int64_t>(weight_view_bytes(weights.get(name)));
       if (op.kind == OpKind::Attention) {
         const int64_t seen = op.window > 0 ? std::min(depth + 1, op.window) : depth + 1;
-        bytes += 2 * seen * op.kv_heads * op.head_dim * static_cast<int64_t>(sizeof(float));
+        const int64_t element = model.kv_type() == KvType::F16 ? 2 : 4;
+        bytes += 2 * seen * op.kv_heads * op.head_dim * element;
       }
     }
   }

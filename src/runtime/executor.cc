@@ -469,6 +469,12 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
                 ws.f(op.inputs[2]));
       break;
     case OpKind::Attention: {
+      if (ctx.kv->type() == KvType::F16) {
+        // The call's own rows take the values the cache will hold (kv_cache.h).
+        const int64_t n = T * p.values[op.inputs[1]].cols;
+        v.round_to_f16(ws.f(op.inputs[1]), n);
+        v.round_to_f16(ws.f(op.inputs[2]), n);
+      }
       const ref::KvSpan span = ctx.kv->span(op.kv_layer, op.window, ws.f(op.inputs[1]), ws.f(op.inputs[2]));
       ref::AttentionShape shape{op.heads, op.kv_heads, op.head_dim, op.window, op.scale, op.softcap};
       const float* q = ws.f(op.inputs[0]);

@@ -4,10 +4,20 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace tessera {
 
-KvCache::KvCache(const ModelSpec& spec, int64_t context_length) : context_length_(context_length) {
+const char* kv_type_name(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
+
+KvType parse_kv_type(const std::string& name) {
+  if (name == "f32") return KvType::F32;
+  if (name == "f16") return KvType::F16;
+  fail("options", "kv type", "must be f32 or f16, got '{}'", name);
+}
+
+KvCache::KvCache(const ModelSpec& spec, int64_t context_length, KvType type)
+    : context_length_(context_length), type_(type) {
   if (context_length < 1) fail("options", "context length", "must be positive, got {}", context_length);
   layers_.resize(spec.num_layers);
   for (int64_t l = 0; l < spec.num_layers; ++l) {
@@ -21,8 +31,13 @@ KvCache::KvCache(const ModelSpec& spec, int64_t context_length) : context_length
 ref::KvSpan KvCache::span(int64_t layer, int64_t window, const float* new_k, const float* new_v) const {
   const Layer& L = layers_[layer];
   ref::KvSpan s;
-  s.past_k = L.k.data();
-  s.past_v = L.v.data();
+  if (type_ == KvType::F16) {
+    s.past_k_f16 = L.k16.data();
+    s.past_v_f16 = L.v16.data();
+  } else {
+    s.past_k = L.k.data();
+    s.past_v = L.v.data();
+  }
   s.capacity = L.capacity;
   s.past_end = length_;
   s.past_begin = window > 0 ? std::max<int64_t>(0, length_ - window + 1) : 0;
@@ -36,18 +51,36 @@ void KvCache::store(int64_t layer, const float* k, const float* v, int64_t rows)
   if (length_ + rows > context_length_)
     fail("session", "context", "{} tokens would exceed the context length {}", length_ + rows, context_length_);
   const int64_t needed = L.ring ? L.capacity : length_ + rows;
-  const int64_t have = static_cast<int64_t>(L.k.size()) / std::max<int64_t>(1, L.width);
+  const bool f16 = type_ == KvType::F16;
+  const size_t held = f16 ? L.k16.size() : L.k.size();
+  const int64_t have = static_cast<int64_t>(held) / std::max<int64_t>(1, L.width);
   if (needed > have) {
     const int64_t slots = L.ring ? L.capacity : std::min(L.capacity, std::max(needed, std::max<int64_t>(64, have * 2)));
-    L.k.resize(slots * L.width);
-    L.v.resize(slots * L.width);
+    if (f16) {
+      L.k16.resize(slots * L.width);
+      L.v16.resize(slots * L.width);
+    } else {
+      L.k.resize(slots * L.width);
+      L.v.resize(slots * L.width);
+    }
     if (L.ring) L.slot_position.assign(static_cast<size_t>(slots), -1);
   }
   const int64_t first = L.ring ? std::max<int64_t>(0, rows - L.capacity) : 0;
   for (int64_t t = first; t < rows; ++t) {
     const int64_t slot = (length_ + t) % L.capacity;
-    std::memcpy(&L.k[slot * L.width], k + t * L.width, sizeof(float) * L.width);
-    std::memcpy(&L.v[slot * L.width], v + t * L.width, sizeof(float) * L.width);
+    const float* kt = k + t * L.width;
+    const float* vt = v + t * L.width;
+    if (f16) {
+      uint16_t* ks = &L.k16[slot * L.width];
+      uint16_t* vs = &L.v16[slot * L.width];
+      for (int64_t i = 0; i < L.width; ++i) {
+        ks[i] = f32_to_f16(kt[i]);
+        vs[i] = f32_to_f16(vt[i]);
+      }
+    } else {
+      std::memcpy(&L.k[slot * L.width], kt, sizeof(float) * L.width);
+      std::memcpy(&L.v[slot * L.width], vt, sizeof(float) * L.width);
+    }
     if (L.ring) L.slot_position[slot] = length_ + t;
   }
 }
@@ -67,7 +100,8 @@ bool KvCache::truncate(int64_t n) {
 
 uint64_t KvCache::bytes_allocated() const {
   uint64_t b = 0;
-  for (const Layer& L : layers_) b += (L.k.capacity() + L.v.capacity()) * sizeof(float);
+  for (const Layer& L : layers_)
+    b += (L.k.capacity() + L.v.capacity()) * sizeof(float) + (L.k16.capacity() + L.v16.capacity()) * sizeof(uint16_t);
   return b;
 }
 

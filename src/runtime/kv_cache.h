@@ -9,9 +9,18 @@
 //
 // A call runs attention over the cache plus its own rows, then KvStore writes
 // those rows; the session advances length() once all programs of the call ran.
+//
+// Rows are kept as f32 (KvType::F32, the default: exactly what the model
+// computed) or as IEEE binary16 (KvType::F16: half the memory and half the
+// bytes decode attention reads per cached position, as llama.cpp's default
+// f16 cache). With F16 the executor rounds a call's own K/V rows to f16
+// before attention reads them (ref::round_to_f16), so every row has one value
+// whether read from the call or the cache: results still do not depend on the
+// chunk split. store() then encodes exactly.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/model_spec.h"
@@ -19,12 +28,19 @@
 
 namespace tessera {
 
+enum class KvType { F32, F16 };
+
+const char* kv_type_name(KvType t);
+// "f32" or "f16"; throws Error naming the value otherwise.
+KvType parse_kv_type(const std::string& name);
+
 class KvCache {
  public:
-  KvCache(const ModelSpec& spec, int64_t context_length);
+  KvCache(const ModelSpec& spec, int64_t context_length, KvType type = KvType::F32);
 
   int64_t length() const { return length_; }
   int64_t context_length() const { return context_length_; }
+  KvType type() const { return type_; }
 
   // What attention of `layer` may read for a call starting at length(): the
   // cached positions still visible to its first query, plus the call's rows.
@@ -50,11 +66,13 @@ class KvCache {
     int64_t width = 0;     // kv_heads · head_dim
     int64_t capacity = 0;  // max slots
     bool ring = false;
-    std::vector<float> k, v;  // [allocated slots][width]
+    std::vector<float> k, v;           // F32: [allocated slots][width]
+    std::vector<uint16_t> k16, v16;    // F16: likewise, binary16 bits
     std::vector<int64_t> slot_position;  // ring layers: the position each slot holds (-1: none)
   };
   int64_t length_ = 0;
   int64_t context_length_ = 0;
+  KvType type_ = KvType::F32;
   std::vector<Layer> layers_;
 };
 

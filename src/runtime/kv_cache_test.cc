@@ -1,13 +1,16 @@
 #include "runtime/kv_cache.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "core/model_spec.h"
 #include "kernels/reference/kernels.h"
 
@@ -46,7 +49,12 @@ Rows make_rows(std::mt19937& rng, int64_t n) {
   return r;
 }
 
-// Checks that span(layer, window) shows the positions [want_begin, length) at slot p % capacity.
+// A cached value of a span: f32, or an f16 cache's value widened.
+float cached(const float* f32, const uint16_t* f16, int64_t i) { return f16 ? f16_to_f32(f16[i]) : f32[i]; }
+
+// Checks that span(layer, window) shows the positions [want_begin, length) at
+// slot p % capacity (`all` holds what the cache should return: the rows
+// rounded to f16 for an f16 cache).
 void expect_span_holds(const KvCache& kv, int64_t layer, int64_t window, int64_t want_begin, const Rows& all) {
   const ref::KvSpan s = kv.span(layer, window, nullptr, nullptr);
   SCOPED_TRACE(testing::Message() << "layer " << layer << " length " << kv.length());
@@ -56,9 +64,15 @@ void expect_span_holds(const KvCache& kv, int64_t layer, int64_t window, int64_t
   for (int64_t p = s.past_begin; p < s.past_end; ++p)
     for (int64_t i = 0; i < kWidth; ++i) {
       const int64_t slot = p % s.capacity;
-      ASSERT_EQ(s.past_k[slot * kWidth + i], all.k[p * kWidth + i]) << "k at position " << p;
-      ASSERT_EQ(s.past_v[slot * kWidth + i], all.v[p * kWidth + i]) << "v at position " << p;
+      ASSERT_EQ(cached(s.past_k, s.past_k_f16, slot * kWidth + i), all.k[p * kWidth + i]) << "k at position " << p;
+      ASSERT_EQ(cached(s.past_v, s.past_v_f16, slot * kWidth + i), all.v[p * kWidth + i]) << "v at position " << p;
     }
+}
+
+Rows rounded_to_f16(Rows r) {
+  ref::round_to_f16(r.k.data(), static_cast<int64_t>(r.k.size()));
+  ref::round_to_f16(r.v.data(), static_cast<int64_t>(r.v.size()));
+  return r;
 }
 
 TEST(KvCache, LayerCapacity) {
@@ -293,11 +307,11 @@ TEST(KvCache, RingMemoryStaysBounded) {
   }
 }
 
-// End to end: attention through the cache's spans, call by call, equals one
-// call over the whole sequence, bit for bit, for both layer kinds.
-TEST(KvCache, ChunkedAttentionThroughCacheMatchesOneCall) {
-  std::mt19937 rng(13);
-  const Rows all = make_rows(rng, kContext);
+// Attention through a `type` cache's spans, in calls of `splits` tokens,
+// against one call over the whole sequence `all`, bit for bit, for both
+// layer kinds.
+void expect_chunked_attention_matches_one_call(KvType type, const Rows& all, std::mt19937& rng,
+                                               const std::vector<int64_t>& splits) {
   std::normal_distribution<float> d(0.0f, 1.0f);
   ref::AttentionShape sh;
   sh.heads = 2;
@@ -307,22 +321,19 @@ TEST(KvCache, ChunkedAttentionThroughCacheMatchesOneCall) {
   const int64_t qw = sh.heads * sh.head_dim;
   std::vector<float> q(kContext * qw);
   for (float& x : q) x = d(rng);
-
   for (int64_t layer = 0; layer < 2; ++layer) {
     const int64_t window = layer == 0 ? 0 : kWindow;
     sh.window = window;
-    float dummy = 0;
-    ref::KvSpan one;
-    one.past_k = one.past_v = &dummy;
+    ref::KvSpan one;  // nothing cached: every row is the call's own
     one.capacity = 1;
     one.new_k = all.k.data();
     one.new_v = all.v.data();
     std::vector<float> whole(q.size());
     ref::attention(q.data(), kContext, one, sh, 0, sh.heads, 0, kContext, whole.data());
 
-    KvCache kv(two_layer_spec(), kContext);
+    KvCache kv(two_layer_spec(), kContext, type);
     std::vector<float> chunked(q.size(), std::numeric_limits<float>::quiet_NaN());
-    for (int64_t n : {3, 1, 6, 1, 1, 4}) {
+    for (int64_t n : splits) {
       const int64_t p = kv.length();
       const ref::KvSpan s = kv.span(layer, window, &all.k[p * kWidth], &all.v[p * kWidth]);
       ref::attention(&q[p * qw], n, s, sh, 0, sh.heads, 0, n, &chunked[p * qw]);
@@ -332,6 +343,72 @@ TEST(KvCache, ChunkedAttentionThroughCacheMatchesOneCall) {
     ASSERT_EQ(kv.length(), kContext);
     EXPECT_EQ(std::memcmp(whole.data(), chunked.data(), sizeof(float) * whole.size()), 0) << "layer " << layer;
   }
+}
+
+// End to end: attention through the cache's spans, call by call, equals one
+// call over the whole sequence, bit for bit, for both layer kinds.
+TEST(KvCache, ChunkedAttentionThroughCacheMatchesOneCall) {
+  std::mt19937 rng(13);
+  expect_chunked_attention_matches_one_call(KvType::F32, make_rows(rng, kContext), rng, {3, 1, 6, 1, 1, 4});
+}
+
+TEST(KvCache, TypeNamesParseAndBadOnesAreRefused) {
+  EXPECT_EQ(parse_kv_type("f32"), KvType::F32);
+  EXPECT_EQ(parse_kv_type("f16"), KvType::F16);
+  EXPECT_STREQ(kv_type_name(KvType::F16), "f16");
+  EXPECT_STREQ(kv_type_name(KvType::F32), "f32");
+  try {
+    parse_kv_type("q8_0");
+    FAIL() << "q8_0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("q8_0"), std::string::npos) << e.what();
+  }
+}
+
+// An f16 cache returns each stored value rounded to f16 (to nearest, ties to
+// even), on full and ring layers, through chunks that wrap the ring; its span
+// carries only the f16 pointers.
+TEST(KvCache, F16CacheHoldsEachValueRoundedToHalf) {
+  std::mt19937 rng(21);
+  Rows all = make_rows(rng, kContext);
+  all.k[3] = 70000.0f;  // beyond f16's range: inf
+  all.v[5] = 1e-7f;     // an f16 subnormal
+  const Rows want = rounded_to_f16(all);
+  KvCache kv(two_layer_spec(), kContext, KvType::F16);
+  EXPECT_EQ(kv.type(), KvType::F16);
+  for (int64_t n : {3, 2, 5, 1, 4, 1}) {
+    const int64_t p = kv.length();
+    for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, &all.k[p * kWidth], &all.v[p * kWidth], n);
+    kv.advance(n);
+    const ref::KvSpan s = kv.span(0, 0, nullptr, nullptr);
+    EXPECT_EQ(s.past_k, nullptr);
+    EXPECT_NE(s.past_k_f16, nullptr);
+    expect_span_holds(kv, 0, 0, 0, want);
+    expect_span_holds(kv, 1, kWindow, std::max<int64_t>(0, kv.length() - kWindow + 1), want);
+  }
+  EXPECT_TRUE(std::isinf(want.k[3]));
+  EXPECT_GT(want.v[5], 0.0f);
+  EXPECT_NE(want.v[5], all.v[5]);
+}
+
+// Same fills, half the bytes.
+TEST(KvCache, F16CacheTakesHalfTheMemory) {
+  std::mt19937 rng(22);
+  const Rows all = make_rows(rng, kContext);
+  KvCache f32(two_layer_spec(), kContext, KvType::F32), f16(two_layer_spec(), kContext, KvType::F16);
+  fill(f32, all, kContext);
+  fill(f16, all, kContext);
+  EXPECT_GT(f16.bytes_allocated(), 0u);
+  EXPECT_EQ(2 * f16.bytes_allocated(), f32.bytes_allocated());
+}
+
+// The executor rounds a call's own rows to f16 before attention reads them,
+// so attention through an f16 cache, call by call, equals one call over the
+// rounded rows, bit for bit, on both layer kinds: the split changes nothing.
+TEST(KvCache, F16ChunkedAttentionThroughCacheMatchesOneCall) {
+  std::mt19937 rng(23);
+  expect_chunked_attention_matches_one_call(KvType::F16, rounded_to_f16(make_rows(rng, kContext)), rng,
+                                            {2, 1, 5, 1, 3, 4});
 }
 
 }  // namespace

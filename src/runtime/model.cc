@@ -38,6 +38,7 @@ void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std:
   }
   programs_ = model::build_programs(spec_, build);
   isa_ = options.isa ? *options.isa : active_isa();
+  kv_type_ = options.kv_type;
   if (!isa_supported(isa_)) fail(path_, "isa", "this CPU does not support {}", isa_name(isa_));
   bound_.reserve(programs_.programs.size());
   if (options.act_passes != 1 && options.act_passes != 2)

@@ -40,6 +40,10 @@ struct LoadOptions {
   // docs/BENCHMARKING.md). The output head runs one pass plus its exact
   // top-logit refinement either way.
   int act_passes = 2;
+  // How every Session of this model keeps its KV cache (runtime/kv_cache.h):
+  // f32 (default) or f16 (half the memory and the bytes decode attention
+  // reads; measured effect in docs/BENCHMARKING.md).
+  KvType kv_type = KvType::F32;
 };
 
 class Model {
@@ -68,6 +72,7 @@ class Model {
   const WeightStore& weights() const { return weights_; }
   bool from_bundle() const { return from_bundle_; }
   Isa isa() const { return isa_; }
+  KvType kv_type() const { return kv_type_; }
 
  private:
   std::string path_;
@@ -75,6 +80,7 @@ class Model {
   ProgramSet programs_;
   WeightStore weights_;
   Isa isa_ = Isa::Scalar;
+  KvType kv_type_ = KvType::F32;
   QLinearCache qlinear_cache_;  // before bound_: the programs point into it
   std::vector<BoundProgram> bound_;
   std::optional<tok::Tokenizer> tokenizer_;

@@ -10,7 +10,7 @@ namespace tessera {
 
 Session::Session(const Model& model, int64_t context_length)
     : model_(model),
-      kv_(model.spec(), context_length > 0 ? context_length : model.spec().context_length),
+      kv_(model.spec(), context_length > 0 ? context_length : model.spec().context_length, model.kv_type()),
       workspaces_(model.programs().programs.size()) {
   if (context_length > model.spec().context_length && model.spec().context_length > 0)
     fail(model.path(), "context length", "{} exceeds the model's maximum of {} positions", context_length,

@@ -85,6 +85,8 @@ def test_bundle_bytes_is_weights_bin(tiny, tmp_path):
     (["--depths", "0,-4"], "--depths"),
     (["--chunks", "99"], "chunks"),
     (["--row-block", "-1"], "--row-block"),
+    (["--kv-type", "q8_0"], "--kv-type"),
+    (["--act-passes", "3"], "--act-passes"),
 ])
 def test_bad_requests_are_clear_errors(tiny, args, needle):
     proc = run_tessera("bench", tiny, *args, "--json", check=False)
@@ -145,13 +147,18 @@ def test_decode_rates_are_set_against_the_read_bandwidth_ceiling(tiny):
                     weights += 4 * math.prod(st.get_slice(name).get_shape())
     weights += 4 * hidden + (4 * vocab * hidden if config["tie_word_embeddings"] else 0)
 
-    def expected(depth):  # the mean depth of the timed steps
-        return weights + layers * 2 * kv_width * 4 * (depth + 1)
+    def expected(depth, element=4):  # the mean depth of the timed steps; bytes per K/V value
+        return weights + layers * 2 * kv_width * element * (depth + 1)
 
     prompt, gen = 24, 9
     out = bench_json(tiny, "--prompt", prompt, "--gen", gen, "--reps", "1", "--depths", "0,50")
+    assert out["kv_type"] == "f32"
     bands = [out["bandwidth"]] + [d["bandwidth"] for d in out["depths"]]
     assert [b["decode_bytes_per_token"] for b in bands] == [expected(prompt + 4), expected(4), expected(54)]
+    # An f16 cache: two bytes per cached key and value.
+    half = bench_json(tiny, "--prompt", prompt, "--gen", gen, "--reps", "1", "--depths", "50", "--kv-type", "f16")
+    assert half["kv_type"] == "f16"
+    assert half["depths"][0]["bandwidth"]["decode_bytes_per_token"] == expected(54, element=2)
     for b, rate in zip(bands, [out["tg_tok_s"]] + [d["tg_tok_s"] for d in out["depths"]]):
         assert b["read_gb_s"] > 0 and math.isfinite(b["read_gb_s"]), b
         assert b["ceiling_tok_s"] == pytest.approx(b["read_gb_s"] * 1e9 / b["decode_bytes_per_token"])

@@ -12,6 +12,8 @@ kernels/reference) and with each optimized level this CPU has:
   avx2           the integer-dot kernels for decode and calls under 4 tokens;
                  longer calls run their linears as an int16 GEMM (activations
                  rounded to int16 per 128 columns)
+  LEVEL+f16kv    the default level with an f16 KV cache (keys and values
+                 rounded to f16; runtime/kv_cache.h)
 The issue "Fast CPU kernels" asks for top-1 identical at >= 99% of positions
 and mean KL(reference || optimized) <= 0.005 nats; both are held here. At
 the integer-dot levels every layer's linears read their input in two int8
@@ -55,6 +57,9 @@ def test_optimized_kernels_agree_with_reference(name, weights, real_bundle, pull
     levels = {default.isa: default}
     for level in LEVELS[:LEVELS.index(default.isa)]:
         levels[level] = tessera.Model(path, threads=2, isa=level)
+    # The default level with an f16 KV cache (kv_type="f16"): the kernels'
+    # rounding plus the cache's, against the reference's f32 cache.
+    levels[default.isa + "+f16kv"] = tessera.Model(path, threads=2, kv_type="f16")
     ref = tessera.Model(path, threads=2, isa="scalar")
     tok = tessera.Tokenizer.from_file(pulled_model_path(name))
     stats = {level: {"agree": 0, "kls": [], "flips": []} for level in levels}

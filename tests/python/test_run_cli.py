@@ -52,12 +52,13 @@ def test_streamed_text_equals_json_text(smol):
     assert streamed.rstrip("\n") == as_json["text"]
 
 
-def test_prompt_ids_and_batch_size_do_not_change_output(smol):
+@pytest.mark.parametrize("kv", ["f32", "f16"])
+def test_prompt_ids_and_batch_size_do_not_change_output(smol, kv):
     ids = run_json(smol, "-p", "The capital of Italy is", "-n", "1")["prompt_ids"]
-    base = run_json(smol, "--prompt-ids", ",".join(map(str, ids)), "-n", "16", "--ignore-eos")
+    base = run_json(smol, "--prompt-ids", ",".join(map(str, ids)), "-n", "16", "--ignore-eos", "--kv-type", kv)
     for batch in ("1", "3", "8"):
         got = run_json(smol, "--prompt-ids", ",".join(map(str, ids)), "-n", "16", "--ignore-eos", "-b", batch,
-                       "--chunks", "3")
+                       "--chunks", "3", "--kv-type", kv)
         assert got["ids"] == base["ids"]
     assert len(base["ids"]) == 16 and base["finish_reason"] == "length"
 
@@ -81,13 +82,15 @@ def test_gemma3_chat_uses_builtin_template(pulled_model_path):
     assert builtin == (REPO / "tests/data/chat_templates/gemma3.jinja").read_text()
 
 
-def test_chat_reuses_kv_across_turns(smol):
-    proc = run_tessera("chat", smol, "-n", "24", input="Hi! My name is Ada.\nWhat is my name?\n/exit\n")
+@pytest.mark.parametrize("kv", ["f32", "f16"])
+def test_chat_reuses_kv_across_turns(smol, kv):
+    proc = run_tessera("chat", smol, "-n", "24", "--kv-type", kv, input="Hi! My name is Ada.\nWhat is my name?\n/exit\n")
     reused = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("(reused")]
     assert len(reused) == 2 and reused[0] == 0 and reused[1] > 20, proc.stderr
     assert len(proc.stdout.strip().splitlines()) >= 2, proc.stdout
     # Reusing the first turn's KV changes nothing: recomputing gives the same bytes.
-    again = run_tessera("chat", smol, "-n", "24", "--no-kv-reuse", input="Hi! My name is Ada.\nWhat is my name?\n")
+    again = run_tessera("chat", smol, "-n", "24", "--no-kv-reuse", "--kv-type", kv,
+                        input="Hi! My name is Ada.\nWhat is my name?\n")
     assert again.stdout == proc.stdout
 
 
@@ -110,6 +113,7 @@ def test_tiny_checkpoint_without_tokenizer_runs_on_ids(tmp_path):
     (["-p", "hi", "--top-p", "0"], "top_p"),
     (["-p", "hi", "--chunks", "99"], "chunks"),
     (["-p", "hi", "--threads", "0"], "threads"),
+    (["-p", "hi", "--kv-type", "q4_0"], "--kv-type"),
 ])
 def test_malformed_requests_are_clear_errors(smol, args, needle):
     proc = run_tessera("run", smol, *args, check=False)

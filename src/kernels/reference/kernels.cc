@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "kernels/reference/dot.h"
 
 namespace tessera::ref {
@@ -116,6 +117,8 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
   const int64_t past = kv.past_end - kv.past_begin;
   std::vector<float> scores(static_cast<size_t>(past + rows));
   std::vector<float> acc(static_cast<size_t>(hd));
+  std::vector<float> k_row(static_cast<size_t>(hd)), v_row(static_cast<size_t>(hd));  // an f16 cache row, decoded
+  const bool f16 = kv.past_k_f16 != nullptr;
   (void)rows;
   for (int64_t t = t_begin; t < t_end; ++t) {
     const int64_t pos = kv.past_end + t;
@@ -125,7 +128,15 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
       const int64_t kvh = h / group;
       // Keys visible to this query, in position order: cached, then this chunk's up to t.
       auto key = [&](int64_t p, const float*& k, const float*& v) {
-        if (p < kv.past_end) {
+        if (p < kv.past_end && f16) {
+          const int64_t at = (p % kv.capacity) * kv_width + kvh * hd;
+          for (int64_t i = 0; i < hd; ++i) {
+            k_row[i] = f16_to_f32(kv.past_k_f16[at + i]);
+            v_row[i] = f16_to_f32(kv.past_v_f16[at + i]);
+          }
+          k = k_row.data();
+          v = v_row.data();
+        } else if (p < kv.past_end) {
           const int64_t slot = p % kv.capacity;
           k = kv.past_k + slot * kv_width + kvh * hd;
           v = kv.past_v + slot * kv_width + kvh * hd;
@@ -159,6 +170,10 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
       std::memcpy(out + (t * shape.heads + h) * hd, acc.data(), sizeof(float) * hd);
     }
   }
+}
+
+void round_to_f16(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
 }
 
 void gated_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {

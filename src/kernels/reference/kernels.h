@@ -48,6 +48,13 @@ void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_d
 // positions [past_begin, past_end) read from a cache laid out as
 // [capacity][kv_heads · head_dim] with position p at slot p % capacity, then
 // the chunk's own rows (positions past_end .. past_end + rows - 1).
+//
+// The cache holds f32 rows (past_k / past_v) or IEEE binary16 rows
+// (past_k_f16 / past_v_f16 set instead: an f16 KV cache). Attention reads an
+// f16 row as its exact f32 value, so it gives the bits it gives on an f32
+// cache holding those values; the caller rounds the chunk's own rows to f16
+// first (round_to_f16) so that a row gets the same bits whether it is read
+// from the cache or from new_k / new_v — whatever the chunk split.
 struct KvSpan {
   const float* past_k = nullptr;
   const float* past_v = nullptr;
@@ -55,6 +62,8 @@ struct KvSpan {
   int64_t past_begin = 0, past_end = 0;
   const float* new_k = nullptr;  // [rows][kv_heads · head_dim]
   const float* new_v = nullptr;
+  const uint16_t* past_k_f16 = nullptr;  // an f16 cache: these instead of past_k / past_v
+  const uint16_t* past_v_f16 = nullptr;
 };
 
 struct AttentionShape {
@@ -80,6 +89,10 @@ inline int64_t first_visible_key(const KvSpan& kv, int64_t window, int64_t t) {
 // Scores, softmax and the weighted sum run in position order.
 void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionShape& shape, int64_t h_begin,
                int64_t h_end, int64_t t_begin, int64_t t_end, float* out);
+
+// x[i] = the f16 value nearest x[i] (ties to even; overflow to ±inf, NaN
+// stays NaN), held as f32: what an f16 KV cache stores.
+void round_to_f16(float* x, int64_t n);
 
 // a[i] = act(gate[i]) · up[i] for n values (SiLU or GELU with tanh approximation).
 void gated_activation(Activation act, const float* gate, const float* up, int64_t n, float* out);
