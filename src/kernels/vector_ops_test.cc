@@ -510,6 +510,15 @@ TEST(VectorOpsBench, SmolLmAttention) {
       vs16[l][i] = f32_to_f16(vs[l][i]);
     }
   }
+  // A row block of a long prompt: 128 rows after 2048 cached positions.
+  constexpr int64_t kLongPast = 2048, kBlock = 128;
+  const auto long_k = random_values(rng, kLongPast * kv_width, -1.0f, 1.0f);
+  const auto long_v = random_values(rng, kLongPast * kv_width, -1.0f, 1.0f);
+  std::vector<uint16_t> long_k16(long_k.size()), long_v16(long_v.size());
+  for (size_t i = 0; i < long_k.size(); ++i) {
+    long_k16[i] = f32_to_f16(long_k[i]);
+    long_v16[i] = f32_to_f16(long_v[i]);
+  }
   const ref::AttentionShape shape{kHeads, kKv, kDim, 0, 0.125f, 0.0f};
   std::vector<float> out(kPrefill * kHeads * kDim);
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
@@ -532,6 +541,15 @@ TEST(VectorOpsBench, SmolLmAttention) {
       const ref::KvSpan span{nullptr, nullptr, 0, 0, 0, ks[0].data(), vs[0].data()};
       ops.attention(q.data(), kPrefill, span, shape, 0, kHeads, 0, kPrefill, out.data());
     };
+    auto block_after_cache = [&](bool f16) {
+      ref::KvSpan span{long_k.data(), long_v.data(), kLongPast, 0, kLongPast, ks[0].data(), vs[0].data()};
+      if (f16) {
+        span.past_k = span.past_v = nullptr;
+        span.past_k_f16 = long_k16.data();
+        span.past_v_f16 = long_v16.data();
+      }
+      ops.attention(q.data(), kBlock, span, shape, 0, kHeads, 0, kBlock, out.data());
+    };
     auto best_ms = [](int reps, const auto& fn) {
       double best = 1e30;
       for (int r = 0; r < reps; ++r) {
@@ -549,9 +567,12 @@ TEST(VectorOpsBench, SmolLmAttention) {
     const double d16 = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(false, true); });
     const double dh16 = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(true, true); });
     const double p = best_ms(isa == Isa::Scalar ? 1 : 5, prefill);
+    const double b32 = best_ms(isa == Isa::Scalar ? 1 : 5, [&] { block_after_cache(false); });
+    const double b16 = best_ms(isa == Isa::Scalar ? 1 : 5, [&] { block_after_cache(true); });
     std::printf("[bench] %-7s (thread CPU ms, best of several) decode step (30 layers, ctx 560): %7.3f ms (one layer's cache 30x: %7.3f ms; "
-                "f16 cache: %7.3f / %7.3f ms)   prefill 512 (1 layer): %7.3f ms (x30: %6.1f ms)\n",
-                ops.isa, d, dh, d16, dh16, p, 30 * p);
+                "f16 cache: %7.3f / %7.3f ms)   prefill 512 (1 layer): %7.3f ms (x30: %6.1f ms)   "
+                "128 rows after 2048 cached (1 layer): f32 %7.3f ms, f16 %7.3f ms\n",
+                ops.isa, d, dh, d16, dh16, p, 30 * p, b32, b16);
   }
 }
 
