@@ -14,8 +14,10 @@ TesseraError = _core.TesseraError
 GgufFile = _core.GgufFile
 # Tokenizer.from_file(GGUF | tokenizer.json | HF dir): encode / decode exactly as Hugging Face.
 Tokenizer = _core.Tokenizer
-# Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False) and Session(model):
-# Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab].
+# Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False, isa="", row_block=-1,
+#       act_passes=2, kv_type="f32") and Session(model, context_length=0):
+# Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab];
+# Session.kv_bytes: the bytes its KV cache holds (kv_type="f16": half of f32's).
 Model = _core.Model
 Session = _core.Session
 # calibrate(source, text="", max_tokens=512, threads=1) -> {"ids", "random_ids",
