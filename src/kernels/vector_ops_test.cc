@@ -40,6 +40,13 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, float lo, float hi
 }
 
 // Index of the first value whose bits differ, or -1.
+// The IEEE f16 bits of each value (an f16 KV cache's storage).
+std::vector<uint16_t> to_f16(const std::vector<float>& x) {
+  std::vector<uint16_t> h(x.size());
+  for (size_t i = 0; i < x.size(); ++i) h[i] = f32_to_f16(x[i]);
+  return h;
+}
+
 int64_t first_bit_difference(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return 0;
   for (size_t i = 0; i < a.size(); ++i)
@@ -367,15 +374,9 @@ TEST_P(VectorOpsIsa, AttentionOnF16CacheIsTheF32CacheOfItsValues) {
   std::mt19937 rng(1212);
   for (const AttentionCase& c : kAttentionCases) {
     AttentionData widened(c, rng);
-    std::vector<uint16_t> k16(widened.past_k.size()), v16(widened.past_v.size());
-    for (size_t i = 0; i < k16.size(); ++i) {
-      k16[i] = f32_to_f16(widened.past_k[i]);
-      v16[i] = f32_to_f16(widened.past_v[i]);
-      widened.past_k[i] = f16_to_f32(k16[i]);
-      widened.past_v[i] = f16_to_f32(v16[i]);
-    }
-    ref::round_to_f16(widened.new_k.data(), static_cast<int64_t>(widened.new_k.size()));
-    ref::round_to_f16(widened.new_v.data(), static_cast<int64_t>(widened.new_v.size()));
+    const std::vector<uint16_t> k16 = to_f16(widened.past_k), v16 = to_f16(widened.past_v);
+    for (std::vector<float>* x : {&widened.past_k, &widened.past_v, &widened.new_k, &widened.new_v})
+      ref::round_to_f16(x->data(), static_cast<int64_t>(x->size()));
     AttentionData halves = widened;
     halves.span = {nullptr, nullptr, c.capacity, c.past_begin, c.past_end, halves.new_k.data(), halves.new_v.data(),
                    k16.data(), v16.data()};
@@ -503,22 +504,14 @@ TEST(VectorOpsBench, SmolLmAttention) {
   // The same caches in f16 (an f16 KV cache).
   std::vector<std::vector<uint16_t>> ks16, vs16;
   for (int64_t l = 0; l < kLayers; ++l) {
-    ks16.emplace_back(ks[l].size());
-    vs16.emplace_back(vs[l].size());
-    for (size_t i = 0; i < ks[l].size(); ++i) {
-      ks16[l][i] = f32_to_f16(ks[l][i]);
-      vs16[l][i] = f32_to_f16(vs[l][i]);
-    }
+    ks16.push_back(to_f16(ks[l]));
+    vs16.push_back(to_f16(vs[l]));
   }
   // A row block of a long prompt: 128 rows after 2048 cached positions.
   constexpr int64_t kLongPast = 2048, kBlock = 128;
   const auto long_k = random_values(rng, kLongPast * kv_width, -1.0f, 1.0f);
   const auto long_v = random_values(rng, kLongPast * kv_width, -1.0f, 1.0f);
-  std::vector<uint16_t> long_k16(long_k.size()), long_v16(long_v.size());
-  for (size_t i = 0; i < long_k.size(); ++i) {
-    long_k16[i] = f32_to_f16(long_k[i]);
-    long_v16[i] = f32_to_f16(long_v[i]);
-  }
+  const std::vector<uint16_t> long_k16 = to_f16(long_k), long_v16 = to_f16(long_v);
   const ref::AttentionShape shape{kHeads, kKv, kDim, 0, 0.125f, 0.0f};
   std::vector<float> out(kPrefill * kHeads * kDim);
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {

@@ -85,6 +85,7 @@ BandwidthCeiling ceiling_of(const Model& model, int64_t depth, double tg_tok_s) 
 
 int64_t decode_step_bytes(const Model& model, int64_t depth) {
   const WeightStore& weights = model.weights();
+  const int64_t kv_element = kv_element_bytes(model.kv_type());
   int64_t bytes = 0;
   for (const Program& p : model.programs().programs) {
     if (p.kind != ProgramKind::Decode) continue;
@@ -97,8 +98,7 @@ int64_t decode_step_bytes(const Model& model, int64_t depth) {
       for (const std::string& name : op.weights) bytes += static_cast<int64_t>(weight_view_bytes(weights.get(name)));
       if (op.kind == OpKind::Attention) {
         const int64_t seen = op.window > 0 ? std::min(depth + 1, op.window) : depth + 1;
-        const int64_t element = model.kv_type() == KvType::F16 ? 2 : 4;
-        bytes += 2 * seen * op.kv_heads * op.head_dim * element;
+        bytes += 2 * seen * op.kv_heads * op.head_dim * kv_element;
       }
     }
   }

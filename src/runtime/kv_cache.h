@@ -31,6 +31,8 @@ namespace tessera {
 enum class KvType { F32, F16 };
 
 const char* kv_type_name(KvType t);
+// Bytes one cached key or value takes: 4 (f32) or 2 (f16).
+inline int64_t kv_element_bytes(KvType t) { return t == KvType::F16 ? 2 : 4; }
 // "f32" or "f16"; throws Error naming the value otherwise.
 KvType parse_kv_type(const std::string& name);
 

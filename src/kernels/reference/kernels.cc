@@ -128,18 +128,19 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
       const int64_t kvh = h / group;
       // Keys visible to this query, in position order: cached, then this chunk's up to t.
       auto key = [&](int64_t p, const float*& k, const float*& v) {
-        if (p < kv.past_end && f16) {
+        if (p < kv.past_end) {
           const int64_t at = (p % kv.capacity) * kv_width + kvh * hd;
-          for (int64_t i = 0; i < hd; ++i) {
-            k_row[i] = f16_to_f32(kv.past_k_f16[at + i]);
-            v_row[i] = f16_to_f32(kv.past_v_f16[at + i]);
+          if (f16) {
+            for (int64_t i = 0; i < hd; ++i) {
+              k_row[i] = f16_to_f32(kv.past_k_f16[at + i]);
+              v_row[i] = f16_to_f32(kv.past_v_f16[at + i]);
+            }
+            k = k_row.data();
+            v = v_row.data();
+          } else {
+            k = kv.past_k + at;
+            v = kv.past_v + at;
           }
-          k = k_row.data();
-          v = v_row.data();
-        } else if (p < kv.past_end) {
-          const int64_t slot = p % kv.capacity;
-          k = kv.past_k + slot * kv_width + kvh * hd;
-          v = kv.past_v + slot * kv_width + kvh * hd;
         } else {
           k = kv.new_k + (p - kv.past_end) * kv_width + kvh * hd;
           v = kv.new_v + (p - kv.past_end) * kv_width + kvh * hd;
