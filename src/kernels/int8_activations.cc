@@ -10,8 +10,9 @@
 
 namespace tessera::kernels {
 
-void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
-                             int32_t* br, float* residual) {
+void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
+                             float* sr, int32_t* br, float* residual) {
+  const float q = static_cast<float>(qmax);
   const int64_t cc = act_chunk_cols(layout);
   const int64_t blocks = (cols + kActBlock - 1) / kActBlock;
   int8_t natural[128];
@@ -38,8 +39,8 @@ void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, in
         continue;
       }
       if (amax != 0.0f) {
-        const float inv = 127.0f / amax;
-        block_scale[b] = amax / 127.0f;
+        const float inv = q / amax;
+        block_scale[b] = amax / q;
         for (int64_t c = c0; c < c1; ++c)
           natural[b * kActBlock + (c - c0)] = static_cast<int8_t>(std::lrint(xr[c] * inv));
       }
@@ -61,12 +62,13 @@ void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, in
 
 namespace {
 
-void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
-                  int32_t* br, float* residual) {
-  if ((isa == Isa::Avx512 || isa == Isa::Amx) && quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual))
+void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
+                  float* sr, int32_t* br, float* residual) {
+  if ((isa == Isa::Avx512 || isa == Isa::Amx) && qmax == kActQmax &&
+      quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual))
     return;
-  if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qr, sr, br, residual)) return;
-  quantize_act_row_scalar(xr, cols, layout, chunks, qr, sr, br, residual);
+  if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
+  quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual);
 }
 
 }  // namespace
@@ -83,13 +85,15 @@ void activation_residual(Isa isa, const float* x, int64_t cols, float* residual)
     scales.resize(static_cast<size_t>(chunks * 16));
     bias.resize(static_cast<size_t>(chunks * 16));
   }
-  quantize_row(isa, x, cols, ActLayout::Natural, chunks, q.data(), scales.data(), bias.data(), residual);
+  quantize_row(isa, x, cols, ActLayout::Natural, chunks, kActQmax, q.data(), scales.data(), bias.data(), residual);
 }
 
 void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
-                          Int8Activations& out) {
+                          Int8Activations& out, int qmax) {
   if (passes < 1 || passes > kMaxActPasses) fail("", "int8 activations", "{} passes (1 or 2 allowed)", passes);
+  if (qmax < 1 || qmax > kActQmax) fail("", "int8 activations", "qmax {} (1..127 allowed)", qmax);
   out.passes = passes;
+  out.qmax = qmax;
   const int64_t cc = act_chunk_cols(layout);
   out.layout = layout;
   out.rows = rows;
@@ -105,7 +109,8 @@ void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, A
   for (int64_t t = 0; t < rows; ++t)
     for (int pass = 0; pass < passes; ++pass) {
       const int64_t i = t * passes + pass;
-      quantize_row(isa, pass == 0 ? x + t * cols : residual.data(), cols, layout, out.chunks, out.q.data() + i * row_bytes,
+      quantize_row(isa, pass == 0 ? x + t * cols : residual.data(), cols, layout, out.chunks, qmax,
+                   out.q.data() + i * row_bytes,
                    out.scale16.data() + i * out.chunks * 16, out.bias16.data() + i * out.chunks * 16,
                    pass + 1 < passes ? residual.data() : nullptr);
     }

@@ -2,8 +2,9 @@
 // (kernels/qlinear.h).
 //
 // Each row of `cols` f32 values is cut into blocks of kActBlock = 8 columns;
-// a block gets one scale s = max|x| / 127 and q = round-to-nearest-even(x ·
-// 127 / max|x|) ∈ [-127, 127] (an all-zero block: s = 0, q = 0). Blocks this
+// a block gets one scale s = max|x| / Q and q = round-to-nearest-even(x ·
+// Q / max|x|) ∈ [-Q, Q] (an all-zero block: s = 0, q = 0), Q = qmax: 127,
+// or 63 for the narrow range below. Blocks this
 // small keep an outlier channel from flattening its neighbours (with 64-column
 // blocks the SmolLM2 lut4 logits moved 10x further from the f32 kernels,
 // docs/REJECTED_APPROACHES.md), and cost the kernels nothing: the scale is
@@ -44,6 +45,13 @@
 // bounds decode); the output head runs one and
 // recomputes with two only the logits that could be the top one
 // (kernels/qlinear_refine.h; measured trade-off in docs/BENCHMARKING.md).
+//
+// The narrow range (qmax = 63, two passes: about 13 significant bits
+// instead of 15) is what the AVX2 kernels take for the layers' linears
+// (kernels/qlinear.h, layer_act_qmax): with |q| ≤ 63 the weight bytes can
+// enter vpmaddubsw unsigned (p + 128 ≤ 255, and 255 · 63 · 2 < 32768, so no
+// pair saturates) and bias16 restores Σ p·q, which saves the vpabsb /
+// vpsignb pair the signed dot needs per weight vector and pass.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +65,8 @@ enum class ActLayout { Natural, Lut4Pairs, BlockHalves };
 
 constexpr int64_t kActBlock = 8;  // columns per activation scale (one lane of a lut4 chunk)
 constexpr int kMaxActPasses = 2;  // x, then its rounding residual
+constexpr int kActQmax = 127;      // the full int8 range
+constexpr int kActQmaxNarrow = 63;  // the AVX2 kernels' unsigned-weight range (above)
 
 inline int64_t act_chunk_cols(ActLayout layout) { return layout == ActLayout::Natural ? 64 : 128; }
 
@@ -76,6 +86,7 @@ struct Int8Activations {
   int64_t rows = 0, cols = 0;
   int64_t chunks = 0;           // per row: ceil(cols / chunk_cols)
   int passes = 1;               // 1 or 2 (x, then its residual)
+  int qmax = kActQmax;          // |q| ≤ qmax in every pass
   std::vector<int8_t> q;        // [rows][passes][chunks · chunk_cols]
   std::vector<float> scale16;   // [rows][passes][chunks][16]
   std::vector<int32_t> bias16;  // [rows][passes][chunks][16]
@@ -95,23 +106,24 @@ struct Int8Activations {
 void activation_residual(Isa isa, const float* x, int64_t cols, float* residual);
 
 // Quantizes x [rows][cols] into `out` in `passes` passes (1 or 2; buffers
-// reused when large enough). Deterministic: the same bits on every machine
-// and at every level; `isa` only picks the implementation (Isa::Scalar: the
-// plain one, the twin the others are tested against; avx2, avx512 / amx:
-// vector ones).
+// reused when large enough), to |q| ≤ qmax (1..127). Deterministic: the
+// same bits on every machine and at every level; `isa` only picks the
+// implementation (Isa::Scalar: the plain one, the twin the others are tested
+// against; avx2, avx512 / amx: vector ones).
 void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
-                          Int8Activations& out);
+                          Int8Activations& out, int qmax = kActQmax);
 
 // One pass over one row (the unit both implementations share): the row's
 // q bytes (`chunks` chunks of `layout`), scale16 and bias16 into qr / sr /
 // br, and x − s·q per column into `residual` when it is set.
-void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
-                             int32_t* br, float* residual);
-// The same bits with AVX2 / AVX-512 (VNNI, VBMI); false for a row they leave
-// to the scalar row (outputs then unspecified): one holding a NaN or an
-// infinity, and for AVX2 one with a block max so small that 127 / max overflows.
-bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
-                           int32_t* br, float* residual);
+void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
+                             float* sr, int32_t* br, float* residual);
+// The same bits with AVX2 (any qmax) / AVX-512 (VNNI, VBMI; qmax 127); false
+// for a row they leave to the scalar row (outputs then unspecified): one
+// holding a NaN or an infinity, and for AVX2 one with a block max so small
+// that qmax / max overflows.
+bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
+                           float* sr, int32_t* br, float* residual);
 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
                              int32_t* br, float* residual);
 

@@ -2,10 +2,10 @@
 // same bits, one 8-column block per vector.
 //
 // Per block: |x|, its maximum broadcast by three swap-and-max steps, then
-// exactly the scalar arithmetic in IEEE single precision (inv = 127 / max,
-// q = round-to-nearest-even(x · inv) by vcvtps2dq, s = max / 127, residual =
+// exactly the scalar arithmetic in IEEE single precision (inv = qmax / max,
+// q = round-to-nearest-even(x · inv) by vcvtps2dq, s = max / qmax, residual =
 // x − s·q with a separate multiply and subtract); all-zero blocks get s = 0
-// and q = 0. Rows with a NaN or an infinity, and rows whose 127 / max
+// and q = 0. Rows with a NaN or an infinity, and rows whose qmax / max
 // overflows (a subnormal max, where the scalar row keeps the low byte of the
 // "integer indefinite" and saturating packs would not), are left to the
 // scalar row. Lane sums of q come from vpmaddubsw against ones (pairs of
@@ -32,8 +32,8 @@ TESSERA_AVX2 inline __m256i sums_of_4(__m256i v) {
 
 }  // namespace
 
-TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr,
-                                        float* sr, int32_t* br, float* residual) {
+TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax,
+                                        int8_t* qr, float* sr, int32_t* br, float* residual) {
   const bool block_lanes = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
   const bool halves = layout == ActLayout::BlockHalves;
   // BlockHalves: each 8-byte block's first dword, then its second.
@@ -42,7 +42,7 @@ TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout
   const int blocks = static_cast<int>(cc / kActBlock);
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 inf = _mm256_set1_ps(INFINITY);
-  const __m256 k127 = _mm256_set1_ps(127.0f);
+  const __m256 kq = _mm256_set1_ps(static_cast<float>(qmax));
   const __m256 zero = _mm256_setzero_ps();
   const __m256i lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i first_dwords = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
@@ -62,10 +62,10 @@ TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout
       mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));
       mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(2, 3, 0, 1)));
       const __m256 nonzero = _mm256_cmp_ps(mx, zero, _CMP_NEQ_OQ);
-      const __m256 inv = _mm256_and_ps(_mm256_div_ps(k127, mx), nonzero);
+      const __m256 inv = _mm256_and_ps(_mm256_div_ps(kq, mx), nonzero);
       if (_mm256_movemask_ps(_mm256_cmp_ps(inv, inf, _CMP_EQ_OQ)) != 0) return false;  // subnormal max
-      const __m256 s = _mm256_and_ps(_mm256_div_ps(mx, k127), nonzero);
-      const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(x, inv));  // |q| <= 127
+      const __m256 s = _mm256_and_ps(_mm256_div_ps(mx, kq), nonzero);
+      const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(x, inv));  // |q| <= qmax
       // int32 -> int8: saturating packs (exact here) leave the block's bytes
       // as dwords 0 and 4; gather them into the low 8 bytes.
       const __m256i q16 = _mm256_packs_epi32(q, q);

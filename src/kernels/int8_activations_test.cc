@@ -1,5 +1,5 @@
 // The AVX2 and AVX-512 activation quantizers against their scalar twin: identical bytes,
-// scales, corrections and residuals on random rows of every shape class
+// scales, corrections and residuals, in the full and the narrow range, on random rows of every shape class
 // (whole chunks, partial chunks, partial blocks), with all-zero blocks,
 // subnormals, huge values, exact ties of the rounding, and rows holding NaN
 // or infinity (which the vector paths hand to the scalar one).
@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "core/error.h"
 
 namespace tessera::kernels {
 namespace {
@@ -54,19 +56,21 @@ TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
   for (int64_t cols : {64, 128, 100, 129, 576, 1536, 4864, 8, 3}) {
     for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
       for (int passes : {1, 2}) {
-        for (int flavour = 0; flavour < 4; ++flavour) {
+        for (int flavour = 0; flavour < 8; ++flavour) {
           const int64_t rows = 3;
-          const std::vector<float> x = random_row_set(rng, rows, cols, flavour);
+          const int qmax = flavour < 4 ? kActQmax : kActQmaxNarrow;
+          const std::vector<float> x = random_row_set(rng, rows, cols, flavour % 4);
           Int8Activations a;
-          quantize_activations(Isa::Scalar, x.data(), rows, cols, layout, passes, a);
+          quantize_activations(Isa::Scalar, x.data(), rows, cols, layout, passes, a, qmax);
           std::vector<float> ra(static_cast<size_t>(cols));
           activation_residual(Isa::Scalar, x.data(), cols, ra.data());
           for (Isa isa : vector_levels()) {
             const std::string at = std::string(isa_name(isa)) + " cols " + std::to_string(cols) + " passes " +
                                    std::to_string(passes) + " flavour " + std::to_string(flavour) +
+                                   " qmax " + std::to_string(qmax) +
                                    (layout == ActLayout::Natural ? " natural" : layout == ActLayout::Lut4Pairs ? " pairs" : " halves");
             Int8Activations b;
-            quantize_activations(isa, x.data(), rows, cols, layout, passes, b);
+            quantize_activations(isa, x.data(), rows, cols, layout, passes, b, qmax);
             EXPECT_TRUE(same_bytes(a.q, b.q)) << at;
             EXPECT_TRUE(same_bytes(a.scale16, b.scale16)) << at;
             EXPECT_TRUE(same_bytes(a.bias16, b.bias16)) << at;
@@ -78,6 +82,43 @@ TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
       }
     }
   }
+}
+
+// The narrow range (the AVX2 kernels' unsigned-weight dot relies on it):
+// every q within ±63, the block maximum at exactly ±63, the scale max / 63,
+// and bias16 = −128 · Σq of each lane; a range outside 1..127 is refused.
+TEST(Int8Activations, NarrowRangeHoldsItsBoundAndScale) {
+  std::mt19937 rng(13);
+  const int64_t cols = 576;
+  const std::vector<float> x = random_row_set(rng, 1, cols, 0);
+  for (int passes : {1, 2}) {
+    Int8Activations a;
+    quantize_activations(Isa::Scalar, x.data(), 1, cols, ActLayout::Lut4Pairs, passes, a, kActQmaxNarrow);
+    EXPECT_EQ(a.qmax, kActQmaxNarrow);
+    for (int pass = 0; pass < passes; ++pass) {
+      const int8_t* q = a.q_row(0, pass);
+      for (int64_t i = 0; i < a.row_bytes(); ++i) ASSERT_LE(std::abs(q[i]), kActQmaxNarrow) << "pass " << pass;
+    }
+    for (int64_t block = 1; block < cols / kActBlock; ++block) {  // block 0 is all zero
+      float amax = 0.0f;
+      int peak = 0;
+      for (int64_t c = block * kActBlock; c < (block + 1) * kActBlock; ++c) {
+        amax = std::max(amax, std::fabs(x[c]));
+        peak = std::max(peak, std::abs(static_cast<int>(a.q_row(0)[act_position(ActLayout::Lut4Pairs, c)])));
+      }
+      EXPECT_EQ(peak, kActQmaxNarrow) << "block " << block;
+      EXPECT_EQ(a.scale_row(0)[block], amax / 63.0f) << "block " << block;
+    }
+    for (int64_t lane = 0; lane < a.chunks * 16; ++lane) {
+      int sum = 0;
+      for (int64_t c = lane * kActBlock; c < std::min(cols, (lane + 1) * kActBlock); ++c)
+        sum += a.q_row(0)[act_position(ActLayout::Lut4Pairs, c)];
+      EXPECT_EQ(a.bias_row(0)[lane], -128 * sum) << "lane " << lane;
+    }
+  }
+  Int8Activations a;
+  EXPECT_THROW(quantize_activations(Isa::Scalar, x.data(), 1, cols, ActLayout::Natural, 1, a, 0), Error);
+  EXPECT_THROW(quantize_activations(Isa::Scalar, x.data(), 1, cols, ActLayout::Natural, 1, a, 128), Error);
 }
 
 TEST(Int8Activations, NonFiniteRowsTakeTheScalarRowsResult) {

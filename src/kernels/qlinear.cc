@@ -48,6 +48,10 @@ float qlinear_finish(float* lanes16, float out_scale, const float* bias, int64_t
   return qlinear_output(ref::reduce_lanes16(lanes16), out_scale, bias, n);
 }
 
+int layer_act_qmax(Isa isa, int passes) {
+  return isa == Isa::Avx2 && passes == 2 ? kActQmaxNarrow : kActQmax;
+}
+
 void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
              int64_t n_end, float* y, int64_t ldy) {
   if (acts.cols != w.cols() || acts.layout != w.layout())

@@ -120,6 +120,16 @@ void with_act_passes(const Int8Activations& acts, F&& f) {
   else f(std::integral_constant<int, 1>{});
 }
 
+// The activation range (qmax) of the layers' linears at `isa` with `passes`
+// passes: kActQmaxNarrow for two passes at Isa::Avx2, whose kernel then
+// takes the weights unsigned and skips the signed dot's sign fix-ups
+// (kernels/int8_activations.h; about 13 significant bits in two passes
+// instead of 15, measured in docs/BENCHMARKING.md); kActQmax elsewhere:
+// AVX-512's vpdpbusd takes the weights unsigned for free, and one pass needs
+// all 8 bits. Every level's kernel is exact for either range, so a level's
+// bits depend only on the range it is given.
+int layer_act_qmax(Isa isa, int passes);
+
 // y[t * ldy + n] for t < acts.rows and n in [n_begin, n_end). acts must be
 // quantized with w.layout() and acts.cols == w.cols().
 void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,

@@ -7,11 +7,16 @@
 //         8·bits index bytes unpacked through the table into each block's
 //         first and last 4 columns (kernels/lut_unpack_avx2.h), against the
 //         BlockHalves activations as lut4's nibbles are against its pairs.
-//   vpmaddubsw(|p|, sign(a, p)) forms p·a for adjacent byte pairs without
-//   overflow (|p| ≤ 128, |a| ≤ 127: a pair sums to at most 32512), and
-//   vpmaddwd with ones adds adjacent pairs into int32 lanes of 4 bytes — the
-//   same lanes as the AVX-512 kernel's vpdpbusd. One cvt + FMA per half
-//   and activation pass applies the activation scales.
+//   Full-range activations (|a| ≤ 127): vpmaddubsw(|p|, sign(a, p)) forms
+//   p·a for adjacent byte pairs without overflow (|p| ≤ 128: a pair sums to
+//   at most 32512). Narrow ones (|a| ≤ 63, kActQmaxNarrow): the weights
+//   enter unsigned, u = p + 128 ≤ 255 (the table, or the int8 bytes, xor
+//   0x80), vpmaddubsw(u, a) cannot saturate (255 · 63 · 2 = 32130), and the
+//   lane's bias16 = −128 · Σa is added once per lane and pass: no vpabsb /
+//   vpsignb, which on Zen 3 share the two pipes of the multiplies.
+//   vpmaddwd with ones then adds adjacent pairs into int32 lanes of 4 bytes
+//   — the same lanes as the AVX-512 kernel's vpdpbusd. One cvt + FMA per
+//   half and activation pass applies the activation scales.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -28,18 +33,33 @@ namespace {
 
 constexpr int kPrefetchL1 = 1024;
 constexpr int kPrefetchL2 = 8192;
+constexpr int kRowBlock = 2;  // rows per block (3 and 4 measured no faster)
 
+// Σ p·a over each int32 lane's 4 bytes: exact for |a| ≤ 127 (signed p), or,
+// with U, for |a| ≤ 63 and p = the unsigned u (then Σ u·a = Σ p·a + 128·Σa,
+// which the caller's bias16 removes).
+template <bool U>
 TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
+  if constexpr (U) return _mm256_madd_epi16(_mm256_maddubs_epi16(p, a), ones16);
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(p), _mm256_sign_epi8(a, p)), ones16);
 }
 
+// The pointers one token's row blocks share: its q bytes, lane scales and
+// (narrow activations) lane biases per activation pass.
+template <int P>
+struct TokenPasses {
+  const int8_t* q[P];
+  const float* s[P];
+  const int32_t* b[P];
+};
+
 // One half H (lanes 8H..8H+7) of chunk m, for R rows and P activation passes.
-// B: bits per weight (8: int8, 4: lut4, 3: lut3, 2: lut2). qp / sp: each
-// pass's q bytes and lane scales of this token (hoisted out of the loop).
-template <int R, int P, int B, int H>
+// B: bits per weight (8: int8, 4: lut4, 3: lut3, 2: lut2). U: narrow
+// activations, unsigned weights (tbl then holds u = p + 128).
+template <int R, int P, int B, bool U, int H>
 TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t* const* row, const __m256i* tbl,
-                                                                   const int8_t* const* qp, const float* const* sp,
-                                                                   int64_t m, __m256 (*acc)[2]) {
+                                                                   const TokenPasses<P>& a, int64_t m,
+                                                                   __m256 (*acc)[2]) {
   constexpr bool lut = B <= 4;  // two weight vectors per 128-column chunk
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
@@ -61,49 +81,104 @@ TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t
       unpack_lut64_halves<B>(p, tbl[r], plo, phi);
     } else {
       v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      if constexpr (U) v = _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80)));
     }
     for (int k = 0; k < P; ++k) {
       __m256i d;
       if constexpr (lut) {
-        const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qp[k] + 128 * m + 32 * H));
-        const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qp[k] + 128 * m + 64 + 32 * H));
-        d = _mm256_add_epi32(dot4(plo, alo, ones16), dot4(phi, ahi, ones16));
+        const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q[k] + 128 * m + 32 * H));
+        const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q[k] + 128 * m + 64 + 32 * H));
+        d = _mm256_add_epi32(dot4<U>(plo, alo, ones16), dot4<U>(phi, ahi, ones16));
       } else {
-        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qp[k] + 64 * m + 32 * H));
-        d = dot4(v, av, ones16);
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q[k] + 64 * m + 32 * H));
+        d = dot4<U>(v, av, ones16);
       }
-      const __m256 s = _mm256_loadu_ps(sp[k] + 16 * m + 8 * H);
+      if constexpr (U)
+        d = _mm256_add_epi32(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.b[k] + 16 * m + 8 * H)));
+      const __m256 s = _mm256_loadu_ps(a.s[k] + 16 * m + 8 * H);
       acc[r][H] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][H]);
     }
   }
 }
 
-template <int R, int P, int B>
-TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
-                            const float* bias, float* y) {
+// Row n's palette table for rows visited in increasing order, without a
+// division per row (QLinearWeights::table divides by the group size).
+class TableCursor {
+ public:
+  TableCursor(const QLinearWeights& w, int64_t n)
+      : base_(w.table(0)), group_(w.group_size()), index_(n / group_), left_(group_ - n % group_) {}
+  const int8_t* next() {
+    const int8_t* t = base_ + index_ * 64;
+    if (--left_ == 0) {
+      ++index_;
+      left_ = group_;
+    }
+    return t;
+  }
+
+ private:
+  const int8_t* base_;
+  int64_t group_, index_, left_;
+};
+
+// Rows n .. n+R-1 for one token: whole chunks, then (lut rows of 64 columns
+// past the last whole chunk) a first half. Inlined into the row walk, so
+// nothing here is recomputed per block but the row and table pointers.
+template <int R, int P, int B, bool U>
+TESSERA_AVX2 __attribute__((always_inline)) inline void row_block(const QLinearWeights& w, const int8_t* const* table,
+                                                                  int64_t n, const TokenPasses<P>& a, int64_t whole,
+                                                                  bool tail, const float* bias, float* y) {
   __m256i tbl[R];
   const uint8_t* row[R];
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) {
-    tbl[r] = B != 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.table(n + r))) : _mm256_setzero_si256();
+    tbl[r] = B != 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table[r])) : _mm256_setzero_si256();
+    if constexpr (U && B != 8) tbl[r] = _mm256_xor_si256(tbl[r], _mm256_set1_epi8(static_cast<char>(0x80)));
     row[r] = w.row(n + r);
     acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   }
-  const int8_t* qp[P];
-  const float* sp[P];
-  for (int k = 0; k < P; ++k) {
-    qp[k] = a.q_row(t, k);
-    sp[k] = a.scale_row(t, k);
-  }
-  // Whole chunks, then (lut rows of 64 columns past the last whole chunk) a first half.
-  const int64_t cc = act_chunk_cols(a.layout), cols = w.cols(), whole = cols / cc;
   for (int64_t m = 0; m < whole; ++m) {
-    half_chunk<R, P, B, 0>(row, tbl, qp, sp, m, acc);
-    half_chunk<R, P, B, 1>(row, tbl, qp, sp, m, acc);
+    half_chunk<R, P, B, U, 0>(row, tbl, a, m, acc);
+    half_chunk<R, P, B, U, 1>(row, tbl, a, m, acc);
   }
-  if (whole < a.chunks) half_chunk<R, P, B, 0>(row, tbl, qp, sp, whole, acc);
+  if (tail) half_chunk<R, P, B, U, 0>(row, tbl, a, whole, acc);
   for (int r = 0; r < R; ++r)
     y[n + r] = qlinear_output(reduce_lanes16_avx2(acc[r][0], acc[r][1]), w.out_scale(n + r), bias, n + r);
+}
+
+// for_each_row_block's walk (token tiles; rows in pairs, then one by one;
+// each block over every token of the tile) in one function, so that the
+// per-call work (pass pointers, chunk counts, table lookups) is done once
+// per tile instead of once per block: on SmolLM2's 576-column matrices a
+// block is only 4.5 chunks.
+template <int P, int B, bool U>
+TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                            int64_t n_end, float* y, int64_t ldy) {
+  const int64_t whole = w.cols() / act_chunk_cols(acts.layout);
+  const bool tail = whole < acts.chunks;
+  for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {
+    const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
+    TokenPasses<P> tok[kTokenTile];
+    for (int64_t t = t0; t < t1; ++t)
+      for (int k = 0; k < P; ++k) {
+        tok[t - t0].q[k] = acts.q_row(t, k);
+        tok[t - t0].s[k] = acts.scale_row(t, k);
+        tok[t - t0].b[k] = acts.bias_row(t, k);
+      }
+    TableCursor tables(w, n_begin);
+    const int8_t* table[kRowBlock] = {};
+    int64_t n = n_begin;
+    for (; n + kRowBlock <= n_end; n += kRowBlock) {
+      if constexpr (B != 8)
+        for (int r = 0; r < kRowBlock; ++r) table[r] = tables.next();
+      for (int64_t t = t0; t < t1; ++t)
+        row_block<kRowBlock, P, B, U>(w, table, n, tok[t - t0], whole, tail, bias, y + t * ldy);
+    }
+    for (; n < n_end; ++n) {
+      if constexpr (B != 8) table[0] = tables.next();
+      for (int64_t t = t0; t < t1; ++t) row_block<1, P, B, U>(w, table, n, tok[t - t0], whole, tail, bias, y + t * ldy);
+    }
+  }
 }
 
 }  // namespace
@@ -111,17 +186,20 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& a, i
 void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                   int64_t n_end, float* y, int64_t ldy) {
   const int bits = w.bits();
+  const bool narrow = acts.qmax <= kActQmaxNarrow;
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
-    for_each_row_block<2>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
-      constexpr int R = decltype(rows)::value;
+    auto run = [&](auto unsigned_weights) {
+      constexpr bool U = decltype(unsigned_weights)::value;
       switch (bits) {
-        case 4: return rows_avx2<R, P, 4>(w, acts, t, n, bias, y + t * ldy);
-        case 3: return rows_avx2<R, P, 3>(w, acts, t, n, bias, y + t * ldy);
-        case 2: return rows_avx2<R, P, 2>(w, acts, t, n, bias, y + t * ldy);
-        default: return rows_avx2<R, P, 8>(w, acts, t, n, bias, y + t * ldy);
+        case 4: return rows_avx2<P, 4, U>(w, acts, bias, n_begin, n_end, y, ldy);
+        case 3: return rows_avx2<P, 3, U>(w, acts, bias, n_begin, n_end, y, ldy);
+        case 2: return rows_avx2<P, 2, U>(w, acts, bias, n_begin, n_end, y, ldy);
+        default: return rows_avx2<P, 8, U>(w, acts, bias, n_begin, n_end, y, ldy);
       }
-    });
+    };
+    if (narrow) run(std::true_type{});
+    else run(std::false_type{});
   });
 }
 

@@ -49,16 +49,49 @@ TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
     const QLinearWeights& w = c.w;
     const std::vector<float>& x = c.x;
     const std::vector<float>& bias = c.bias;
-    for (int passes : {1, 2}) {
-      Int8Activations a;
-      quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a);
-      const std::vector<float> want = run(Isa::Scalar, w, a, bias.data(), 0);
-      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-        if (!isa_supported(isa)) continue;
-        for (int64_t split : {int64_t{0}, int64_t{1}, s.rows / 2, s.rows - 3}) {
-          EXPECT_TRUE(same_bits(run(isa, w, a, bias.data(), split), want))
-              << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] " << isa_name(isa)
-              << " split " << split << " passes " << passes;
+    for (int passes : {1, 2})
+      for (int qmax : {kActQmax, kActQmaxNarrow}) {
+        Int8Activations a;
+        quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a, qmax);
+        const std::vector<float> want = run(Isa::Scalar, w, a, bias.data(), 0);
+        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+          if (!isa_supported(isa)) continue;
+          for (int64_t split : {int64_t{0}, int64_t{1}, s.rows / 2, s.rows - 3}) {
+            EXPECT_TRUE(same_bits(run(isa, w, a, bias.data(), split), want))
+                << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] " << isa_name(isa)
+                << " split " << split << " passes " << passes << " qmax " << qmax;
+          }
+        }
+      }
+  }
+}
+
+// The worst case of the AVX2 unsigned-weight dot: weights at both ends of
+// the int8 range (u = 0 and 255) against activations at ±63 in every
+// column, so every vpmaddubsw pair is as large as it can be. Integer sums
+// that saturated would differ from the scalar twin's exact ones.
+TEST(QLinear, NarrowActivationsNeverSaturateTheVectorDots) {
+  std::mt19937 rng(17);
+  const int64_t rows = 8, cols = 256;
+  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Lut4, WeightFormat::Lut3, WeightFormat::Lut2}) {
+    RandomWeight rw(rng, f, rows, cols, 8);
+    if (f == WeightFormat::Int8) {
+      for (int64_t i = 0; i < rows * cols; ++i) rw.data[i] = (i / cols) % 2 == 0 ? 0x7f : 0x80;  // +127, -128
+    } else {
+      for (size_t i = 0; i < rw.palette.size(); ++i) rw.palette[i] = i % 2 == 0 ? 1.0f : -1.0f;  // ±127 on the grid
+    }
+    const QLinearWeights w(rw.view);
+    for (float sign : {1.0f, -1.0f}) {
+      std::vector<float> x(cols);
+      for (int64_t c = 0; c < cols; ++c) x[c] = (c % 3 == 2 ? -sign : sign) * 2.5f;  // |q| = 63 everywhere
+      for (int passes : {1, 2}) {
+        Int8Activations a;
+        quantize_activations(Isa::Scalar, x.data(), 1, cols, w.layout(), passes, a, kActQmaxNarrow);
+        const std::vector<float> want = run(Isa::Scalar, w, a, nullptr, 0);
+        for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+          if (!isa_supported(isa)) continue;
+          EXPECT_TRUE(same_bits(run(isa, w, a, nullptr, 0), want))
+              << weight_format_name(f) << " " << isa_name(isa) << " sign " << sign << " passes " << passes;
         }
       }
     }
@@ -88,9 +121,9 @@ TEST(QLinear, TokensOfOneCallMatchOneTokenCalls) {
 
 // The twin against the f32 reference on the same stored weight. The only
 // differences are roundings: each activation by at most half a step of its
-// block (amax/254) with one pass; with two, by half a step of its residual's
-// block (the residual is within amax/254 of zero, its step a 127th of that:
-// amax/254², a bound a one-pass kernel fails); and each lut4 palette entry by
+// block (amax/2Q, Q = qmax: 127 or 63) with one pass; with two, by half a
+// step of its residual's block (the residual is within amax/2Q of zero, its
+// step a Q-th of that: amax/(2Q)², a bound a one-pass kernel fails); and each lut4 palette entry by
 // half a step of its group's int8 grid (expect_within_rounding_bound). A
 // wrong lane, block or nibble breaks it at once.
 TEST(QLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
@@ -100,19 +133,22 @@ TEST(QLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
     const RandomWeight& rw = c.rw;
     const QLinearWeights& w = c.w;
     const std::vector<float>& x = c.x;
-    for (int passes : {1, 2}) {
-      Int8Activations a;
-      quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a);
-      const double act_step = passes == 1 ? 1.0 / 254.0 : 1.01 / (254.0 * 254.0);
-      auto act_error = [&](int64_t t, int64_t c) {  // the column's block amax times the step
-        const int64_t b0 = c / kActBlock * kActBlock;
-        float amax = 0;
-        for (int64_t k = b0; k < std::min(s.cols, b0 + kActBlock); ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
-        return amax * act_step;
-      };
-      expect_within_rounding_bound(rw, x, s.tokens, run(Isa::Scalar, w, a, nullptr, 0), act_error,
-                                   std::string(weight_format_name(s.format)) + " passes " + std::to_string(passes));
-    }
+    for (int passes : {1, 2})
+      for (int qmax : {kActQmax, kActQmaxNarrow}) {
+        Int8Activations a;
+        quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a, qmax);
+        const double half_step = 1.0 / (2.0 * qmax);
+        const double act_step = passes == 1 ? half_step : 1.01 * half_step * half_step;
+        auto act_error = [&](int64_t t, int64_t c) {  // the column's block amax times the step
+          const int64_t b0 = c / kActBlock * kActBlock;
+          float amax = 0;
+          for (int64_t k = b0; k < std::min(s.cols, b0 + kActBlock); ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
+          return amax * act_step;
+        };
+        expect_within_rounding_bound(rw, x, s.tokens, run(Isa::Scalar, w, a, nullptr, 0), act_error,
+                                     std::string(weight_format_name(s.format)) + " passes " + std::to_string(passes) +
+                                         " qmax " + std::to_string(qmax));
+      }
   }
 }
 

@@ -135,9 +135,13 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           // with two every logit that could be the top one
           // (kernels/qlinear_refine.h): its argmax is the two-pass one, at
           // about one pass's cost on a third of a small model's bytes
-          // (docs/BENCHMARKING.md, "Two activation passes").
+          // (docs/BENCHMARKING.md, "Two activation passes"). At avx2 the
+          // layers' two passes take the narrow range (kernels::layer_act_qmax);
+          // the head keeps the full one, which the refinement's bound and its
+          // one pass rely on.
           const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
           b.act_passes = head ? 1 : act_passes;
+          b.act_qmax = head ? kernels::kActQmax : kernels::layer_act_qmax(isa, b.act_passes);
           b.refine_top = head;
         } else if (isa != Isa::Scalar && kernels::float_linear_supported(t)) {
           b.float_linear = true;
@@ -152,15 +156,17 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   }
   // A Linear whose input was quantized by the previous integer Linear, with
   // no op writing that value in between (q/k/v, gate/up), reuses it.
-  int quantized = -1, passes = 0;
+  int quantized = -1, passes = 0, qmax = 0;
   kernels::ActLayout layout = kernels::ActLayout::Natural;
   for (BoundOp& b : ops_) {
     const Op& op = *b.op;
     if (b.qw) {
-      b.reuse_acts = quantized == op.inputs[0] && layout == b.qw->layout() && passes == b.act_passes;
+      b.reuse_acts = quantized == op.inputs[0] && layout == b.qw->layout() && passes == b.act_passes &&
+                     qmax == b.act_qmax;
       quantized = op.inputs[0];
       layout = b.qw->layout();
       passes = b.act_passes;
+      qmax = b.act_qmax;
     }
     for (int out : op.outputs)
       if (out == quantized) quantized = -1;
@@ -361,7 +367,8 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
   const float* x = ws.f(in);
   if (ctx.on_linear_input)
     for (size_t m = first; m < first + count; ++m) (*ctx.on_linear_input)(ops_[m].op->weights[0], x, rows, k);
-  if (!lead.reuse_acts) kernels::quantize_activations(isa_, x, rows, k, lead.qw->layout(), lead.act_passes, ws.acts);
+  if (!lead.reuse_acts)
+    kernels::quantize_activations(isa_, x, rows, k, lead.qw->layout(), lead.act_passes, ws.acts, lead.act_qmax);
   // The members' blocks of 4 output features, end to end: one parallel_for
   // over all of them (one hand-off to the pool instead of one per Linear).
   // Every output is computed as when its Linear runs alone.
@@ -439,7 +446,8 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
           kernels::qlinear_i16gemm_avx2(*b.qw, ws.i16_acts, b.w1, begin * 32, std::min(n, end * 32), y, n);
         });
       } else if (path == LinearPath::IntegerDot) {
-        if (!b.reuse_acts) kernels::quantize_activations(isa_, x, rows, k, b.qw->layout(), b.act_passes, ws.acts);
+        if (!b.reuse_acts)
+          kernels::quantize_activations(isa_, x, rows, k, b.qw->layout(), b.act_passes, ws.acts, b.act_qmax);
         // Blocks of 4 output features: the kernels' unit of work.
         const Isa isa = isa_;
         pool.parallel_for(

@@ -123,6 +123,7 @@ class BoundProgram {
     bool float_linear = false;       // Linear on f32/f16/bf16 weights with a vector kernel
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts, ws.i16_acts)
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
+    int act_qmax = 127;              // their range (kernels::layer_act_qmax; the head: full)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
     // Linears that read the same quantized input back to back (q/k/v,
     // gate/up) run as one parallel_for on the integer-dot path: the first
