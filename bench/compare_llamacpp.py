@@ -4,7 +4,7 @@ decode CPU-seconds per token, with the ratios ours / llama.cpp; the decode
 rate at several context depths for both, as a table and a PNG plot.
 
     python3 bench/compare_llamacpp.py --ours /tmp/qwen.bundle --gguf /tmp/qwen25-0.5b-random.q4_0.gguf \\
-        --threads 2 --prompt 512 --gen 128 --reps 3 --depths 0,512,1024 --plot out.png --json out.json
+        --threads 2 --prompt 512 --gen 128 --reps 3 --depths 0,512,1024 --rounds 3 --plot out.png --json out.json
 
 Tessera runs `tessera bench --json` (TESSERA_BIN or build/tessera, or
 --tessera-bin). llama.cpp runs either through the llama_cpp Python package
@@ -17,6 +17,13 @@ context prefilled with that many tokens (untimed), then --gen timed decode
 steps. Rates are mean ± sample sd over the repetitions. TTFT is the prefill
 plus the first decode step. llama-bench measures tg at depth 0 after a fresh
 context unless its -d option exists (then at depth --prompt, as here).
+
+On a shared machine one pass of each side can land in different load. With
+--rounds N the two sides alternate N times (Tessera first in even rounds,
+llama.cpp first in odd ones, so a drift in load hits both alike); the table
+then shows each side's median over the rounds (± the sd of the rounds'
+means), and the ratio column is the median of the N paired ratios, which are
+printed too.
 """
 
 import argparse
@@ -222,6 +229,53 @@ def run_tessera(args, commands):
     return out
 
 
+# --- rounds ------------------------------------------------------------------------------------------------------
+
+RATE_KEYS = ("pp_tok_s", "tg_tok_s", "ttft_ms", "peak_rss_mib", "cpu_s_per_token")
+
+
+def median_or_nan(values):
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return statistics.median(values) if values else float("nan")
+
+
+def sd_or_nan(values):
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return statistics.stdev(values) if len(values) > 1 else (0.0 if values else float("nan"))
+
+
+def combine_rounds(results):
+    """One side's rounds as one result: each rate the median of the rounds'
+    means, its sd the sd of those means (one round: that round unchanged)."""
+    if len(results) == 1:
+        return results[0]
+    out = dict(results[0])
+    for key in RATE_KEYS:
+        out[key] = median_or_nan([r[key] for r in results])
+    for key in ("pp_tok_s", "tg_tok_s"):
+        out[key + "_sd"] = sd_or_nan([r[key] for r in results])
+    depths = []
+    for d in results[0].get("depths", []):
+        rates = [x["tg_tok_s"] for r in results for x in r.get("depths", []) if x["depth"] == d["depth"]]
+        depths.append({**d, "tg_tok_s": median_or_nan(rates), "tg_tok_s_sd": sd_or_nan(rates)})
+    out["depths"] = depths
+    return out
+
+
+def paired_ratios(rounds):
+    """Per round, ours / llama.cpp for pp, tg and tg at each depth."""
+    out = {"pp": [], "tg": [], "tg_at_depth": {}}
+    for r in rounds:
+        ours, peer = r["tessera"], r["llama_cpp"]
+        out["pp"].append(ratio(ours["pp_tok_s"], peer["pp_tok_s"]))
+        out["tg"].append(ratio(ours["tg_tok_s"], peer["tg_tok_s"]))
+        peer_depths = {d["depth"]: d["tg_tok_s"] for d in peer.get("depths", [])}
+        for d in ours.get("depths", []):
+            out["tg_at_depth"].setdefault(str(d["depth"]), []).append(
+                ratio(d["tg_tok_s"], peer_depths.get(d["depth"], float("nan"))))
+    return out
+
+
 # --- report ------------------------------------------------------------------------------------------------------
 
 def no_nan(x):
@@ -247,29 +301,39 @@ def fmt_num(x, digits=2):
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
-def report(args, ours, peer):
+def report(args, ours, peer, paired=None):
+    """The table; `paired` (several rounds): the ratio column of the rate rows
+    is the median of each round's ratio instead of the ratio of the medians."""
+    def rate_ratio(a, b, *key):
+        if paired is None:
+            return ratio(a, b)
+        values = paired[key[0]] if len(key) == 1 else paired[key[0]].get(key[1], [])
+        return median_or_nan(values)
+
     rows = [
         (f"pp{args.prompt} tok/s", fmt_rate(ours["pp_tok_s"], ours["pp_tok_s_sd"]),
-         fmt_rate(peer["pp_tok_s"], peer["pp_tok_s_sd"]), ratio(ours["pp_tok_s"], peer["pp_tok_s"])),
+         fmt_rate(peer["pp_tok_s"], peer["pp_tok_s_sd"]), rate_ratio(ours["pp_tok_s"], peer["pp_tok_s"], "pp")),
         (f"tg{args.gen} tok/s (after pp{args.prompt})", fmt_rate(ours["tg_tok_s"], ours["tg_tok_s_sd"]),
-         fmt_rate(peer["tg_tok_s"], peer["tg_tok_s_sd"]), ratio(ours["tg_tok_s"], peer["tg_tok_s"])),
+         fmt_rate(peer["tg_tok_s"], peer["tg_tok_s_sd"]), rate_ratio(ours["tg_tok_s"], peer["tg_tok_s"], "tg")),
     ]
     peer_depths = {d["depth"]: d for d in peer.get("depths", [])}
     for d in ours.get("depths", []):
         p = peer_depths.get(d["depth"], {"tg_tok_s": float("nan"), "tg_tok_s_sd": float("nan")})
         rows.append((f"tg{args.gen} tok/s @ depth {d['depth']}", fmt_rate(d["tg_tok_s"], d["tg_tok_s_sd"]),
-                     fmt_rate(p["tg_tok_s"], p["tg_tok_s_sd"]), ratio(d["tg_tok_s"], p["tg_tok_s"])))
+                     fmt_rate(p["tg_tok_s"], p["tg_tok_s_sd"]),
+                     rate_ratio(d["tg_tok_s"], p["tg_tok_s"], "tg_at_depth", str(d["depth"]))))
     # Each decode rate as a share of Tessera's read-bandwidth ceiling (bytes
     # its decode step reads over the bandwidth measured for that working set,
     # `tessera bench`); the peer's share is of the same ceiling, for scale.
-    bands = [("", ours.get("bandwidth"), ours["tg_tok_s"], peer["tg_tok_s"])]
+    bands = [("", ours.get("bandwidth"), ours["tg_tok_s"], peer["tg_tok_s"], ("tg",))]
     bands += [(f" @ depth {d['depth']}", d.get("bandwidth"), d["tg_tok_s"],
-               peer_depths.get(d["depth"], {}).get("tg_tok_s", float("nan"))) for d in ours.get("depths", [])]
-    for suffix, band, rate, peer_rate in bands:
+               peer_depths.get(d["depth"], {}).get("tg_tok_s", float("nan")), ("tg_at_depth", str(d["depth"])))
+              for d in ours.get("depths", [])]
+    for suffix, band, rate, peer_rate, key in bands:
         if band:
             ceiling = band["ceiling_tok_s"]
             rows.append((f"tg{args.gen}{suffix} % of ceiling ({ceiling:.0f} tok/s)", fmt_num(100 * rate / ceiling, 1),
-                         fmt_num(100 * peer_rate / ceiling, 1), ratio(rate, peer_rate)))
+                         fmt_num(100 * peer_rate / ceiling, 1), rate_ratio(rate, peer_rate, *key)))
     for key, label, digits in (("ttft_ms", "TTFT ms", 1), ("peak_rss_mib", "peak RSS MiB", 1),
                                ("cpu_s_per_token", "decode CPU s/token", 4)):
         rows.append((label, fmt_num(ours[key], digits), fmt_num(peer[key], digits), ratio(ours[key], peer[key])))
@@ -312,6 +376,8 @@ def main():
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternate the two sides this many times; ratios are medians of the paired ones")
     ap.add_argument("--depths", default="0,512,1024", help="comma-separated context depths ('' for none)")
     ap.add_argument("--chunks", type=int, default=0, help="tessera --chunks (0: the bundle's)")
     ap.add_argument("--act-passes", type=int, choices=[1, 2], help="tessera --act-passes (default: its own, 2)")
@@ -324,8 +390,8 @@ def main():
     ap.add_argument("--llama-bench", help="use this llama-bench binary instead of the llama_cpp package")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.threads < 1 or args.prompt < 1 or args.gen < 1 or args.reps < 1:
-        ap.error("--threads, --prompt, --gen and --reps must be >= 1")
+    if args.threads < 1 or args.prompt < 1 or args.gen < 1 or args.reps < 1 or args.rounds < 1:
+        ap.error("--threads, --prompt, --gen, --reps and --rounds must be >= 1")
     if args.worker:
         llama_cpp_worker(args)
         return
@@ -337,28 +403,49 @@ def main():
     commands = []
     print(f"date     {date}\ncpu      {machine}\nthreads  {args.threads}\nkernel   {platform.platform()}\n"
           f"python   {platform.python_version()}", flush=True)
-    ours = run_tessera(args, commands)
-    peer = run_llama_bench(args, commands) if args.llama_bench else run_llama_cpp_python(args, commands)
-    print("commands:")
-    for c in commands:
+    run_peer = run_llama_bench if args.llama_bench else run_llama_cpp_python
+    rounds = []
+    for r in range(args.rounds):
+        got = {}
+        for side in (("tessera", "llama_cpp") if r % 2 == 0 else ("llama_cpp", "tessera")):
+            got[side] = run_tessera(args, commands) if side == "tessera" else run_peer(args, commands)
+        rounds.append(got)
+    ours = combine_rounds([r["tessera"] for r in rounds])
+    peer = combine_rounds([r["llama_cpp"] for r in rounds])
+    paired = paired_ratios(rounds) if args.rounds > 1 else None
+    print("commands:" + (f" (each run in each of {args.rounds} rounds)" if args.rounds > 1 else ""))
+    for c in dict.fromkeys(commands):
         print(f"  {c}")
     print(f"Tessera:   {ours['runtime']}, model {args.ours}")
     print(f"llama.cpp: {peer['runtime']}, model {args.gguf}\n")
-    table, rows = report(args, ours, peer)
+    table, rows = report(args, ours, peer, paired)
     print(table)
+    if paired:
+        print(f"\nratios per round (ours / llama.cpp), {args.rounds} rounds:")
+        lines = [("pp", paired["pp"]), ("tg", paired["tg"])]
+        lines += [(f"tg @ depth {d}", v) for d, v in paired["tg_at_depth"].items()]
+        for name, values in lines:
+            print(f"  {name:<16} {' '.join(fmt_num(v, 3) for v in values)}  median {fmt_num(median_or_nan(values), 3)}")
     if args.plot:
         plot(args.plot, args, ours, peer, machine)
         print(f"\nplot: {args.plot}")
     if args.json:
         result = {"date": date, "cpu": machine, "threads": args.threads, "platform": platform.platform(),
                   "prompt": args.prompt, "gen": args.gen, "reps": args.reps,
-                  "depths": parse_depths(args.depths), "commands": commands, "tessera": ours, "llama_cpp": peer,
+                  "depths": parse_depths(args.depths), "commands": list(dict.fromkeys(commands)),
+                  "tessera": ours, "llama_cpp": peer,
                   "ratios": {"pp": ratio(ours["pp_tok_s"], peer["pp_tok_s"]),
                              "tg": ratio(ours["tg_tok_s"], peer["tg_tok_s"]),
                              "tg_at_depth": {str(d["depth"]): ratio(d["tg_tok_s"], p["tg_tok_s"])
                                              for d in ours.get("depths", []) for p in peer.get("depths", [])
                                              if p["depth"] == d["depth"]}},
                   "table": [dict(zip(("metric", "tessera", "llama_cpp", "ratio"), r)) for r in rows]}
+        if paired:
+            # With rounds, "ratios" are the medians of the paired ones.
+            result["rounds"] = rounds
+            result["ratios_per_round"] = paired
+            result["ratios"] = {"pp": median_or_nan(paired["pp"]), "tg": median_or_nan(paired["tg"]),
+                                "tg_at_depth": {d: median_or_nan(v) for d, v in paired["tg_at_depth"].items()}}
         Path(args.json).write_text(json.dumps(no_nan(result), indent=1, allow_nan=False) + "\n")
         print(f"json: {args.json}")
 
