@@ -29,8 +29,32 @@ struct Candidate {
 
 }  // namespace
 
-Bpe::Bpe(std::shared_ptr<const Vocab> vocab,
-         const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options)
+std::vector<Bpe::MergeIds> Bpe::merge_ids(const Vocab& vocab,
+                                          const std::vector<std::pair<std::string, std::string>>& merges) {
+  std::vector<MergeIds> out;
+  out.reserve(merges.size());
+  std::string joined;
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& [a, b] = merges[rank];
+    const auto ia = vocab.find(a), ib = vocab.find(b);
+    joined.assign(a).append(b);
+    const auto ir = vocab.find(joined);
+    if (!ia || !ib || !ir) {
+      fail("tokenizer", fmt::format("merge {} ({:?} {:?})", rank, a, b),
+           "{} is not in the vocabulary", !ia ? fmt::format("{:?}", a)
+                                           : !ib ? fmt::format("{:?}", b)
+                                                 : fmt::format("{:?}", a + b));
+    }
+    out.push_back({*ia, *ib, *ir});
+  }
+  return out;
+}
+
+Bpe::Bpe(std::shared_ptr<const Vocab> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+         BpeOptions options)
+    : Bpe(vocab, merge_ids(*vocab, merges), std::move(options)) {}
+
+Bpe::Bpe(std::shared_ptr<const Vocab> vocab, const std::vector<MergeIds>& merges, BpeOptions options)
     : vocab_(std::move(vocab)), opt_(std::move(options)) {
   if (opt_.unk_token) {
     unk_id_ = vocab_->find(*opt_.unk_token);
@@ -40,22 +64,11 @@ Bpe::Bpe(std::shared_ptr<const Vocab> vocab,
   while (2 * slots < 3 * merges.size()) slots *= 2;  // at most two thirds full
   merges_.assign(slots, Merge{});
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& [a, b] = merges[rank];
-    const auto ia = vocab_->find(a), ib = vocab_->find(b);
-    thread_local std::string joined;
-    joined.assign(a).append(b);
-    const auto ir = vocab_->find(joined);
-    if (!ia || !ib || !ir) {
-      fail("tokenizer", fmt::format("merge {} ({:?} {:?})", rank, a, b),
-           "{} is not in the vocabulary", !ia ? fmt::format("{:?}", a)
-                                           : !ib ? fmt::format("{:?}", b)
-                                                 : fmt::format("{:?}", a + b));
-    }
     // A later duplicate overwrites an earlier one, as in the reference.
-    const uint64_t key = pair_key(*ia, *ib);
+    const uint64_t key = pair_key(merges[rank].left, merges[rank].right);
     Merge& m = merges_[merge_slot(key)];
     if (m.key == kNoMerge) ++num_merges_;
-    m = {key, static_cast<uint32_t>(rank), *ir};
+    m = {key, static_cast<uint32_t>(rank), merges[rank].merged};
   }
   const auto& table = byte_level_table();
   for (int b = 0; b < 256; ++b) {

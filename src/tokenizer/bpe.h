@@ -40,8 +40,17 @@ struct BpeOptions {
 
 class Bpe {
  public:
+  // A merge as vocabulary ids: left + right -> merged.
+  struct MergeIds {
+    int32_t left, right, merged;
+  };
+  // Merges in rank order, as pieces (a tokenizer.json / GGUF list; a piece
+  // missing from the vocabulary is an Error naming the merge) or as ids.
   Bpe(std::shared_ptr<const Vocab> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
       BpeOptions options);
+  Bpe(std::shared_ptr<const Vocab> vocab, const std::vector<MergeIds>& merges, BpeOptions options);
+  static std::vector<MergeIds> merge_ids(const Vocab& vocab,
+                                         const std::vector<std::pair<std::string, std::string>>& merges);
 
   // Appends the ids of one pre-tokenized word (valid UTF-8, already spelled in
   // the vocabulary's alphabet).

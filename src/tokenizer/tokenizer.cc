@@ -27,7 +27,8 @@ Tokenizer::Tokenizer(Parts p)
       bos_id_(p.bos_id),
       eos_id_(p.eos_id),
       kind_(std::move(p.kind)) {
-  bpe_ = std::make_unique<Bpe>(vocab_, p.merges, p.bpe);
+  bpe_ = p.merge_ids.empty() ? std::make_unique<Bpe>(vocab_, p.merges, p.bpe)
+                             : std::make_unique<Bpe>(vocab_, p.merge_ids, p.bpe);
   vocab_size_ = vocab_->size();
   for (const auto& t : added_) {
     if (t.id < 0) continue;

@@ -76,6 +76,7 @@ class Tokenizer {
   struct Parts {
     std::shared_ptr<Vocab> vocab;
     std::vector<std::pair<std::string, std::string>> merges;
+    std::vector<Bpe::MergeIds> merge_ids;  // used instead of `merges` when set (merges recovered from scores)
     BpeOptions bpe;
     Normalizer normalizer;
     PreTokenizer pre_tokenizer;

@@ -68,44 +68,45 @@ bool in_byte_alphabet(const std::string& s) {
   return true;
 }
 
-// Byte offsets of the code point boundaries of s (0 and s.size() included).
-std::vector<size_t> char_bounds(const std::string& s) {
-  std::vector<size_t> b;
+// Byte offsets of the code point boundaries of s (0 and s.size() included), into b.
+void char_bounds(std::string_view s, std::vector<size_t>& b) {
+  b.clear();
   for (size_t i = 0; i < s.size(); ++i)
     if ((static_cast<uint8_t>(s[i]) & 0xC0) != 0x80) b.push_back(i);
   b.push_back(s.size());
-  return b;
 }
 
 struct MergeCand {
   uint32_t lchars, rchars;
   int32_t lid, rid;
   double score;
-  uint32_t lbytes;  // where the piece splits
-  uint32_t token;   // index into the score table
+  int32_t merged;  // the whole piece's id
 };
 
 }  // namespace
 
 // transformers' generate_merges(vocab, vocab_scores) for the score table given
-// as (piece, score) in insertion order.
-std::vector<std::pair<std::string, std::string>> generate_merges_from_scores(
-    const Vocab& vocab, const std::vector<std::pair<std::string, double>>& scores) {
+// as (piece, score) in insertion order, as vocabulary ids (the pieces are
+// looked up once here, not again by the Bpe).
+std::vector<Bpe::MergeIds> generate_merges_from_scores(
+    const Vocab& vocab, const std::vector<std::pair<std::string_view, double>>& scores) {
   std::vector<MergeCand> cands;
   cands.reserve(scores.size() * 2);
+  std::vector<size_t> bounds;
   for (uint32_t k = 0; k < scores.size(); ++k) {
-    const auto& [piece, score] = scores[k];
-    const std::string_view pv(piece);
-    const auto bounds = char_bounds(piece);
+    const auto& [pv, score] = scores[k];
+    char_bounds(pv, bounds);
     const size_t nchars = bounds.size() - 1;
     const size_t first = cands.size();
+    std::optional<int32_t> merged;
     for (size_t idx = 1; idx < nchars; ++idx) {
       const auto l = vocab.find(pv.substr(0, bounds[idx]));
       if (!l) continue;
       const auto r = vocab.find(pv.substr(bounds[idx]));
       if (!r) continue;
-      cands.push_back({static_cast<uint32_t>(idx), static_cast<uint32_t>(nchars - idx), *l, *r, score,
-                       static_cast<uint32_t>(bounds[idx]), k});
+      if (!merged) merged = vocab.find(pv);
+      if (!merged) fail("tokenizer", "score table", "piece {:?} is not in the vocabulary", std::string(pv));
+      cands.push_back({static_cast<uint32_t>(idx), static_cast<uint32_t>(nchars - idx), *l, *r, score, *merged});
     }
     // Within one token: by (vocab[l], vocab[r]) ascending.
     std::sort(cands.begin() + first, cands.end(), [](const MergeCand& a, const MergeCand& b) {
@@ -118,12 +119,9 @@ std::vector<std::pair<std::string, std::string>> generate_merges_from_scores(
     if (a.lchars != b.lchars) return a.lchars > b.lchars;
     return a.rchars > b.rchars;
   });
-  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<Bpe::MergeIds> merges;
   merges.reserve(cands.size());
-  for (const auto& c : cands) {
-    const std::string& piece = scores[c.token].first;
-    merges.emplace_back(piece.substr(0, c.lbytes), piece.substr(c.lbytes));
-  }
+  for (const auto& c : cands) merges.push_back({c.lid, c.rid, c.merged});
   return merges;
 }
 
@@ -162,8 +160,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
       s.clear();
       for (size_t k = 0, n = utf8_count_chars(t); k < n; ++k) s += "\xE2\x96\x81";
     }
-    spelled[i] = s;
     p.vocab->set(static_cast<int32_t>(i), s);
+    spelled[i] = std::move(s);
   }
 
   if (file_merges) {
@@ -178,8 +176,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     }
   } else if (spm) {
     // Score table in dict order: first occurrence fixes the position, the last the value.
-    std::vector<std::pair<std::string, double>> scores;
-    std::unordered_map<std::string, size_t> pos;
+    // (Views of `spelled`, which outlives them.)
+    std::vector<std::pair<std::string_view, double>> scores;
+    std::unordered_map<std::string_view, size_t> pos;
     std::optional<std::vector<double>> file_scores;
     if (!gemma) {
       file_scores = g.get_float_array("tokenizer.ggml.scores");
@@ -192,7 +191,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
       if (fresh) scores.emplace_back(spelled[i], score);
       else scores[it->second].second = score;
     }
-    p.merges = generate_merges_from_scores(*p.vocab, scores);
+    p.merge_ids = generate_merges_from_scores(*p.vocab, scores);
   } else {
     fail(origin, "metadata 'tokenizer.ggml.merges'", "missing (a gpt2 tokenizer needs its merges)");
   }

@@ -165,20 +165,21 @@ TEST(TokenizerBpe, ByteFallbackUnknownAndFusion) {
   std::vector<std::string> pieces = {"<unk>", "a"};
   for (int b = 0; b < 256; ++b) pieces.push_back(fmt::format("<0x{:02X}>", b));
   auto v = make_vocab(pieces);
+  const std::vector<Bpe::MergeIds> no_merges;
   BpeOptions fb;
   fb.byte_fallback = true;
   fb.unk_token = "<unk>";
-  Bpe with_fb(v, {}, fb);
+  Bpe with_fb(v, no_merges, fb);
   EXPECT_EQ(run(with_fb, "a\xC3\xA9"), (std::vector<int32_t>{1, 2 + 0xC3, 2 + 0xA9}));
   BpeOptions unk;
   unk.unk_token = "<unk>";
   unk.fuse_unk = true;
-  Bpe fused(v, {}, unk);
+  Bpe fused(v, no_merges, unk);
   EXPECT_EQ(run(fused, "\xC3\xA9\xC3\xA9" "a"), (std::vector<int32_t>{0, 1}));
   unk.fuse_unk = false;
-  Bpe unfused(v, {}, unk);
+  Bpe unfused(v, no_merges, unk);
   EXPECT_EQ(run(unfused, "\xC3\xA9\xC3\xA9" "a"), (std::vector<int32_t>{0, 0, 1}));
-  Bpe none(v, {}, {});
+  Bpe none(v, no_merges, {});
   EXPECT_EQ(run(none, "\xC3\xA9" "a"), (std::vector<int32_t>{1}));  // no unk: dropped, as the reference
 }
 
