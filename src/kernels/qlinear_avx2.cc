@@ -33,7 +33,6 @@ namespace {
 
 constexpr int kPrefetchL1 = 1024;
 constexpr int kPrefetchL2 = 8192;
-constexpr int kRowBlock = 2;  // rows per block (3 and 4 measured no faster)
 
 // Σ p·a over each int32 lane's 4 bytes: exact for |a| ≤ 127 (signed p), or,
 // with U, for |a| ≤ 63 and p = the unsigned u (then Σ u·a = Σ p·a + 128·Σa,
@@ -44,8 +43,8 @@ TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(p), _mm256_sign_epi8(a, p)), ones16);
 }
 
-// The pointers one token's row blocks share: its q bytes, lane scales and
-// (narrow activations) lane biases per activation pass.
+// One token's q bytes, lane scales and (narrow activations) lane biases per
+// activation pass.
 template <int P>
 struct TokenPasses {
   const int8_t* q[P];
@@ -101,84 +100,33 @@ TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t
   }
 }
 
-// Row n's palette table for rows visited in increasing order, without a
-// division per row (QLinearWeights::table divides by the group size).
-class TableCursor {
- public:
-  TableCursor(const QLinearWeights& w, int64_t n)
-      : base_(w.table(0)), group_(w.group_size()), index_(n / group_), left_(group_ - n % group_) {}
-  const int8_t* next() {
-    const int8_t* t = base_ + index_ * 64;
-    if (--left_ == 0) {
-      ++index_;
-      left_ = group_;
-    }
-    return t;
-  }
-
- private:
-  const int8_t* base_;
-  int64_t group_, index_, left_;
-};
-
-// Rows n .. n+R-1 for one token: whole chunks, then (lut rows of 64 columns
-// past the last whole chunk) a first half. Inlined into the row walk, so
-// nothing here is recomputed per block but the row and table pointers.
 template <int R, int P, int B, bool U>
-TESSERA_AVX2 __attribute__((always_inline)) inline void row_block(const QLinearWeights& w, const int8_t* const* table,
-                                                                  int64_t n, const TokenPasses<P>& a, int64_t whole,
-                                                                  bool tail, const float* bias, float* y) {
+TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts, int64_t t, int64_t n,
+                            const float* bias, float* y) {
   __m256i tbl[R];
   const uint8_t* row[R];
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) {
-    tbl[r] = B != 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table[r])) : _mm256_setzero_si256();
+    tbl[r] = B != 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.table(n + r))) : _mm256_setzero_si256();
     if constexpr (U && B != 8) tbl[r] = _mm256_xor_si256(tbl[r], _mm256_set1_epi8(static_cast<char>(0x80)));
     row[r] = w.row(n + r);
     acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   }
+  TokenPasses<P> a;
+  for (int k = 0; k < P; ++k) {
+    a.q[k] = acts.q_row(t, k);
+    a.s[k] = acts.scale_row(t, k);
+    a.b[k] = acts.bias_row(t, k);
+  }
+  // Whole chunks, then (lut rows of 64 columns past the last whole chunk) a first half.
+  const int64_t whole = w.cols() / act_chunk_cols(acts.layout);
   for (int64_t m = 0; m < whole; ++m) {
     half_chunk<R, P, B, U, 0>(row, tbl, a, m, acc);
     half_chunk<R, P, B, U, 1>(row, tbl, a, m, acc);
   }
-  if (tail) half_chunk<R, P, B, U, 0>(row, tbl, a, whole, acc);
+  if (whole < acts.chunks) half_chunk<R, P, B, U, 0>(row, tbl, a, whole, acc);
   for (int r = 0; r < R; ++r)
     y[n + r] = qlinear_output(reduce_lanes16_avx2(acc[r][0], acc[r][1]), w.out_scale(n + r), bias, n + r);
-}
-
-// for_each_row_block's walk (token tiles; rows in pairs, then one by one;
-// each block over every token of the tile) in one function, so that the
-// per-call work (pass pointers, chunk counts, table lookups) is done once
-// per tile instead of once per block: on SmolLM2's 576-column matrices a
-// block is only 4.5 chunks.
-template <int P, int B, bool U>
-TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
-                            int64_t n_end, float* y, int64_t ldy) {
-  const int64_t whole = w.cols() / act_chunk_cols(acts.layout);
-  const bool tail = whole < acts.chunks;
-  for (int64_t t0 = 0; t0 < acts.rows; t0 += kTokenTile) {
-    const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
-    TokenPasses<P> tok[kTokenTile];
-    for (int64_t t = t0; t < t1; ++t)
-      for (int k = 0; k < P; ++k) {
-        tok[t - t0].q[k] = acts.q_row(t, k);
-        tok[t - t0].s[k] = acts.scale_row(t, k);
-        tok[t - t0].b[k] = acts.bias_row(t, k);
-      }
-    TableCursor tables(w, n_begin);
-    const int8_t* table[kRowBlock] = {};
-    int64_t n = n_begin;
-    for (; n + kRowBlock <= n_end; n += kRowBlock) {
-      if constexpr (B != 8)
-        for (int r = 0; r < kRowBlock; ++r) table[r] = tables.next();
-      for (int64_t t = t0; t < t1; ++t)
-        row_block<kRowBlock, P, B, U>(w, table, n, tok[t - t0], whole, tail, bias, y + t * ldy);
-    }
-    for (; n < n_end; ++n) {
-      if constexpr (B != 8) table[0] = tables.next();
-      for (int64_t t = t0; t < t1; ++t) row_block<1, P, B, U>(w, table, n, tok[t - t0], whole, tail, bias, y + t * ldy);
-    }
-  }
 }
 
 }  // namespace
@@ -191,12 +139,15 @@ void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const fl
     constexpr int P = decltype(passes)::value;
     auto run = [&](auto unsigned_weights) {
       constexpr bool U = decltype(unsigned_weights)::value;
-      switch (bits) {
-        case 4: return rows_avx2<P, 4, U>(w, acts, bias, n_begin, n_end, y, ldy);
-        case 3: return rows_avx2<P, 3, U>(w, acts, bias, n_begin, n_end, y, ldy);
-        case 2: return rows_avx2<P, 2, U>(w, acts, bias, n_begin, n_end, y, ldy);
-        default: return rows_avx2<P, 8, U>(w, acts, bias, n_begin, n_end, y, ldy);
-      }
+      for_each_row_block<2>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
+        constexpr int R = decltype(rows)::value;
+        switch (bits) {
+          case 4: return rows_avx2<R, P, 4, U>(w, acts, t, n, bias, y + t * ldy);
+          case 3: return rows_avx2<R, P, 3, U>(w, acts, t, n, bias, y + t * ldy);
+          case 2: return rows_avx2<R, P, 2, U>(w, acts, t, n, bias, y + t * ldy);
+          default: return rows_avx2<R, P, 8, U>(w, acts, t, n, bias, y + t * ldy);
+        }
+      });
     };
     if (narrow) run(std::true_type{});
     else run(std::false_type{});
