@@ -93,17 +93,19 @@ void pack_bf16(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * tokens * cols * 4);
 }
 
-// Prefill on the AVX2 int16 GEMM (activation quantization and weight expansion included).
-void run_i16gemm(benchmark::State& state, WeightFormat f) {
+// Prefill on the int16 GEMM (activation quantization and weight expansion included).
+void run_i16gemm(benchmark::State& state, WeightFormat f, Isa isa) {
   const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
   Int16Activations a;
-  time_linear(state, f, Isa::Avx2, [&](Fixture& fx) {
+  time_linear(state, f, isa, [&](Fixture& fx) {
     prepare_int16_activations(tokens, cols, a);
-    quantize_int16_rows(Isa::Avx2, fx.x.data(), 0, tokens, a);
-    qlinear_i16gemm_avx2(*fx.w, a, nullptr, 0, rows, fx.y.data(), rows);
+    quantize_int16_rows(isa, fx.x.data(), 0, tokens, a);
+    qlinear_i16gemm(isa, *fx.w, a, nullptr, 0, rows, fx.y.data(), rows);
   });
 }
-BENCHMARK_CAPTURE(run_i16gemm, lut4_avx2, WeightFormat::Lut4)->Args({1536, 576, 128})->Args({576, 1536, 128})->Args({4864, 896, 128})->Args({896, 4864, 128})->ThreadRange(1, 2);
+#define I16_SHAPES ->Args({1536, 576, 128})->Args({576, 1536, 128})->Args({4864, 896, 128})->Args({896, 4864, 128})->Args({1536, 576, 8})->ThreadRange(1, 2)
+BENCHMARK_CAPTURE(run_i16gemm, lut4_avx2, WeightFormat::Lut4, Isa::Avx2) I16_SHAPES;
+BENCHMARK_CAPTURE(run_i16gemm, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) I16_SHAPES;
 
 BENCHMARK(pack_bf16)->Args({512, 576})->Args({512, 1536});
 

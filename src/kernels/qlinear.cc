@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/dot.h"
 
 namespace tessera::kernels {
@@ -61,6 +62,16 @@ void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, cons
     case Isa::Avx512: return qlinear_avx512(w, acts, bias, n_begin, n_end, y, ldy);
     case Isa::Avx2: return qlinear_avx2(w, acts, bias, n_begin, n_end, y, ldy);
     case Isa::Scalar: return qlinear_scalar(w, acts, bias, n_begin, n_end, y, ldy);
+  }
+}
+
+void qlinear_i16gemm(Isa isa, const QLinearWeights& w, const Int16Activations& acts, const float* bias,
+                     int64_t n_begin, int64_t n_end, float* y, int64_t ldy) {
+  switch (isa) {
+    case Isa::Amx:
+    case Isa::Avx512: return qlinear_i16gemm_avx512(w, acts, bias, n_begin, n_end, y, ldy);
+    case Isa::Avx2: return qlinear_i16gemm_avx2(w, acts, bias, n_begin, n_end, y, ldy);
+    case Isa::Scalar: return qlinear_i16gemm_scalar(w, acts, bias, n_begin, n_end, y, ldy);
   }
 }
 

@@ -1,5 +1,6 @@
-// Batched-prefill linear layers on AVX2 (Isa::Avx2) with int16 activations:
-// the prefill GEMM of machines without AVX-512 / AMX.
+// Batched-prefill linear layers with int16 activations: the prefill GEMM at
+// Isa::Avx2 (vpmaddwd) and Isa::Avx512 (VNNI vpdpwssd, two rows per vector:
+// kernels/qlinear_i16gemm_avx512.cc), with the same bits.
 //
 //   y[t, n] = out_scale[n] · reduce8(lanes)   (+ bias[n]),
 //   lanes[j] = for each 128-column block b of the row, in order:
@@ -16,7 +17,7 @@
 // kI16GemmMinTokens or more tokens, so decode keeps the integer-dot bits (as
 // the AMX path does).
 //
-// Why int16: AVX2 has no vpdpbusd. Its int8 dot (vpmaddubsw + vpmaddwd +
+// Why int16 on AVX2: it has no vpdpbusd. Its int8 dot (vpmaddubsw + vpmaddwd +
 // sign fix-ups, two activation passes for the decode kernels' accuracy)
 // takes about 14 integer µops per 64 multiply-adds, and on Zen 3 those
 // instructions share two pipes. vpmaddwd alone does 16 int16 multiply-adds
@@ -26,6 +27,12 @@
 // then a 2-row × 4-token register tile streams them against 4 tokens'
 // activations (L1). The f32 FMA GEMM this replaced, and the numbers, are in
 // docs/REJECTED_APPROACHES.md.
+// Why int16 on AVX-512 without AMX: vpdpwssd does 32 multiply-adds per
+// instruction against vpdpbusd's 64, but the decode kernels' accuracy needs
+// two int8 passes (so 32 again) plus a cvt + FMA per pass and chunk, and
+// their lut unpack per token; the int16 GEMM expands the weights once per
+// call and needs one cvt + FMA per two rows and block (numbers in
+// docs/BENCHMARKING.md).
 //
 // Bits: every output is the same sequence of operations for any row split
 // (thread count) and any token tiling; the scalar twin gives the same bits.
@@ -43,9 +50,17 @@ namespace tessera::kernels {
 constexpr int64_t kI16GemmMinTokens = 4;
 
 // y[t * ldy + n] for t < acts.rows, n in [n_begin, n_end); acts.cols == w.cols().
+// Dispatch by level: Avx512 and Amx take the AVX-512 kernel, Avx2 the AVX2
+// one, Scalar the twin.
+void qlinear_i16gemm(Isa isa, const QLinearWeights& w, const Int16Activations& acts, const float* bias,
+                     int64_t n_begin, int64_t n_end, float* y, int64_t ldy);
 // Needs AVX2 (Error otherwise).
 void qlinear_i16gemm_avx2(const QLinearWeights& w, const Int16Activations& acts, const float* bias,
                           int64_t n_begin, int64_t n_end, float* y, int64_t ldy);
+
+// Needs AVX-512 VNNI (Error otherwise).
+void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& acts, const float* bias,
+                            int64_t n_begin, int64_t n_end, float* y, int64_t ldy);
 
 // The scalar twin: same contract, same bits, any CPU.
 void qlinear_i16gemm_scalar(const QLinearWeights& w, const Int16Activations& acts, const float* bias,

@@ -1,6 +1,7 @@
-// AVX2 int16 prefill GEMM: the row expansion gives w.value(); the kernel gives
-// the scalar twin's bits for any shape, token count and row split; the twin
-// is within the int16 rounding bound of the f32 reference on the same weight.
+// int16 prefill GEMM: the row expansion gives w.value(); the AVX2 and AVX-512
+// kernels give the scalar twin's bits for any shape, token count and row
+// split; the twin is within the int16 rounding bound of the f32 reference on
+// the same weight.
 #include "kernels/qlinear_i16gemm.h"
 
 #include <cmath>
@@ -21,7 +22,8 @@ using test_fixtures::LinearShape;
 using test_fixtures::RandomCase;
 using test_fixtures::same_bits;
 
-// Rows off the 2-row tile and 32-row panel, tokens off the 4-token tile,
+// Rows off the 2-row tile (AVX2), the 2-pair tile (AVX-512) and the 32-row
+// panel, odd row counts (a pair with one row), tokens off the 4-token tile,
 // columns ending on a 64-column block.
 const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 32, 64, 16, 16},  {WeightFormat::Lut4, 37, 576, 1, 33}, {WeightFormat::Lut4, 96, 640, 16, 7},
@@ -37,13 +39,11 @@ Int16Activations quantized(Isa isa, const std::vector<float>& x, int64_t tokens,
   return a;
 }
 
-std::vector<float> run(bool avx2, const RandomCase& c, const Int16Activations& a, const LinearShape& s,
+std::vector<float> run(Isa isa, const RandomCase& c, const Int16Activations& a, const LinearShape& s,
                        int64_t split) {
   std::vector<float> y(s.tokens * s.rows, NAN);
-  call_split(s.rows, split, [&](int64_t b, int64_t e) {
-    if (avx2) qlinear_i16gemm_avx2(c.w, a, c.bias.data(), b, e, y.data(), s.rows);
-    else qlinear_i16gemm_scalar(c.w, a, c.bias.data(), b, e, y.data(), s.rows);
-  });
+  call_split(s.rows, split,
+             [&](int64_t b, int64_t e) { qlinear_i16gemm(isa, c.w, a, c.bias.data(), b, e, y.data(), s.rows); });
   return y;
 }
 
@@ -92,19 +92,36 @@ TEST(QLinearI16Gemm, RowExpansionGivesTheWeightValues) {
   }
 }
 
-TEST(QLinearI16Gemm, KernelGivesTheScalarTwinsBitsForAnySplit) {
-  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs avx2";
+class QLinearI16GemmLevels : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(QLinearI16GemmLevels, KernelGivesTheScalarTwinsBitsForAnySplit) {
+  const Isa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "needs " << isa_name(isa);
   std::mt19937 rng(32);
   for (const LinearShape& s : kShapes) {
     const RandomCase c(rng, s);
-    const Int16Activations a = quantized(Isa::Avx2, c.x, s.tokens, s.cols);
-    const std::vector<float> twin = run(false, c, a, s, 0);
+    const Int16Activations a = quantized(isa, c.x, s.tokens, s.cols);
+    const std::vector<float> twin = run(Isa::Scalar, c, a, s, 0);
     for (int64_t split : {int64_t{0}, int64_t{1}, s.rows / 2, s.rows - 3})
-      EXPECT_TRUE(same_bits(run(true, c, a, s, split), twin))
+      EXPECT_TRUE(same_bits(run(isa, c, a, s, split), twin))
           << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] tokens " << s.tokens << " split "
           << split;
   }
 }
+
+TEST_P(QLinearI16GemmLevels, MismatchedActivationsAreRefused) {
+  const Isa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "needs " << isa_name(isa);
+  std::mt19937 rng(34);
+  const LinearShape s{WeightFormat::Int8, 16, 128, 0, 2};
+  const RandomCase c(rng, s);
+  const std::vector<float> narrow = test_fixtures::random_acts(rng, 2, 64);
+  std::vector<float> y(32);
+  EXPECT_THROW(qlinear_i16gemm(isa, c.w, quantized(isa, narrow, 2, 64), nullptr, 0, 16, y.data(), 16), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, QLinearI16GemmLevels, ::testing::Values(Isa::Avx2, Isa::Avx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
 
 TEST(QLinearI16Gemm, ScalarTwinIsWithinRoundingOfTheReference) {
   std::mt19937 rng(33);
@@ -117,16 +134,6 @@ TEST(QLinearI16Gemm, ScalarTwinIsWithinRoundingOfTheReference) {
         c.rw, c.x, s.tokens, y, [&](int64_t t, int64_t col) { return 0.51 * a.scale_row(t)[col / kI16Block]; },
         std::string(weight_format_name(s.format)));
   }
-}
-
-TEST(QLinearI16Gemm, MismatchedActivationsAreRefused) {
-  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs avx2";
-  std::mt19937 rng(34);
-  const LinearShape s{WeightFormat::Int8, 16, 128, 0, 2};
-  const RandomCase c(rng, s);
-  const std::vector<float> narrow = test_fixtures::random_acts(rng, 2, 64);
-  std::vector<float> y(32);
-  EXPECT_THROW(qlinear_i16gemm_avx2(c.w, quantized(Isa::Avx2, narrow, 2, 64), nullptr, 0, 16, y.data(), 16), Error);
 }
 
 }  // namespace

@@ -25,6 +25,10 @@ constexpr int64_t kAttentionRowBlock = 16;
 constexpr int kMaxLinearGroup = 8;
 static_assert(kDefaultRowBlock / 4 >= kernels::kAmxMinTokens, "row blocks would leave the AMX kernels");
 
+// The levels whose prefill calls (kI16GemmMinTokens rows or more) run the
+// int16 GEMM; Isa::Amx has its tiles instead.
+bool uses_i16gemm(Isa isa) { return isa == Isa::Avx2 || isa == Isa::Avx512; }
+
 void expect_shape(const Program& p, const WeightView& t, const std::string& name, std::vector<int64_t> shape) {
   if (t.shape != shape)
     fail(p.name, name, "weight has shape [{}], the model needs [{}]", fmt::join(t.shape, ", "), fmt::join(shape, ", "));
@@ -84,10 +88,11 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   const std::string level(isa_name(vector_isa(isa)));
   // A program whose calls can reach kAmxMinTokens rows runs its Linears on
   // AMX tiles at Isa::Amx, and one whose calls reach kI16GemmMinTokens on the
-  // int16 GEMM at Isa::Avx2 (shorter calls of them still take the integer-dot
-  // kernels of the vector level).
+  // int16 GEMM at Isa::Avx2 and Isa::Avx512 (shorter calls of them still take
+  // the integer-dot kernels of the vector level).
   std::string linear_level(isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa));
-  if (isa == Isa::Avx2 && p.max_tokens >= kernels::kI16GemmMinTokens) linear_level = "avx2_i16gemm";
+  if (uses_i16gemm(isa) && p.max_tokens >= kernels::kI16GemmMinTokens)
+    linear_level = fmt::format("{}_i16gemm", isa_name(isa));
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;
@@ -192,7 +197,7 @@ BoundProgram::LinearPath BoundProgram::linear_path(const BoundOp& b, int64_t row
   if (b.float_linear) return LinearPath::Float;
   if (!b.qw) return LinearPath::Reference;
   if (isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) return LinearPath::Amx;
-  if (isa_ == Isa::Avx2 && rows >= kernels::kI16GemmMinTokens) return LinearPath::I16Gemm;
+  if (uses_i16gemm(isa_) && rows >= kernels::kI16GemmMinTokens) return LinearPath::I16Gemm;
   return LinearPath::IntegerDot;
 }
 
@@ -443,7 +448,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
         }
         // Blocks of 32 output features: the rows one expansion serves.
         pool.parallel_for((n + 31) / 32, [&](int64_t begin, int64_t end) {
-          kernels::qlinear_i16gemm_avx2(*b.qw, ws.i16_acts, b.w1, begin * 32, std::min(n, end * 32), y, n);
+          kernels::qlinear_i16gemm(isa_, *b.qw, ws.i16_acts, b.w1, begin * 32, std::min(n, end * 32), y, n);
         });
       } else if (path == LinearPath::IntegerDot) {
         if (!b.reuse_acts)

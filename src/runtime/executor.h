@@ -56,7 +56,7 @@ struct Workspace {
   std::vector<int64_t> offset;
   kernels::Int8Activations acts;          // the last quantized Linear input
   kernels::Bf16Activations bf16_acts;     // the same, for the AMX kernels
-  kernels::Int16Activations i16_acts;     // the same, for the AVX2 int16 GEMM
+  kernels::Int16Activations i16_acts;     // the same, for the int16 GEMM
   kernels::RefineScratch refine;          // the output head's top-logit refinement
 
   float* f(int id) { return f32[id].data() + offset[id]; }

@@ -6,12 +6,12 @@ plus 64 greedy tokens each) and the oracle corpus (3 prompts plus 32) with the
 reference kernels (isa="scalar": f32 activations, the plain kernels of
 kernels/reference) and with each optimized level this CPU has:
   avx512         integer-dot linear kernels (int8 activations), Highway vector
-                 ops: the path of every decode step and of calls under 32 tokens
-  amx            the same, but calls of 32+ tokens (these teacher-forced reads)
-                 run their linears as bf16 AMX tile GEMMs
-  avx2           the integer-dot kernels for decode and calls under 4 tokens;
-                 longer calls run their linears as an int16 GEMM (activations
-                 rounded to int16 per 128 columns)
+                 ops for decode and calls under 4 tokens; longer calls (these
+                 teacher-forced reads) run their linears as an int16 GEMM
+                 (VNNI vpdpwssd; activations rounded to int16 per 128 columns)
+  amx            the integer-dot kernels for calls under 32 tokens; calls of
+                 32+ tokens run their linears as bf16 AMX tile GEMMs
+  avx2           as avx512, with the AVX2 kernels (the int16 GEMM on vpmaddwd)
   LEVEL+f16kv    the default level with an f16 KV cache (keys and values
                  rounded to f16; runtime/kv_cache.h)
 The issue "Fast CPU kernels" asks for top-1 identical at >= 99% of positions

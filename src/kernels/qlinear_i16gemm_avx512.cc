@@ -1,0 +1,250 @@
+// AVX-512 VNNI int16 prefill GEMM on stored lut4 / lut3 / lut2 / int8
+// weights; contract in kernels/qlinear_i16gemm.h (the AVX2 kernel's bits).
+//
+// The contract's lanes are 8 int32 sums per 16 columns (lane j: columns 2j
+// and 2j+1 of each 16), the shape of one 256-bit vpmaddwd. A 512-bit
+// vpdpwssd would put 32 columns of one row in 16 lanes, and folding its two
+// halves back to 8 lanes before each block's f32 multiply-add costs a
+// shuffle and an add per row, token and block. Instead the expanded weight
+// panel pairs rows: each 64-byte vector holds 16 columns of row 2i in its
+// low half and the same 16 columns of row 2i+1 in its high half, and the
+// token's 16 activations are broadcast to both halves. One vpdpwssd then
+// computes both rows' contract lanes at once, exactly (int32, no
+// saturation: at most 16 · 127 · 32767 per lane and block), and one cvt +
+// FMA per block applies the token's block scale to both rows. The low half
+// of the f32 lanes reduces to row 2i's output, the high half to row 2i+1's.
+// GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands "may
+// be used uninitialized" inside casts and inserts; they are don't-care inputs.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/lane_reduce.h"
+#include "kernels/qlinear_i16gemm.h"
+
+#define TESSERA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+namespace tessera::kernels {
+
+namespace {
+
+constexpr int64_t kPanelRows = 16;  // rows expanded at a time: 16 pairs, 32 · cols · 2 bytes (L2)
+constexpr int kTilePairs = 2, kTileTokens = 4;
+
+// Rows n and n + 1 (a zero row for n + 1 == n_end) of w as the paired
+// layout: pair[32 g .. 32 g + 15] = row n's columns 16 g .. 16 g + 15,
+// pair[32 g + 16 .. 32 g + 31] = row n + 1's. `scratch` holds 2 · cols.
+TESSERA_AVX512 void expand_pair(const QLinearWeights& w, int64_t n, int64_t n_end, int16_t* scratch, int16_t* pair) {
+  const int64_t cols = w.cols();
+  int16_t* a = scratch;
+  int16_t* b = scratch + cols;
+  expand_row_i16_avx2(w, n, a);
+  if (n + 1 < n_end) expand_row_i16_avx2(w, n + 1, b);
+  else std::fill(b, b + cols, int16_t{0});
+  for (int64_t c = 0; c < cols; c += 16) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + c));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + c));
+    _mm512_storeu_si512(pair + 2 * c, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+  }
+}
+
+// The 2-pair × 4-token tile over every block of the columns (w0, w1: the
+// pairs; x0 .. x3 and s0 + k · s_stride: token k's activations and block
+// scales), into lanes[pair][token]. Per block: its columns / 16 iterations,
+// each loading the two pairs' weight vectors and broadcasting each token's
+// 16 activations once, adding vpdpwssd(pair, token) into eight zeroed sums;
+// then each sum to f32 and one FMA with its token's block scale into the
+// lanes. In asm because GCC's code for the same intrinsics copies all eight
+// sums through other registers every iteration and keeps the lanes on the
+// stack, which costs a third of the kernel's time; the lanes stay in
+// registers across the blocks.
+TESSERA_AVX512 inline void tile_2x4(const int16_t* w0, const int16_t* w1, const int16_t* x0, const int16_t* x1,
+                                    const int16_t* x2, const int16_t* x3, int64_t cols, const float* s0,
+                                    int64_t s_stride, __m512 (&lanes)[2][4]) {
+  const int64_t s_bytes = s_stride * 4;
+  __m512 l00 = _mm512_setzero_ps(), l01 = l00, l02 = l00, l03 = l00, l10 = l00, l11 = l00, l12 = l00, l13 = l00;
+  for (int64_t c0 = 0, b = 0; c0 < cols; c0 += kI16Block, ++b) {
+    // x* step 32 bytes per iteration, w* 64 (the scaled index).
+    const int64_t bytes = std::min(kI16Block, cols - c0) * 2;
+    const int16_t *p0 = w0 + 2 * c0, *p1 = w1 + 2 * c0, *y0 = x0 + c0, *y1 = x1 + c0, *y2 = x2 + c0, *y3 = x3 + c0;
+    const float* c0s = s0 + b;
+    const float* c2s = s0 + 2 * s_stride + b;
+    int64_t off = 0;
+    asm("vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+        "vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
+        "vpxord %%zmm18, %%zmm18, %%zmm18\n\t"
+        "vpxord %%zmm19, %%zmm19, %%zmm19\n\t"
+        "vpxord %%zmm20, %%zmm20, %%zmm20\n\t"
+        "vpxord %%zmm21, %%zmm21, %%zmm21\n\t"
+        "vpxord %%zmm22, %%zmm22, %%zmm22\n\t"
+        "vpxord %%zmm23, %%zmm23, %%zmm23\n\t"
+        "1:\n\t"
+        "vmovdqu64 (%[w0],%[off],2), %%zmm24\n\t"
+        "vmovdqu64 (%[w1],%[off],2), %%zmm25\n\t"
+        "vbroadcasti64x4 (%[x0],%[off]), %%zmm26\n\t"
+        "vpdpwssd %%zmm26, %%zmm24, %%zmm16\n\t"
+        "vpdpwssd %%zmm26, %%zmm25, %%zmm20\n\t"
+        "vbroadcasti64x4 (%[x1],%[off]), %%zmm26\n\t"
+        "vpdpwssd %%zmm26, %%zmm24, %%zmm17\n\t"
+        "vpdpwssd %%zmm26, %%zmm25, %%zmm21\n\t"
+        "vbroadcasti64x4 (%[x2],%[off]), %%zmm26\n\t"
+        "vpdpwssd %%zmm26, %%zmm24, %%zmm18\n\t"
+        "vpdpwssd %%zmm26, %%zmm25, %%zmm22\n\t"
+        "vbroadcasti64x4 (%[x3],%[off]), %%zmm26\n\t"
+        "vpdpwssd %%zmm26, %%zmm24, %%zmm19\n\t"
+        "vpdpwssd %%zmm26, %%zmm25, %%zmm23\n\t"
+        "add $32, %[off]\n\t"
+        "cmp %[bytes], %[off]\n\t"
+        "jl 1b\n\t"
+        "vbroadcastss (%[c0]), %%zmm26\n\t"
+        "vcvtdq2ps %%zmm16, %%zmm16\n\t"
+        "vcvtdq2ps %%zmm20, %%zmm20\n\t"
+        "vfmadd231ps %%zmm26, %%zmm16, %[l00]\n\t"
+        "vfmadd231ps %%zmm26, %%zmm20, %[l10]\n\t"
+        "vbroadcastss (%[c0],%[cs]), %%zmm26\n\t"
+        "vcvtdq2ps %%zmm17, %%zmm17\n\t"
+        "vcvtdq2ps %%zmm21, %%zmm21\n\t"
+        "vfmadd231ps %%zmm26, %%zmm17, %[l01]\n\t"
+        "vfmadd231ps %%zmm26, %%zmm21, %[l11]\n\t"
+        "vbroadcastss (%[c2]), %%zmm26\n\t"
+        "vcvtdq2ps %%zmm18, %%zmm18\n\t"
+        "vcvtdq2ps %%zmm22, %%zmm22\n\t"
+        "vfmadd231ps %%zmm26, %%zmm18, %[l02]\n\t"
+        "vfmadd231ps %%zmm26, %%zmm22, %[l12]\n\t"
+        "vbroadcastss (%[c2],%[cs]), %%zmm26\n\t"
+        "vcvtdq2ps %%zmm19, %%zmm19\n\t"
+        "vcvtdq2ps %%zmm23, %%zmm23\n\t"
+        "vfmadd231ps %%zmm26, %%zmm19, %[l03]\n\t"
+        "vfmadd231ps %%zmm26, %%zmm23, %[l13]"
+        : [l00] "+v"(l00), [l01] "+v"(l01), [l02] "+v"(l02), [l03] "+v"(l03), [l10] "+v"(l10), [l11] "+v"(l11),
+          [l12] "+v"(l12), [l13] "+v"(l13), [off] "+r"(off)
+        : [w0] "r"(p0), [w1] "r"(p1), [x0] "r"(y0), [x1] "r"(y1), [x2] "r"(y2), [x3] "r"(y3), [bytes] "r"(bytes),
+          [c0] "r"(c0s), [c2] "r"(c2s), [cs] "r"(s_bytes)
+        : "cc", "memory", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25",
+          "xmm26");
+  }
+  lanes[0][0] = l00, lanes[0][1] = l01, lanes[0][2] = l02, lanes[0][3] = l03;
+  lanes[1][0] = l10, lanes[1][1] = l11, lanes[1][2] = l12, lanes[1][3] = l13;
+}
+
+// Rows n .. n + 3 of one token from two pairs' f32 lanes (a: rows n, n + 1;
+// b: rows n + 2, n + 3), written where < n_end: reduce_lanes8_added on all
+// four at once, the same additions of the same operands (each 128-bit chunk
+// ends up holding one row's tree: lanes j + j+4, then j + j+2, then j + j+1),
+// then out_scale and the bias as qlinear_output.
+TESSERA_AVX512 inline void store_four_outputs(__m512 a, __m512 b, const QLinearWeights& w, int64_t n, int64_t n_end,
+                                              const float* bias, float* yt) {
+  // Chunks of a: [n lanes 0-3, n lanes 4-7, n+1 lanes 0-3, n+1 lanes 4-7]; likewise b.
+  const __m512 first = _mm512_shuffle_f32x4(a, b, 0x88);   // [a0, a2, b0, b2]
+  const __m512 second = _mm512_shuffle_f32x4(a, b, 0xdd);  // [a1, a3, b1, b3]
+  const __m512 h4 = _mm512_add_ps(first, second);
+  const __m512 h2 = _mm512_add_ps(h4, _mm512_permute_ps(h4, 0x4e));  // lanes j + j+2
+  const __m512 h1 = _mm512_add_ps(h2, _mm512_movehdup_ps(h2));       // lanes j + j+1
+  const __m128 sums = _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), h1));
+  const __mmask8 live = static_cast<__mmask8>((1u << std::min<int64_t>(4, n_end - n)) - 1);
+  __m128 out = _mm_mul_ps(sums, _mm_maskz_loadu_ps(live, w.out_scale_data() + n));
+  if (bias) out = _mm_add_ps(out, _mm_maskz_loadu_ps(live, bias + n));
+  _mm_mask_storeu_ps(yt + n, live, out);
+}
+
+// P row pairs (pair i at panel + i · 2 · cols) × T tokens from t0, rows from
+// n (outputs only for rows < n_end).
+template <int P, int T>
+TESSERA_AVX512 void tile(const int16_t* panel, const Int16Activations& acts, int64_t t0, const QLinearWeights& w,
+                         int64_t n, int64_t n_end, const float* bias, float* y, int64_t ldy) {
+  const int64_t cols = acts.cols;
+  __m512 lanes[P][T];
+  for (int i = 0; i < P; ++i)
+    for (int t = 0; t < T; ++t) lanes[i][t] = _mm512_setzero_ps();
+  const int16_t* x[T];
+  const float* s[T];
+  for (int t = 0; t < T; ++t) {
+    x[t] = acts.q_row(t0 + t);
+    s[t] = acts.scale_row(t0 + t);
+  }
+  if constexpr (P == 2 && T == 4) {
+    tile_2x4(panel, panel + 2 * cols, x[0], x[1], x[2], x[3], cols, s[0], acts.blocks, lanes);
+  } else {
+    for (int64_t c0 = 0, b = 0; c0 < cols; c0 += kI16Block, ++b) {
+      const int64_t c1 = std::min(cols, c0 + kI16Block);
+      __m512i sum[P][T];
+      for (int i = 0; i < P; ++i)
+        for (int t = 0; t < T; ++t) sum[i][t] = _mm512_setzero_si512();
+      for (int64_t c = c0; c < c1; c += 16) {
+        __m512i wv[P];
+#pragma GCC unroll 4
+        for (int i = 0; i < P; ++i) wv[i] = _mm512_loadu_si512(panel + i * 2 * cols + 2 * c);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const __m512i xv =
+              _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t] + c)));
+#pragma GCC unroll 4
+          for (int i = 0; i < P; ++i) sum[i][t] = _mm512_dpwssd_epi32(sum[i][t], wv[i], xv);
+        }
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512 sv = _mm512_set1_ps(s[t][b]);
+#pragma GCC unroll 4
+        for (int i = 0; i < P; ++i) lanes[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][t]), sv, lanes[i][t]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    float* yt = y + (t0 + t) * ldy;
+    if constexpr (P == 2) {
+      store_four_outputs(lanes[0][t], lanes[1][t], w, n, n_end, bias, yt);
+    } else {
+      yt[n] = qlinear_output(reduce_lanes8_added(_mm512_castps512_ps256(lanes[0][t])), w.out_scale(n), bias, n);
+      if (n + 1 < n_end)
+        yt[n + 1] = qlinear_output(reduce_lanes8_added(_mm512_extractf32x8_ps(lanes[0][t], 1)), w.out_scale(n + 1),
+                                   bias, n + 1);
+    }
+  }
+}
+
+template <int P>
+TESSERA_AVX512 void tile_tokens(const int16_t* panel, const Int16Activations& acts, int64_t t0,
+                                const QLinearWeights& w, int64_t n, int64_t n_end, const float* bias, float* y,
+                                int64_t ldy) {
+  switch (std::min<int64_t>(acts.rows - t0, kTileTokens)) {
+    case 4: return tile<P, 4>(panel, acts, t0, w, n, n_end, bias, y, ldy);
+    case 3: return tile<P, 3>(panel, acts, t0, w, n, n_end, bias, y, ldy);
+    case 2: return tile<P, 2>(panel, acts, t0, w, n, n_end, bias, y, ldy);
+    default: return tile<P, 1>(panel, acts, t0, w, n, n_end, bias, y, ldy);
+  }
+}
+
+}  // namespace
+
+void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& acts, const float* bias,
+                            int64_t n_begin, int64_t n_end, float* y, int64_t ldy) {
+  if (!isa_supported(Isa::Avx512)) fail("", "qlinear_i16gemm_avx512", "this CPU has no AVX-512 VNNI");
+  if (acts.cols != w.cols())
+    fail("", "qlinear_i16gemm_avx512", "activations have {} columns, the weight {}", acts.cols, w.cols());
+  const int64_t cols = w.cols();
+  thread_local std::vector<int16_t> panel, scratch;
+  panel.resize(static_cast<size_t>(kPanelRows * cols));
+  scratch.resize(static_cast<size_t>(2 * cols));
+  for (int64_t p0 = n_begin; p0 < n_end; p0 += kPanelRows) {
+    const int64_t p1 = std::min(n_end, p0 + kPanelRows);
+    const int64_t pairs = (p1 - p0 + 1) / 2;
+    for (int64_t i = 0; i < pairs; ++i)
+      expand_pair(w, p0 + 2 * i, p1, scratch.data(), panel.data() + i * 2 * cols);
+    // Token tiles outermost: a tile's activations stay in L1 while every
+    // row pair of the panel passes over them.
+    for (int64_t t0 = 0; t0 < acts.rows; t0 += kTileTokens) {
+      int64_t i = 0;
+      for (; i + kTilePairs <= pairs; i += kTilePairs)
+        tile_tokens<kTilePairs>(panel.data() + i * 2 * cols, acts, t0, w, p0 + 2 * i, p1, bias, y, ldy);
+      for (; i < pairs; ++i)
+        tile_tokens<1>(panel.data() + i * 2 * cols, acts, t0, w, p0 + 2 * i, p1, bias, y, ldy);
+    }
+  }
+}
+
+}  // namespace tessera::kernels
