@@ -98,17 +98,23 @@ constexpr int64_t kTokenTile = 16;
 // tokens, whose quantized activations (about 1.3 KB per token and pass per
 // 1000 columns) stay in L1 while every row block of the range passes over
 // them; the weights are re-read from L2 once per tile. Within a tile, rows
-// go in blocks of R (then one by one), each block over every token:
+// go in blocks of R, the rest in blocks of R/2, R/4, ... 1 (R a power of
+// two), each block over every token:
 // block(std::integral_constant<int, rows in the block>{}, t, n).
 template <int R, class Block>
+void row_blocks_of(int64_t t0, int64_t t1, int64_t& n, int64_t n_end, Block& block) {
+  for (; n + R <= n_end; n += R)
+    for (int64_t t = t0; t < t1; ++t) block(std::integral_constant<int, R>{}, t, n);
+  if constexpr (R > 1) row_blocks_of<R / 2>(t0, t1, n, n_end, block);
+}
+
+template <int R, class Block>
 void for_each_row_block(int64_t tokens, int64_t n_begin, int64_t n_end, Block&& block) {
+  static_assert(R > 0 && (R & (R - 1)) == 0, "row blocks are a power of two");
   for (int64_t t0 = 0; t0 < tokens; t0 += kTokenTile) {
     const int64_t t1 = std::min(tokens, t0 + kTokenTile);
     int64_t n = n_begin;
-    for (; n + R <= n_end; n += R)
-      for (int64_t t = t0; t < t1; ++t) block(std::integral_constant<int, R>{}, t, n);
-    for (; n < n_end; ++n)
-      for (int64_t t = t0; t < t1; ++t) block(std::integral_constant<int, 1>{}, t, n);
+    row_blocks_of<R>(t0, t1, n, n_end, block);
   }
 }
 

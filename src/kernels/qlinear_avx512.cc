@@ -17,9 +17,12 @@
 //   table's biased bytes as two vectors, each block's first 4 columns and
 //   its last 4 (kernels/lut_unpack_avx512.h), against the BlockHalves
 //   activations: the same two vpdpbusd and one cvt + FMA per chunk as lut4.
-// Rows are processed four at a time so the activation vectors are loaded
-// once per four rows; a block of rows is contiguous, so the weight bytes are
-// read as one sequential stream, with software prefetch ahead of it.
+// Rows are processed eight at a time (then 4, 2, 1) so the activation
+// vectors are loaded once per eight rows and eight independent accumulator
+// chains hide the dot products' latency (four rows: 12.6 GB/s on 576-column
+// lut4 rows in L2 on Zen 4, eight: 14-19; docs/BENCHMARKING.md); a block of
+// rows is contiguous, so the weight bytes are read as one sequential stream,
+// with software prefetch of every line ahead of it.
 // GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands "may
 // be used uninitialized" inside vpermb / masked loads; they are don't-care inputs.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -87,6 +90,20 @@ TESSERA_AVX512 inline void unpack_pair(const uint8_t* p, __mmask64 bytes, __m512
   }
 }
 
+// Prefetches the bytes kPrefetchL1 (into L1) and kPrefetchL2 (into L2) ahead
+// of [p, p + bytes), one line at a time: a row block's bytes are contiguous,
+// so consecutive blocks prefetch every line of the stream once. (Prefetching
+// per row and chunk, at a row's chunk address plus a distance, misses lines
+// wherever rows are not a multiple of 64 bytes long: 4 of every 18 for
+// 576-column lut4 rows.)
+inline void prefetch_ahead(const uint8_t* p, int64_t begin, int64_t end) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t off = begin; off < end; off += 64) {
+    _mm_prefetch(c + off + kPrefetchL1, _MM_HINT_T0);
+    _mm_prefetch(c + off + kPrefetchL2, _MM_HINT_T1);
+  }
+}
+
 constexpr __mmask64 first_bytes(int n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; }
 
 // Rows of a lut weight (B bits per index) against the two-vector layouts.
@@ -111,19 +128,21 @@ TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, 
   __m512 acc[R];
   const uint8_t* row0 = w.row(n);
   const int64_t rb = w.row_bytes();
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     tbl[r] = _mm512_xor_si512(_mm512_loadu_si512(w.table(n + r)), flip);
     acc[r] = _mm512_setzero_ps();
   }
   const int64_t full = w.cols() / 128;
+  // The block's lines ahead, spread over its chunks (a few per chunk, not a burst).
+  const int64_t span = R * rb, per = full > 0 ? (span / 64 + full) / full * 64 : span;
+  if (full == 0) prefetch_ahead(row0, 0, span);
   for (int64_t m = 0; m < full; ++m) {
+    prefetch_ahead(row0, m * per, std::min(span, (m + 1) * per));
     const ChunkActs<P> c = chunk(m);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = row0 + r * rb + kChunkBytes * m;
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
       __m512i lo, hi;
       unpack_pair<B>(p, first_bytes(kChunkBytes), tbl[r], lo, hi);
       acc[r] = pair_step(lo, hi, c, acc[r]);
@@ -131,7 +150,7 @@ TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, 
   }
   if (w.cols() % 128 != 0) {  // the last 64 columns: half a chunk's index bytes
     const ChunkActs<P> c = chunk(full);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       __m512i lo, hi;
       unpack_pair<B>(row0 + r * rb + kChunkBytes * full, first_bytes(kChunkBytes / 2), tbl[r], lo, hi);
@@ -183,8 +202,8 @@ void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const 
   const int bits = w.bits();
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
-    // Each row has its own palette register, so any four rows can go together.
-    for_each_row_block<4>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
+    // Each row has its own palette register, so any eight rows can go together.
+    for_each_row_block<8>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
       constexpr int R = decltype(rows)::value;
       switch (bits) {
         case 4: return lut_rows<R, P, 4>(w, acts, t, n, bias, y + t * ldy);
