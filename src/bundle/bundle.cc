@@ -16,7 +16,7 @@ bool Bundle::is_bundle(const std::string& path) {
   return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "manifest.json", ec);
 }
 
-Bundle Bundle::open(const std::string& directory, bool verify) {
+Bundle Bundle::open(const std::string& directory, bool verify, FileMemory memory) {
   Bundle b;
   b.directory_ = directory;
   const std::string manifest_path = (fs::path(directory) / "manifest.json").string();
@@ -24,7 +24,7 @@ Bundle Bundle::open(const std::string& directory, bool verify) {
   const std::string weights_path = (fs::path(directory) / b.manifest_.weights_file).string();
   std::error_code ec;
   if (!fs::is_regular_file(weights_path, ec)) fail(weights_path, "", "the bundle's weights file is missing");
-  b.file_ = MappedFile::open(weights_path);
+  b.file_ = MappedFile::open(weights_path, memory);
   if (b.file_->size() != b.manifest_.weights_bytes)
     fail(weights_path, "", "{} bytes, the manifest says {} (truncated or replaced?)", b.file_->size(),
          b.manifest_.weights_bytes);

@@ -21,7 +21,8 @@ class Bundle {
  public:
   // Throws Error naming the bundle file and the problem (missing file, bad
   // manifest, size mismatch, hash mismatch with verify).
-  static Bundle open(const std::string& directory, bool verify = false);
+  // `memory`: how weights.bin is brought into memory (core/mapped_file.h).
+  static Bundle open(const std::string& directory, bool verify = false, FileMemory memory = FileMemory::Mmap);
   // True if `path` is a directory holding a manifest.json.
   static bool is_bundle(const std::string& path);
 

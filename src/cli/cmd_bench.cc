@@ -101,6 +101,8 @@ void register_bench(CLI::App& app) {
       out["threads"] = threads;
       out["isa"] = isa;
       out["kv_type"] = kv_type_name(m->kv_type());
+      if (m->weights_memory()) out["weights_memory"] = file_memory_name(*m->weights_memory());
+      else out["weights_memory"] = nullptr;  // dequantized into memory
       out["chunks"] = m->programs().num_chunks;
       out["prompt"] = o.prompt;
       out["gen"] = o.gen;
@@ -141,9 +143,9 @@ void register_bench(CLI::App& app) {
       fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
-    fmt::print("model {} ({}), {} threads, isa {}, kv {}, {} chunk(s), {} reps, context {}\n", model,
-               architecture_name(m->spec().arch), threads, isa, kv_type_name(m->kv_type()), m->programs().num_chunks,
-               o.reps, r.context_length);
+    fmt::print("model {} ({}), {} threads, isa {}, kv {}, weights {}, {} chunk(s), {} reps, context {}\n", model,
+               architecture_name(m->spec().arch), threads, isa, kv_type_name(m->kv_type()),
+               m->weights_memory() ? file_memory_name(*m->weights_memory()) : "in memory", m->programs().num_chunks, o.reps, r.context_length);
     fmt::print("weights on disk {:.1f} MiB, in memory {:.1f} MiB\n", disk / 1048576.0,
                m->weight_bytes() / 1048576.0);
     fmt::print("{:<14} {:>22}\n", "test", "tok/s");

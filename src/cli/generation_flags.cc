@@ -39,11 +39,17 @@ void KernelFlags::add_to(CLI::App& cmd) {
                  "KV cache element type: f32 (exact) or f16 (half the KV memory and decode attention reads)")
       ->check(CLI::IsMember({"f32", "f16"}))
       ->capture_default_str();
+  cmd.add_option("--weights-memory", weights_memory,
+                 "how a bundle's weights are held: auto (read into transparent huge pages where the kernel grants "
+                 "them, else mmap), mmap (map the file: lazy, shared between processes) or huge")
+      ->check(CLI::IsMember({"auto", "mmap", "huge"}))
+      ->capture_default_str();
 }
 
 void KernelFlags::apply(LoadOptions& o) const {
   o.act_passes = act_passes;
   o.kv_type = parse_kv_type(kv_type);
+  o.weights_memory = parse_file_memory(weights_memory);
 }
 
 std::unique_ptr<Model> GenerationFlags::load_model() const {

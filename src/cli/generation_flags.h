@@ -19,6 +19,7 @@ namespace tessera::cli {
 struct KernelFlags {
   int act_passes = 2;
   std::string kv_type = "f32";
+  std::string weights_memory = "auto";
 
   void add_to(CLI::App& cmd);
   // Sets those fields of `o` (throws Error for a bad value).

@@ -59,7 +59,8 @@ void bind_model(py::module_& m) {
 
   py::class_<Model>(m, "Model")
       .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,
-                       const std::string& isa, int64_t row_block, int act_passes, const std::string& kv_type) {
+                       const std::string& isa, int64_t row_block, int act_passes, const std::string& kv_type,
+                       const std::string& weights_memory) {
              py::gil_scoped_release release;
              LoadOptions o;
              if (!isa.empty()) {
@@ -73,13 +74,20 @@ void bind_model(py::module_& m) {
              if (row_block >= 0) o.row_block = row_block;
              o.act_passes = act_passes;
              o.kv_type = parse_kv_type(kv_type);
+             o.weights_memory = parse_file_memory(weights_memory);
              return Model::load(path, o);
            }),
            py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
            py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "",
-           py::arg("row_block") = -1, py::arg("act_passes") = 2, py::arg("kv_type") = "f32")
+           py::arg("row_block") = -1, py::arg("act_passes") = 2, py::arg("kv_type") = "f32",
+           py::arg("weights_memory") = "auto")
       .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
       .def_property_readonly("kv_type", [](const Model& x) { return std::string(kv_type_name(x.kv_type())); })
+      .def_property_readonly("weights_memory",
+                             [](const Model& x) -> std::optional<std::string> {
+                               if (!x.weights_memory()) return std::nullopt;
+                               return std::string(file_memory_name(*x.weights_memory()));
+                             })
       .def_property_readonly("vocab_size", [](const Model& x) { return x.spec().vocab_size; })
       .def_property_readonly("stop_token_ids", [](const Model& x) { return x.stop_token_ids(); })
       .def(

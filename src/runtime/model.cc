@@ -64,7 +64,8 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
   std::error_code ec;
 
   if (Bundle::is_bundle(name_or_path)) {
-    auto bundle = std::make_shared<Bundle>(Bundle::open(name_or_path, options.verify));
+    auto bundle = std::make_shared<Bundle>(Bundle::open(name_or_path, options.verify, options.weights_memory));
+    m->weights_memory_ = bundle->file()->memory();
     const Manifest& man = bundle->manifest();
     m->from_bundle_ = true;
     m->path_ = name_or_path;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "core/model_spec.h"
 #include "graph/program.h"
 #include "model/builders.h"
@@ -44,6 +45,11 @@ struct LoadOptions {
   // f32 (default) or f16 (half the memory and the bytes decode attention
   // reads; measured effect in docs/BENCHMARKING.md).
   KvType kv_type = KvType::F32;
+  // How a bundle's weights.bin is brought into memory (core/mapped_file.h):
+  // Auto (default) reads it into transparent huge pages where the kernel
+  // grants them, else maps it; Mmap always maps it. Other sources are
+  // dequantized into memory whatever this says.
+  FileMemory weights_memory = FileMemory::Auto;
 };
 
 class Model {
@@ -73,6 +79,9 @@ class Model {
   bool from_bundle() const { return from_bundle_; }
   Isa isa() const { return isa_; }
   KvType kv_type() const { return kv_type_; }
+  // How a bundle's weights are held: Mmap or HugePages (what Auto resolved
+  // to); nullopt for the sources dequantized into memory.
+  std::optional<FileMemory> weights_memory() const { return weights_memory_; }
 
  private:
   std::string path_;
@@ -81,6 +90,7 @@ class Model {
   WeightStore weights_;
   Isa isa_ = Isa::Scalar;
   KvType kv_type_ = KvType::F32;
+  std::optional<FileMemory> weights_memory_;
   QLinearCache qlinear_cache_;  // before bound_: the programs point into it
   std::vector<BoundProgram> bound_;
   std::optional<tok::Tokenizer> tokenizer_;

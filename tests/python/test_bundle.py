@@ -333,3 +333,32 @@ def test_one_activation_pass_is_an_opt_in(tmp_path):
     proc = run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "2", "--act-passes", "3", check=False)
     assert proc.returncode != 0 and "--act-passes" in proc.stderr
     assert run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "2", "--act-passes", "1", check=False).returncode == 0
+
+
+def test_weights_memory_modes_give_the_same_bits(tmp_path):
+    """LoadOptions::weights_memory (core/mapped_file.h): a bundle's weights
+    mmap'd, or read into transparent huge pages (the default where the
+    kernel grants them: fewer TLB misses while decode streams the weights).
+    The bytes, so the logits, are the same; a bad value is a clear error."""
+    src = tmp_path / "src"
+    make_tiny_model("qwen2", src)
+    bundle = str(convert(src, tmp_path / "b"))
+    ids = seq()
+    want = tessera.Session(tessera.Model(bundle, weights_memory="mmap")).forward(ids)
+    for mode in ["huge", "auto"]:
+        model = tessera.Model(bundle, weights_memory=mode, threads=2)
+        assert model.weights_memory in ("mmap", "huge")
+        assert model.weights_memory == "huge" or mode == "auto"
+        assert np.array_equal(tessera.Session(model).forward(ids), want), mode
+    assert tessera.Model(bundle, weights_memory="mmap").weights_memory == "mmap"
+    # Sources other than bundles are dequantized into memory: nothing is mapped.
+    assert tessera.Model(str(src), weights_memory="huge").weights_memory is None
+    with pytest.raises(tessera.TesseraError, match="weights memory"):
+        tessera.Model(bundle, weights_memory="hugepages")
+    proc = run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "2", "--weights-memory", "bogus", check=False)
+    assert proc.returncode != 0 and "--weights-memory" in proc.stderr
+    out = json.loads(run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "3", "--json",
+                                 "--weights-memory", "huge").stdout)
+    again = json.loads(run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "3", "--json",
+                                   "--weights-memory", "mmap").stdout)
+    assert out["ids"] == again["ids"]
