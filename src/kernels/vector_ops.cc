@@ -283,31 +283,33 @@ void Rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_d
   }
 }
 
-// Calls f(k, v, j, len) for the runs of keys/values visible at positions
-// [begin, end) (j: index of the run's first key, counted from begin); the rows
-// of a run are kv_width values apart, f32 or (cached rows of an f16 cache)
+// Calls f(k, v, j, len, step) for KV head kvh's runs of keys/values visible
+// at positions [begin, end) (j: index of the run's first key, counted from
+// begin); a run's rows are `step` values apart (the cache's row step, or
+// kv_width for the chunk's own rows), f32 or (cached rows of an f16 cache)
 // hwy::float16_t. Cached positions are split where the ring wraps; the
 // chunk's own rows are one run.
 template <class F>
-HWY_INLINE void ForEachRun(const ref::KvSpan& kv, int64_t kv_width, int64_t offset, int64_t begin, int64_t end,
-                           const F& f) {
+HWY_INLINE void ForEachRun(const ref::KvSpan& kv, int64_t kv_width, int64_t kvh, int64_t hd, int64_t begin,
+                           int64_t end, const F& f) {
   int64_t p = begin;
   const int64_t past_stop = std::min(end, kv.past_end);
+  const int64_t step = kv.past_row_step(kv_width);
   while (p < past_stop) {
     const int64_t slot = p % kv.capacity;
     const int64_t len = std::min(past_stop - p, kv.capacity - slot);
-    const int64_t at = slot * kv_width + offset;
+    const int64_t at = kv.past_at(slot, kvh, kv_width, hd);
     if (kv.past_k_f16) {
       f(reinterpret_cast<const hwy::float16_t*>(kv.past_k_f16) + at,
-        reinterpret_cast<const hwy::float16_t*>(kv.past_v_f16) + at, p - begin, len);
+        reinterpret_cast<const hwy::float16_t*>(kv.past_v_f16) + at, p - begin, len, step);
     } else {
-      f(kv.past_k + at, kv.past_v + at, p - begin, len);
+      f(kv.past_k + at, kv.past_v + at, p - begin, len, step);
     }
     p += len;
   }
   if (p < end) {
-    const int64_t row = p - kv.past_end;
-    f(kv.new_k + row * kv_width + offset, kv.new_v + row * kv_width + offset, p - begin, end - p);
+    const int64_t at = (p - kv.past_end) * kv_width + kvh * hd;
+    f(kv.new_k + at, kv.new_v + at, p - begin, end - p, kv_width);
   }
 }
 
@@ -646,7 +648,6 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
       const int64_t kvh = h0 / group;
       const int64_t h1 = std::min(h_end, (kvh + 1) * group);
       const int64_t heads = h1 - h0;
-      const int64_t offset = kvh * hd;
       // Scores of row ti, head g: scratch[(ti·heads + g)·nu ..].
       auto scores_of = [&](int64_t ti, int64_t g) { return scratch + (ti * heads + g) * nu; };
       auto query_of = [&](int64_t ti, int64_t g) { return q + ((t0 + ti) * shape.heads + h0 + g) * hd; };
@@ -654,14 +655,15 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
       // q·k, exactly the reference's dot products, 16 keys at a time; a
       // block a row cannot see is skipped (a partly visible one is computed
       // whole, the extra scores unused).
-      ForEachRun(kv, kv_width, offset, ub, ue, [&](const auto* k, const auto*, int64_t j0, int64_t len) HWY_ATTR {
+      ForEachRun(kv, kv_width, kvh, hd, ub, ue,
+                 [&](const auto* k, const auto*, int64_t j0, int64_t len, int64_t step) HWY_ATTR {
         for (int64_t b = 0; b < len; b += 16) {
           const int64_t count = std::min<int64_t>(16, len - b);
           const int64_t u0 = j0 + b;
-          const auto* kb = k + b * kv_width;
+          const auto* kb = k + b * step;
           for (int64_t ti = 0; ti < nt; ++ti) {
             if (u0 >= hi(ti) || u0 + count <= lo(ti)) continue;
-            for (int64_t g = 0; g < heads; ++g) DotsAny(d, query_of(ti, g), kb, kv_width, hd, count, scores_of(ti, g) + u0);
+            for (int64_t g = 0; g < heads; ++g) DotsAny(d, query_of(ti, g), kb, step, hd, count, scores_of(ti, g) + u0);
           }
         }
       });
@@ -676,20 +678,21 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
 
       // out = Σ p_j v_j in key order, block by block, the partial sums kept in
       // `out` between blocks; each row over its own keys only.
-      ForEachRun(kv, kv_width, offset, ub, ue, [&](const auto*, const auto* v, int64_t j0, int64_t len) HWY_ATTR {
+      ForEachRun(kv, kv_width, kvh, hd, ub, ue,
+                 [&](const auto*, const auto* v, int64_t j0, int64_t len, int64_t step) HWY_ATTR {
         for (int64_t b = 0; b < len; b += kValueBlock) {
           const int64_t u0 = j0 + b, u1 = u0 + std::min(kValueBlock, len - b);
           for (int64_t ti = 0; ti < nt; ++ti) {
             const int64_t from = std::max(u0, lo(ti)), to = std::min(u1, hi(ti));
             if (from >= to) continue;
             const bool first = from == lo(ti);
-            const auto* vb = v + (from - j0) * kv_width;
+            const auto* vb = v + (from - j0) * step;
             float* o = out + ((t0 + ti) * shape.heads + h0) * hd;
             int64_t g = 0;
             for (; g + kHeadsAtOnce <= heads; g += kHeadsAtOnce)
-              WeightedHeads<kHeadsAtOnce>(d, vb, kv_width, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
+              WeightedHeads<kHeadsAtOnce>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
             for (; g < heads; ++g)
-              WeightedHeads<1>(d, vb, kv_width, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
+              WeightedHeads<1>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
           }
         }
       });

@@ -396,6 +396,50 @@ TEST_P(VectorOpsIsa, AttentionOnF16CacheIsTheF32CacheOfItsValues) {
   }
 }
 
+// The head-major cache layout KvCache keeps (KvSpan::row_stride /
+// head_stride: each KV head's rows contiguous, here with spare slots between
+// heads as a grown cache has them) is read exactly as the token-major one:
+// every case, every level, f32 and f16 caches, the same bits.
+template <class T>
+std::vector<T> to_head_major(const std::vector<T>& rows, int64_t slots, int64_t kv_heads, int64_t hd,
+                             int64_t head_stride) {
+  std::vector<T> out(static_cast<size_t>(kv_heads * head_stride), T{});
+  for (int64_t s = 0; s < slots; ++s)
+    for (int64_t h = 0; h < kv_heads; ++h)
+      std::copy_n(rows.begin() + (s * kv_heads + h) * hd, hd, out.begin() + h * head_stride + s * hd);
+  return out;
+}
+
+TEST_P(VectorOpsIsa, AttentionOnAHeadMajorCacheGivesTheTokenMajorBits) {
+  std::mt19937 rng(1313);
+  for (const AttentionCase& c : kAttentionCases) {
+    const AttentionData rows(c, rng);
+    const int64_t slots = std::max<int64_t>(1, c.capacity), hd = c.head_dim, stride = (slots + 3) * hd;
+    const std::vector<float> k = to_head_major(rows.past_k, slots, c.kv_heads, hd, stride);
+    const std::vector<float> v = to_head_major(rows.past_v, slots, c.kv_heads, hd, stride);
+    AttentionData heads = rows;
+    heads.span.past_k = k.data();
+    heads.span.past_v = v.data();
+    heads.span.row_stride = hd;
+    heads.span.head_stride = stride;
+    ASSERT_EQ(first_bit_difference(rows.run(ops().attention, 0, c.heads), heads.run(ops().attention, 0, c.heads)), -1)
+        << describe(c);
+    // An f16 cache in either layout.
+    const std::vector<uint16_t> k16 = to_f16(rows.past_k), v16 = to_f16(rows.past_v);
+    const std::vector<uint16_t> hk16 = to_head_major(k16, slots, c.kv_heads, hd, stride);
+    const std::vector<uint16_t> hv16 = to_head_major(v16, slots, c.kv_heads, hd, stride);
+    AttentionData tok16 = rows, head16 = heads;
+    tok16.span.past_k = tok16.span.past_v = head16.span.past_k = head16.span.past_v = nullptr;
+    tok16.span.past_k_f16 = k16.data();
+    tok16.span.past_v_f16 = v16.data();
+    head16.span.past_k_f16 = hk16.data();
+    head16.span.past_v_f16 = hv16.data();
+    ASSERT_EQ(first_bit_difference(tok16.run(ops().attention, 0, c.heads), head16.run(ops().attention, 0, c.heads)),
+              -1)
+        << describe(c) << " f16";
+  }
+}
+
 // round_to_f16 is f16_to_f32(f32_to_f16(x)) bit for bit at every level:
 // values across f16's normal and subnormal ranges, exact ties (which round
 // to even), the overflow edge (65504 stays, 65520 and up go to inf), zeros,
@@ -484,7 +528,8 @@ TEST(VectorOpsTable, VectorLevelsAgreeBitForBit) {
 // Timing, skipped unless TESSERA_KERNEL_BENCH=1: SmolLM2-135M's attention
 // shape (9 query heads, 3 KV heads, head_dim 64) for one decode step at
 // context 560 (30 layers, each its own cache, so the 26 MB of K/V is read as
-// in a real step; also with one layer's cache 30 times, which stays in L2)
+// in a real step, in KvCache's head-major layout and in token-major rows;
+// also with one layer's cache 30 times, which stays in L2)
 // and for one layer's prefill of 512 rows. One thread; heads [0, 9). Prints
 // this thread's CPU ms (best of several runs) for each level. A decode step
 // reads 26 MB of K/V; one core here streams ~20 GB/s, so ~1.3 ms of it is
@@ -517,11 +562,17 @@ TEST(VectorOpsBench, SmolLmAttention) {
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
     if (!isa_supported(isa)) continue;
     const VectorOps& ops = vector_ops(isa);
-    auto decode_step = [&](bool hot, bool f16 = false) {
+    // Cached rows in KvCache's head-major layout, or (token_major) as
+    // [position][kv_width] rows, the layout before it.
+    auto decode_step = [&](bool hot, bool f16 = false, bool token_major = false) {
       for (int64_t l0 = 0; l0 < kLayers; ++l0) {
         const int64_t l = hot ? 0 : l0;
         ref::KvSpan span{ks[l].data(), vs[l].data(), kCtx + 64, 0, kCtx - 1, ks[l].data() + (kCtx - 1) * kv_width,
                          vs[l].data() + (kCtx - 1) * kv_width};
+        if (!token_major) {
+          span.row_stride = kDim;
+          span.head_stride = (kCtx + 64) * kDim;
+        }
         if (f16) {
           span.past_k = span.past_v = nullptr;
           span.past_k_f16 = ks16[l].data();
@@ -536,6 +587,8 @@ TEST(VectorOpsBench, SmolLmAttention) {
     };
     auto block_after_cache = [&](bool f16) {
       ref::KvSpan span{long_k.data(), long_v.data(), kLongPast, 0, kLongPast, ks[0].data(), vs[0].data()};
+      span.row_stride = kDim;
+      span.head_stride = kLongPast * kDim;
       if (f16) {
         span.past_k = span.past_v = nullptr;
         span.past_k_f16 = long_k16.data();
@@ -556,16 +609,17 @@ TEST(VectorOpsBench, SmolLmAttention) {
       return best;
     };
     const double d = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(false); });
+    const double dt = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(false, false, true); });
     const double dh = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(true); });
     const double d16 = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(false, true); });
     const double dh16 = best_ms(isa == Isa::Scalar ? 3 : 20, [&] { decode_step(true, true); });
     const double p = best_ms(isa == Isa::Scalar ? 1 : 5, prefill);
     const double b32 = best_ms(isa == Isa::Scalar ? 1 : 5, [&] { block_after_cache(false); });
     const double b16 = best_ms(isa == Isa::Scalar ? 1 : 5, [&] { block_after_cache(true); });
-    std::printf("[bench] %-7s (thread CPU ms, best of several) decode step (30 layers, ctx 560): %7.3f ms (one layer's cache 30x: %7.3f ms; "
-                "f16 cache: %7.3f / %7.3f ms)   prefill 512 (1 layer): %7.3f ms (x30: %6.1f ms)   "
-                "128 rows after 2048 cached (1 layer): f32 %7.3f ms, f16 %7.3f ms\n",
-                ops.isa, d, dh, d16, dh16, p, 30 * p, b32, b16);
+    std::printf("[bench] %-7s (thread CPU ms, best of several) decode step (30 layers, ctx 560): %7.3f ms (token-major "
+                "rows: %7.3f ms; one layer's cache 30x: %7.3f ms; f16 cache: %7.3f / %7.3f ms)   prefill 512 (1 layer): "
+                "%7.3f ms (x30: %6.1f ms)   128 rows after 2048 cached (1 layer): f32 %7.3f ms, f16 %7.3f ms\n",
+                ops.isa, d, dt, dh, d16, dh16, p, 30 * p, b32, b16);
   }
 }
 

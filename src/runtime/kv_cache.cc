@@ -22,7 +22,8 @@ KvCache::KvCache(const ModelSpec& spec, int64_t context_length, KvType type)
   layers_.resize(spec.num_layers);
   for (int64_t l = 0; l < spec.num_layers; ++l) {
     Layer& L = layers_[l];
-    L.width = layer_num_kv_heads(spec, l) * layer_head_dim(spec, l);
+    L.head_dim = layer_head_dim(spec, l);
+    L.width = layer_num_kv_heads(spec, l) * L.head_dim;
     L.ring = spec.layer_types[l] == LayerKind::SlidingAttention && spec.sliding_window < context_length;
     L.capacity = L.ring ? spec.sliding_window : context_length;
   }
@@ -39,11 +40,24 @@ ref::KvSpan KvCache::span(int64_t layer, int64_t window, const float* new_k, con
     s.past_v = L.v.data();
   }
   s.capacity = L.capacity;
+  s.row_stride = L.head_dim;
+  s.head_stride = L.slots * L.head_dim;
   s.past_end = length_;
   s.past_begin = window > 0 ? std::max<int64_t>(0, length_ - window + 1) : 0;
   s.new_k = new_k;
   s.new_v = new_v;
   return s;
+}
+
+// Head-major storage of `from` slots per head re-laid out for `to` slots per
+// head (to > from): each head's rows move to their new place, in one pass.
+template <class T>
+void KvCache::grow_heads(std::vector<T>& data, int64_t from, int64_t to, const Layer& L) {
+  const int64_t heads = L.width / std::max<int64_t>(1, L.head_dim), hd = L.head_dim;
+  std::vector<T> grown(static_cast<size_t>(to * L.width));
+  for (int64_t h = 0; h < heads && from > 0; ++h)
+    std::copy_n(data.begin() + h * from * hd, from * hd, grown.begin() + h * to * hd);
+  data = std::move(grown);
 }
 
 void KvCache::store(int64_t layer, const float* k, const float* v, int64_t rows) {
@@ -52,34 +66,36 @@ void KvCache::store(int64_t layer, const float* k, const float* v, int64_t rows)
     fail("session", "context", "{} tokens would exceed the context length {}", length_ + rows, context_length_);
   const int64_t needed = L.ring ? L.capacity : length_ + rows;
   const bool f16 = type_ == KvType::F16;
-  const size_t held = f16 ? L.k16.size() : L.k.size();
-  const int64_t have = static_cast<int64_t>(held) / std::max<int64_t>(1, L.width);
-  if (needed > have) {
-    const int64_t slots = L.ring ? L.capacity : std::min(L.capacity, std::max(needed, std::max<int64_t>(64, have * 2)));
+  if (needed > L.slots) {
+    const int64_t slots =
+        L.ring ? L.capacity : std::min(L.capacity, std::max(needed, std::max<int64_t>(64, L.slots * 2)));
     if (f16) {
-      L.k16.resize(slots * L.width);
-      L.v16.resize(slots * L.width);
+      grow_heads(L.k16, L.slots, slots, L);
+      grow_heads(L.v16, L.slots, slots, L);
     } else {
-      L.k.resize(slots * L.width);
-      L.v.resize(slots * L.width);
+      grow_heads(L.k, L.slots, slots, L);
+      grow_heads(L.v, L.slots, slots, L);
     }
+    L.slots = slots;
     if (L.ring) L.slot_position.assign(static_cast<size_t>(slots), -1);
   }
+  const int64_t heads = L.width / std::max<int64_t>(1, L.head_dim), hd = L.head_dim, stride = L.slots * hd;
   const int64_t first = L.ring ? std::max<int64_t>(0, rows - L.capacity) : 0;
   for (int64_t t = first; t < rows; ++t) {
     const int64_t slot = (length_ + t) % L.capacity;
-    const float* kt = k + t * L.width;
-    const float* vt = v + t * L.width;
-    if (f16) {
-      uint16_t* ks = &L.k16[slot * L.width];
-      uint16_t* vs = &L.v16[slot * L.width];
-      for (int64_t i = 0; i < L.width; ++i) {
-        ks[i] = f32_to_f16(kt[i]);
-        vs[i] = f32_to_f16(vt[i]);
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* kt = k + t * L.width + h * hd;
+      const float* vt = v + t * L.width + h * hd;
+      const int64_t at = h * stride + slot * hd;
+      if (f16) {
+        for (int64_t i = 0; i < hd; ++i) {
+          L.k16[at + i] = f32_to_f16(kt[i]);
+          L.v16[at + i] = f32_to_f16(vt[i]);
+        }
+      } else {
+        std::memcpy(&L.k[at], kt, sizeof(float) * hd);
+        std::memcpy(&L.v[at], vt, sizeof(float) * hd);
       }
-    } else {
-      std::memcpy(&L.k[slot * L.width], kt, sizeof(float) * L.width);
-      std::memcpy(&L.v[slot * L.width], vt, sizeof(float) * L.width);
     }
     if (L.ring) L.slot_position[slot] = length_ + t;
   }

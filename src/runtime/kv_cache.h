@@ -10,6 +10,13 @@
 // A call runs attention over the cache plus its own rows, then KvStore writes
 // those rows; the session advances length() once all programs of the call ran.
 //
+// Each layer's storage is head-major: KV head h's rows are contiguous
+// ([kv_heads][allocated slots][head_dim]; ref::KvSpan::head_stride), so
+// decode attention, which reads one head's keys and values at a time, reads
+// each as one sequential stream. Token-major rows would put a head's 256
+// bytes (head_dim 64, f32) in every 768: streaming that from DRAM measured
+// 2.2x slower (docs/BENCHMARKING.md). Growing re-lays the heads out.
+//
 // Rows are kept as f32 (KvType::F32, the default: exactly what the model
 // computed) or as IEEE binary16 (KvType::F16: half the memory and half the
 // bytes decode attention reads per cached position, as llama.cpp's default
@@ -66,12 +73,17 @@ class KvCache {
  private:
   struct Layer {
     int64_t width = 0;     // kv_heads · head_dim
+    int64_t head_dim = 0;
     int64_t capacity = 0;  // max slots
+    int64_t slots = 0;     // allocated slots (per head)
     bool ring = false;
-    std::vector<float> k, v;           // F32: [allocated slots][width]
+    std::vector<float> k, v;           // F32: [kv heads][slots][head_dim]
     std::vector<uint16_t> k16, v16;    // F16: likewise, binary16 bits
     std::vector<int64_t> slot_position;  // ring layers: the position each slot holds (-1: none)
   };
+  template <class T>
+  static void grow_heads(std::vector<T>& data, int64_t from, int64_t to, const Layer& L);
+
   int64_t length_ = 0;
   int64_t context_length_ = 0;
   KvType type_ = KvType::F32;

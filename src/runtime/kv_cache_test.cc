@@ -19,7 +19,8 @@ namespace {
 
 constexpr int64_t kWindow = 4;
 constexpr int64_t kContext = 16;
-constexpr int64_t kWidth = 2;  // num_kv_heads (1) · head_dim (2)
+constexpr int64_t kHeads = 2, kHeadDim = 3;
+constexpr int64_t kWidth = kHeads * kHeadDim;  // a row of one position, as the model writes it
 
 // Layer 0: full attention; layer 1: sliding window of 4.
 ModelSpec two_layer_spec() {
@@ -27,9 +28,9 @@ ModelSpec two_layer_spec() {
   s.num_layers = 2;
   s.layer_types = {LayerKind::FullAttention, LayerKind::SlidingAttention};
   s.sliding_window = kWindow;
-  s.num_kv_heads = 1;
-  s.head_dim = 2;
-  s.num_heads = 2;
+  s.num_kv_heads = kHeads;
+  s.head_dim = kHeadDim;
+  s.num_heads = 2 * kHeads;
   s.hidden_size = 4;
   s.context_length = kContext;
   return s;
@@ -52,6 +53,12 @@ Rows make_rows(std::mt19937& rng, int64_t n) {
 // A cached value of a span: f32, or an f16 cache's value widened.
 float cached(const float* f32, const uint16_t* f16, int64_t i) { return f16 ? f16_to_f32(f16[i]) : f32[i]; }
 
+// Where element i of position p's row (head i / kHeadDim) lies in a span's
+// cache: slot p % capacity of that head, in the span's (head-major) layout.
+int64_t at(const ref::KvSpan& s, int64_t p, int64_t i) {
+  return s.past_at(p % s.capacity, i / kHeadDim, kWidth, kHeadDim) + i % kHeadDim;
+}
+
 // Checks that span(layer, window) shows the positions [want_begin, length) at
 // slot p % capacity (`all` holds what the cache should return: the rows
 // rounded to f16 for an f16 cache).
@@ -63,9 +70,8 @@ void expect_span_holds(const KvCache& kv, int64_t layer, int64_t window, int64_t
   EXPECT_EQ(s.capacity, kv.layer_capacity(layer));
   for (int64_t p = s.past_begin; p < s.past_end; ++p)
     for (int64_t i = 0; i < kWidth; ++i) {
-      const int64_t slot = p % s.capacity;
-      ASSERT_EQ(cached(s.past_k, s.past_k_f16, slot * kWidth + i), all.k[p * kWidth + i]) << "k at position " << p;
-      ASSERT_EQ(cached(s.past_v, s.past_v_f16, slot * kWidth + i), all.v[p * kWidth + i]) << "v at position " << p;
+      ASSERT_EQ(cached(s.past_k, s.past_k_f16, at(s, p, i)), all.k[p * kWidth + i]) << "k at position " << p;
+      ASSERT_EQ(cached(s.past_v, s.past_v_f16, at(s, p, i)), all.v[p * kWidth + i]) << "v at position " << p;
     }
 }
 
@@ -149,8 +155,8 @@ TEST(KvCache, StoringMoreThanWindowKeepsLastWindow) {
     const ref::KvSpan s = kv.span(1, kWindow, nullptr, nullptr);
     for (int64_t p = len - kWindow; p < len; ++p)
       for (int64_t i = 0; i < kWidth; ++i) {
-        EXPECT_EQ(s.past_k[(p % kWindow) * kWidth + i], all.k[p * kWidth + i]) << "start " << start << " p " << p;
-        EXPECT_EQ(s.past_v[(p % kWindow) * kWidth + i], all.v[p * kWidth + i]) << "start " << start << " p " << p;
+        EXPECT_EQ(s.past_k[at(s, p, i)], all.k[p * kWidth + i]) << "start " << start << " p " << p;
+        EXPECT_EQ(s.past_v[at(s, p, i)], all.v[p * kWidth + i]) << "start " << start << " p " << p;
       }
     expect_span_holds(kv, 0, 0, 0, all);
   }
@@ -314,9 +320,9 @@ void expect_chunked_attention_matches_one_call(KvType type, const Rows& all, std
                                                const std::vector<int64_t>& splits) {
   std::normal_distribution<float> d(0.0f, 1.0f);
   ref::AttentionShape sh;
-  sh.heads = 2;
-  sh.kv_heads = 1;
-  sh.head_dim = 2;
+  sh.heads = 2 * kHeads;
+  sh.kv_heads = kHeads;
+  sh.head_dim = kHeadDim;
   sh.scale = 0.7f;
   const int64_t qw = sh.heads * sh.head_dim;
   std::vector<float> q(kContext * qw);
@@ -389,6 +395,28 @@ TEST(KvCache, F16CacheHoldsEachValueRoundedToHalf) {
   EXPECT_TRUE(std::isinf(want.k[3]));
   EXPECT_GT(want.v[5], 0.0f);
   EXPECT_NE(want.v[5], all.v[5]);
+}
+
+// A full-attention layer grows its storage (64 slots, then doubling); each
+// growth re-lays every head's rows out (head-major), keeping them all.
+TEST(KvCache, GrowingKeepsEveryHeadsRows) {
+  std::mt19937 rng(24);
+  ModelSpec spec = two_layer_spec();
+  spec.layer_types = {LayerKind::FullAttention, LayerKind::FullAttention};
+  const int64_t ctx = 300;
+  for (KvType type : {KvType::F32, KvType::F16}) {
+    const Rows all = make_rows(rng, ctx);
+    const Rows want = type == KvType::F16 ? rounded_to_f16(all) : all;
+    KvCache kv(spec, ctx, type);
+    for (int64_t n : {1, 62, 2, 70, 1, 100, 64}) {  // across 64, 128 and 256 slots
+      const int64_t p = kv.length();
+      for (int64_t layer = 0; layer < 2; ++layer) kv.store(layer, &all.k[p * kWidth], &all.v[p * kWidth], n);
+      kv.advance(n);
+      expect_span_holds(kv, 0, 0, 0, want);
+      expect_span_holds(kv, 1, 0, 0, want);
+    }
+    EXPECT_EQ(kv.length(), 300);
+  }
 }
 
 // Same fills, half the bytes.

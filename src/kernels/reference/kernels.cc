@@ -129,7 +129,7 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
       // Keys visible to this query, in position order: cached, then this chunk's up to t.
       auto key = [&](int64_t p, const float*& k, const float*& v) {
         if (p < kv.past_end) {
-          const int64_t at = (p % kv.capacity) * kv_width + kvh * hd;
+          const int64_t at = kv.past_at(p % kv.capacity, kvh, kv_width, hd);
           if (f16) {
             for (int64_t i = 0; i < hd; ++i) {
               k_row[i] = f16_to_f32(kv.past_k_f16[at + i]);

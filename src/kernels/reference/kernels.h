@@ -64,6 +64,20 @@ struct KvSpan {
   const float* new_v = nullptr;
   const uint16_t* past_k_f16 = nullptr;  // an f16 cache: these instead of past_k / past_v
   const uint16_t* past_v_f16 = nullptr;
+  // The cache's layout. 0, 0: token-major, cached row `slot` is one
+  // [kv_heads · head_dim] row (as new_k). Else head-major, as KvCache keeps
+  // it: head kvh's rows are contiguous, row `slot` of head kvh at
+  // kvh · head_stride + slot · row_stride (row_stride = head_dim), so decode
+  // attention reads each head's keys and values as one stream instead of a
+  // head_dim piece of every row.
+  int64_t row_stride = 0, head_stride = 0;
+
+  // Where cached row `slot` of KV head kvh starts in past_k / past_v.
+  int64_t past_at(int64_t slot, int64_t kvh, int64_t kv_width, int64_t head_dim) const {
+    return row_stride ? slot * row_stride + kvh * head_stride : slot * kv_width + kvh * head_dim;
+  }
+  // Elements from a cached row of one head to the next slot's.
+  int64_t past_row_step(int64_t kv_width) const { return row_stride ? row_stride : kv_width; }
 };
 
 struct AttentionShape {
