@@ -145,7 +145,8 @@ void register_bench(CLI::App& app) {
     }
     fmt::print("model {} ({}), {} threads, isa {}, kv {}, weights {}, {} chunk(s), {} reps, context {}\n", model,
                architecture_name(m->spec().arch), threads, isa, kv_type_name(m->kv_type()),
-               m->weights_memory() ? file_memory_name(*m->weights_memory()) : "in memory", m->programs().num_chunks, o.reps, r.context_length);
+               m->weights_memory() ? file_memory_name(*m->weights_memory()) : "in memory",
+               m->programs().num_chunks, o.reps, r.context_length);
     fmt::print("weights on disk {:.1f} MiB, in memory {:.1f} MiB\n", disk / 1048576.0,
                m->weight_bytes() / 1048576.0);
     fmt::print("{:<14} {:>22}\n", "test", "tok/s");

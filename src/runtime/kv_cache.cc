@@ -22,8 +22,9 @@ KvCache::KvCache(const ModelSpec& spec, int64_t context_length, KvType type)
   layers_.resize(spec.num_layers);
   for (int64_t l = 0; l < spec.num_layers; ++l) {
     Layer& L = layers_[l];
+    L.kv_heads = layer_num_kv_heads(spec, l);
     L.head_dim = layer_head_dim(spec, l);
-    L.width = layer_num_kv_heads(spec, l) * L.head_dim;
+    L.width = L.kv_heads * L.head_dim;
     L.ring = spec.layer_types[l] == LayerKind::SlidingAttention && spec.sliding_window < context_length;
     L.capacity = L.ring ? spec.sliding_window : context_length;
   }
@@ -53,9 +54,9 @@ ref::KvSpan KvCache::span(int64_t layer, int64_t window, const float* new_k, con
 // head (to > from): each head's rows move to their new place, in one pass.
 template <class T>
 void KvCache::grow_heads(std::vector<T>& data, int64_t from, int64_t to, const Layer& L) {
-  const int64_t heads = L.width / std::max<int64_t>(1, L.head_dim), hd = L.head_dim;
+  const int64_t hd = L.head_dim;
   std::vector<T> grown(static_cast<size_t>(to * L.width));
-  for (int64_t h = 0; h < heads && from > 0; ++h)
+  for (int64_t h = 0; h < L.kv_heads && from > 0; ++h)
     std::copy_n(data.begin() + h * from * hd, from * hd, grown.begin() + h * to * hd);
   data = std::move(grown);
 }
@@ -79,14 +80,14 @@ void KvCache::store(int64_t layer, const float* k, const float* v, int64_t rows)
     L.slots = slots;
     if (L.ring) L.slot_position.assign(static_cast<size_t>(slots), -1);
   }
-  const int64_t heads = L.width / std::max<int64_t>(1, L.head_dim), hd = L.head_dim, stride = L.slots * hd;
+  const int64_t hd = L.head_dim;
   const int64_t first = L.ring ? std::max<int64_t>(0, rows - L.capacity) : 0;
   for (int64_t t = first; t < rows; ++t) {
     const int64_t slot = (length_ + t) % L.capacity;
-    for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t h = 0; h < L.kv_heads; ++h) {
       const float* kt = k + t * L.width + h * hd;
       const float* vt = v + t * L.width + h * hd;
-      const int64_t at = h * stride + slot * hd;
+      const int64_t at = L.at(slot, h);
       if (f16) {
         for (int64_t i = 0; i < hd; ++i) {
           L.k16[at + i] = f32_to_f16(kt[i]);

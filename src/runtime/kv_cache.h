@@ -72,14 +72,16 @@ class KvCache {
 
  private:
   struct Layer {
+    int64_t kv_heads = 0, head_dim = 0;
     int64_t width = 0;     // kv_heads · head_dim
-    int64_t head_dim = 0;
     int64_t capacity = 0;  // max slots
     int64_t slots = 0;     // allocated slots (per head)
     bool ring = false;
     std::vector<float> k, v;           // F32: [kv heads][slots][head_dim]
     std::vector<uint16_t> k16, v16;    // F16: likewise, binary16 bits
     std::vector<int64_t> slot_position;  // ring layers: the position each slot holds (-1: none)
+    // Where slot `slot` of head h starts in k / v (the span's past_at).
+    int64_t at(int64_t slot, int64_t h) const { return (h * slots + slot) * head_dim; }
   };
   template <class T>
   static void grow_heads(std::vector<T>& data, int64_t from, int64_t to, const Layer& L);
