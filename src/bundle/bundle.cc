@@ -16,11 +16,20 @@ bool Bundle::is_bundle(const std::string& path) {
   return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "manifest.json", ec);
 }
 
+Manifest Bundle::read_manifest(const std::string& directory) {
+  const std::string path = (fs::path(directory) / "manifest.json").string();
+  return parse_manifest(read_json_file(path, "the bundle manifest"), path);
+}
+
 Bundle Bundle::open(const std::string& directory, bool verify, FileMemory memory) {
+  return open(directory, read_manifest(directory), verify, memory);
+}
+
+Bundle Bundle::open(const std::string& directory, Manifest manifest, bool verify, FileMemory memory) {
   Bundle b;
   b.directory_ = directory;
   const std::string manifest_path = (fs::path(directory) / "manifest.json").string();
-  b.manifest_ = parse_manifest(read_json_file(manifest_path, "the bundle manifest"), manifest_path);
+  b.manifest_ = std::move(manifest);
   const std::string weights_path = (fs::path(directory) / b.manifest_.weights_file).string();
   std::error_code ec;
   if (!fs::is_regular_file(weights_path, ec)) fail(weights_path, "", "the bundle's weights file is missing");

@@ -23,6 +23,11 @@ class Bundle {
   // manifest, size mismatch, hash mismatch with verify).
   // `memory`: how weights.bin is brought into memory (core/mapped_file.h).
   static Bundle open(const std::string& directory, bool verify = false, FileMemory memory = FileMemory::Mmap);
+  // The same, with the manifest read_manifest() already gave.
+  static Bundle open(const std::string& directory, Manifest manifest, bool verify, FileMemory memory);
+  // Only the manifest, parsed and checked: what a caller needs before (or
+  // instead of) bringing weights.bin into memory.
+  static Manifest read_manifest(const std::string& directory);
   // True if `path` is a directory holding a manifest.json.
   static bool is_bundle(const std::string& path);
 

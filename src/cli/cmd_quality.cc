@@ -25,7 +25,7 @@ namespace {
 // The layer count, read from the bundle manifest or the source's metadata
 // without loading weights.
 int64_t num_layers_of(const std::string& name_or_path) {
-  if (Bundle::is_bundle(name_or_path)) return Bundle::open(name_or_path).manifest().spec.num_layers;
+  if (Bundle::is_bundle(name_or_path)) return Bundle::read_manifest(name_or_path).spec.num_layers;
   return open_model_source(name_or_path).spec.num_layers;
 }
 

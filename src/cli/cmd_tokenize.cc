@@ -35,7 +35,7 @@ namespace tessera::cli {
 std::string resolve_tokenizer_path(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (Bundle::is_bundle(name_or_path)) return bundle_tokenizer_path(Bundle::open(name_or_path).manifest(), name_or_path);
+  if (Bundle::is_bundle(name_or_path)) return bundle_tokenizer_path(Bundle::read_manifest(name_or_path), name_or_path);
   if (fs::exists(name_or_path, ec)) return name_or_path;
   if (const RegisteredModel* m = find_registered_model(name_or_path)) {
     const std::string path = pulled_model_path(*m, tessera_home());

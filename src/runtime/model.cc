@@ -64,25 +64,15 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
   std::error_code ec;
 
   if (Bundle::is_bundle(name_or_path)) {
-    auto bundle = std::make_shared<Bundle>(Bundle::open(name_or_path, options.verify, options.weights_memory));
-    m->weights_memory_ = bundle->file()->memory();
-    const Manifest& man = bundle->manifest();
-    m->from_bundle_ = true;
-    m->path_ = name_or_path;
+    // The manifest, then the tokenizer, then the weights. Building a
+    // tokenizer takes transient memory (Gemma 3's 262,144 pieces: about 29
+    // MiB above the 50 it keeps) that is given back when it is built; read
+    // into huge pages, all of weights.bin is resident as soon as it is
+    // opened, so loading the tokenizer after it stacked the two (Gemma 3
+    // lut4: peak RSS 301 MiB, over the bundle + KV + 64 MiB bound of 292;
+    // docs/BENCHMARKING.md, thirteenth session).
+    Manifest man = Bundle::read_manifest(name_or_path);
     m->spec_ = man.spec;
-    m->weights_.origin = name_or_path;
-    for (const auto& [name, view] : bundle->weights()) m->weights_.put_view(name, view);
-    m->weights_.keep_alive.push_back(bundle);
-    m->finish_load(options, man.chunks, man.prefill_sizes);
-    // Built with the bundle's own options, the programs must be the ones the
-    // converter recorded: a mismatch means another Tessera version built them.
-    if (options.chunks <= 0 && options.prefill_sizes.empty()) {
-      nlohmann::ordered_json rebuilt = nlohmann::ordered_json::array();
-      for (const Program& p : m->programs_.programs) rebuilt.push_back(program_to_json(p));
-      if (nlohmann::json::parse(rebuilt.dump()) != nlohmann::json::parse(man.programs.dump()))
-        fail(name_or_path, "programs", "the manifest's programs differ from what this Tessera ({}) builds from its spec "
-             "(bundle written by Tessera {}); convert the model again", TESSERA_VERSION, man.tessera_version);
-    }
     const std::string kind = man.tokenizer.value("kind", "none");
     if (kind == "gguf") {
       const std::string file = (fs::path(name_or_path) / man.tokenizer.value("file", "tokenizer.gguf")).string();
@@ -93,6 +83,25 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
       m->chat_template_ = load_chat_template(name_or_path, m->spec_.arch);
     }
     m->stop_ids_ = man.stop_token_ids;
+    auto bundle =
+        std::make_shared<Bundle>(Bundle::open(name_or_path, std::move(man), options.verify, options.weights_memory));
+    m->weights_memory_ = bundle->file()->memory();
+    const Manifest& bm = bundle->manifest();
+    m->from_bundle_ = true;
+    m->path_ = name_or_path;
+    m->weights_.origin = name_or_path;
+    for (const auto& [name, view] : bundle->weights()) m->weights_.put_view(name, view);
+    m->weights_.keep_alive.push_back(bundle);
+    m->finish_load(options, bm.chunks, bm.prefill_sizes);
+    // Built with the bundle's own options, the programs must be the ones the
+    // converter recorded: a mismatch means another Tessera version built them.
+    if (options.chunks <= 0 && options.prefill_sizes.empty()) {
+      nlohmann::ordered_json rebuilt = nlohmann::ordered_json::array();
+      for (const Program& p : m->programs_.programs) rebuilt.push_back(program_to_json(p));
+      if (nlohmann::json::parse(rebuilt.dump()) != nlohmann::json::parse(bm.programs.dump()))
+        fail(name_or_path, "programs", "the manifest's programs differ from what this Tessera ({}) builds from its spec "
+             "(bundle written by Tessera {}); convert the model again", TESSERA_VERSION, bm.tessera_version);
+    }
     return m;
   }
 
