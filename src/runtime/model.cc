@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "bundle/bundle.h"
+#include "bundle/bundle_summary.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "sources/gguf.h"
@@ -74,13 +75,10 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
     Manifest man = Bundle::read_manifest(name_or_path);
     m->spec_ = man.spec;
     const std::string kind = man.tokenizer.value("kind", "none");
-    if (kind == "gguf") {
-      const std::string file = (fs::path(name_or_path) / man.tokenizer.value("file", "tokenizer.gguf")).string();
-      m->tokenizer_.emplace(tok::Tokenizer::from_file(file));
-      m->chat_template_ = load_chat_template(file, m->spec_.arch);
-    } else if (kind == "hf") {
-      m->tokenizer_.emplace(tok::Tokenizer::from_file(name_or_path));
-      m->chat_template_ = load_chat_template(name_or_path, m->spec_.arch);
+    if (kind == "gguf" || kind == "hf") {
+      const std::string path = bundle_tokenizer_path(man, name_or_path);  // the GGUF, or the directory
+      m->tokenizer_.emplace(tok::Tokenizer::from_file(path));
+      m->chat_template_ = load_chat_template(path, m->spec_.arch);
     }
     m->stop_ids_ = man.stop_token_ids;
     auto bundle =
