@@ -33,7 +33,7 @@ namespace tessera::kernels {
 namespace {
 
 constexpr int64_t kPanelRows = 16;  // rows expanded at a time: 16 pairs, 32 · cols · 2 bytes (L2)
-constexpr int kTilePairs = 2, kTileTokens = 4;
+constexpr int kTilePairs = 2, kTileTokens = 6;
 
 // Rows n and n + 1 (a zero row for n + 1 == n_end) of w as the paired
 // layout: pair[32 g .. 32 g + 15] = row n's columns 16 g .. 16 g + 15,
@@ -52,83 +52,88 @@ TESSERA_AVX512 void expand_pair(const QLinearWeights& w, int64_t n, int64_t n_en
   }
 }
 
-// The 2-pair × 4-token tile over every block of the columns (w0, w1: the
-// pairs; x0 .. x3 and s0 + k · s_stride: token k's activations and block
-// scales), into lanes[pair][token]. Per block: its columns / 16 iterations,
-// each loading the two pairs' weight vectors and broadcasting each token's
-// 16 activations once, adding vpdpwssd(pair, token) into eight zeroed sums;
-// then each sum to f32 and one FMA with its token's block scale into the
-// lanes. In asm because GCC's code for the same intrinsics copies all eight
-// sums through other registers every iteration and keeps the lanes on the
-// stack, which costs a third of the kernel's time; the lanes stay in
-// registers across the blocks.
-TESSERA_AVX512 inline void tile_2x4(const int16_t* w0, const int16_t* w1, const int16_t* x0, const int16_t* x1,
-                                    const int16_t* x2, const int16_t* x3, int64_t cols, const float* s0,
-                                    int64_t s_stride, __m512 (&lanes)[2][4]) {
-  const int64_t s_bytes = s_stride * 4;
-  __m512 l00 = _mm512_setzero_ps(), l01 = l00, l02 = l00, l03 = l00, l10 = l00, l11 = l00, l12 = l00, l13 = l00;
-  for (int64_t c0 = 0, b = 0; c0 < cols; c0 += kI16Block, ++b) {
-    // x* step 32 bytes per iteration, w* 64 (the scaled index).
-    const int64_t bytes = std::min(kI16Block, cols - c0) * 2;
-    const int16_t *p0 = w0 + 2 * c0, *p1 = w1 + 2 * c0, *y0 = x0 + c0, *y1 = x1 + c0, *y2 = x2 + c0, *y3 = x3 + c0;
-    const float* c0s = s0 + b;
-    const float* c2s = s0 + 2 * s_stride + b;
-    int64_t off = 0;
-    asm("vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
-        "vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
-        "vpxord %%zmm18, %%zmm18, %%zmm18\n\t"
-        "vpxord %%zmm19, %%zmm19, %%zmm19\n\t"
-        "vpxord %%zmm20, %%zmm20, %%zmm20\n\t"
-        "vpxord %%zmm21, %%zmm21, %%zmm21\n\t"
-        "vpxord %%zmm22, %%zmm22, %%zmm22\n\t"
-        "vpxord %%zmm23, %%zmm23, %%zmm23\n\t"
-        "1:\n\t"
-        "vmovdqu64 (%[w0],%[off],2), %%zmm24\n\t"
-        "vmovdqu64 (%[w1],%[off],2), %%zmm25\n\t"
-        "vbroadcasti64x4 (%[x0],%[off]), %%zmm26\n\t"
-        "vpdpwssd %%zmm26, %%zmm24, %%zmm16\n\t"
-        "vpdpwssd %%zmm26, %%zmm25, %%zmm20\n\t"
-        "vbroadcasti64x4 (%[x1],%[off]), %%zmm26\n\t"
-        "vpdpwssd %%zmm26, %%zmm24, %%zmm17\n\t"
-        "vpdpwssd %%zmm26, %%zmm25, %%zmm21\n\t"
-        "vbroadcasti64x4 (%[x2],%[off]), %%zmm26\n\t"
-        "vpdpwssd %%zmm26, %%zmm24, %%zmm18\n\t"
-        "vpdpwssd %%zmm26, %%zmm25, %%zmm22\n\t"
-        "vbroadcasti64x4 (%[x3],%[off]), %%zmm26\n\t"
-        "vpdpwssd %%zmm26, %%zmm24, %%zmm19\n\t"
-        "vpdpwssd %%zmm26, %%zmm25, %%zmm23\n\t"
-        "add $32, %[off]\n\t"
-        "cmp %[bytes], %[off]\n\t"
-        "jl 1b\n\t"
-        "vbroadcastss (%[c0]), %%zmm26\n\t"
-        "vcvtdq2ps %%zmm16, %%zmm16\n\t"
-        "vcvtdq2ps %%zmm20, %%zmm20\n\t"
-        "vfmadd231ps %%zmm26, %%zmm16, %[l00]\n\t"
-        "vfmadd231ps %%zmm26, %%zmm20, %[l10]\n\t"
-        "vbroadcastss (%[c0],%[cs]), %%zmm26\n\t"
-        "vcvtdq2ps %%zmm17, %%zmm17\n\t"
-        "vcvtdq2ps %%zmm21, %%zmm21\n\t"
-        "vfmadd231ps %%zmm26, %%zmm17, %[l01]\n\t"
-        "vfmadd231ps %%zmm26, %%zmm21, %[l11]\n\t"
-        "vbroadcastss (%[c2]), %%zmm26\n\t"
-        "vcvtdq2ps %%zmm18, %%zmm18\n\t"
-        "vcvtdq2ps %%zmm22, %%zmm22\n\t"
-        "vfmadd231ps %%zmm26, %%zmm18, %[l02]\n\t"
-        "vfmadd231ps %%zmm26, %%zmm22, %[l12]\n\t"
-        "vbroadcastss (%[c2],%[cs]), %%zmm26\n\t"
-        "vcvtdq2ps %%zmm19, %%zmm19\n\t"
-        "vcvtdq2ps %%zmm23, %%zmm23\n\t"
-        "vfmadd231ps %%zmm26, %%zmm19, %[l03]\n\t"
-        "vfmadd231ps %%zmm26, %%zmm23, %[l13]"
-        : [l00] "+v"(l00), [l01] "+v"(l01), [l02] "+v"(l02), [l03] "+v"(l03), [l10] "+v"(l10), [l11] "+v"(l11),
-          [l12] "+v"(l12), [l13] "+v"(l13), [off] "+r"(off)
-        : [w0] "r"(p0), [w1] "r"(p1), [x0] "r"(y0), [x1] "r"(y1), [x2] "r"(y2), [x3] "r"(y3), [bytes] "r"(bytes),
-          [c0] "r"(c0s), [c2] "r"(c2s), [cs] "r"(s_bytes)
-        : "cc", "memory", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25",
-          "xmm26");
+// One step of the 2-pair × 6-token tile: 16 columns at byte offset 2·O of
+// the pairs (w, w + ws) and O of the tokens (x0 + t·xs for t < 3, x3 +
+// (t − 3)·xs after), twelve vpdpwssd into the sums zmm8 + t (pair 0) and
+// zmm14 + t (pair 1).
+#define TESSERA_I16_STEP6(O)                           \
+  "vmovdqu64 " #O "*2(%[w]), %%zmm20\n\t"              \
+  "vmovdqu64 " #O "*2(%[w],%[ws]), %%zmm21\n\t"        \
+  "vbroadcasti64x4 " #O "(%[x0]), %%zmm22\n\t"         \
+  "vpdpwssd %%zmm22, %%zmm20, %%zmm8\n\t"              \
+  "vpdpwssd %%zmm22, %%zmm21, %%zmm14\n\t"             \
+  "vbroadcasti64x4 " #O "(%[x0],%[xs]), %%zmm23\n\t"   \
+  "vpdpwssd %%zmm23, %%zmm20, %%zmm9\n\t"              \
+  "vpdpwssd %%zmm23, %%zmm21, %%zmm15\n\t"             \
+  "vbroadcasti64x4 " #O "(%[x0],%[xs],2), %%zmm22\n\t" \
+  "vpdpwssd %%zmm22, %%zmm20, %%zmm10\n\t"             \
+  "vpdpwssd %%zmm22, %%zmm21, %%zmm16\n\t"             \
+  "vbroadcasti64x4 " #O "(%[x3]), %%zmm23\n\t"         \
+  "vpdpwssd %%zmm23, %%zmm20, %%zmm11\n\t"             \
+  "vpdpwssd %%zmm23, %%zmm21, %%zmm17\n\t"             \
+  "vbroadcasti64x4 " #O "(%[x3],%[xs]), %%zmm22\n\t"   \
+  "vpdpwssd %%zmm22, %%zmm20, %%zmm12\n\t"             \
+  "vpdpwssd %%zmm22, %%zmm21, %%zmm18\n\t"             \
+  "vbroadcasti64x4 " #O "(%[x3],%[xs],2), %%zmm23\n\t" \
+  "vpdpwssd %%zmm23, %%zmm20, %%zmm13\n\t"             \
+  "vpdpwssd %%zmm23, %%zmm21, %%zmm19\n\t"
+// Token t's sums to f32, times its block scale (c + 4·t bytes), into its
+// two lanes.
+#define TESSERA_I16_SCALE(T, P0, P1, L0, L1)                         \
+  "vbroadcastss 4*" #T "(%[c]), %%zmm22\n\t"                         \
+  "vcvtdq2ps %%zmm" #P0 ", %%zmm" #P0 "\n\t"                         \
+  "vcvtdq2ps %%zmm" #P1 ", %%zmm" #P1 "\n\t"                         \
+  "vfmadd231ps %%zmm22, %%zmm" #P0 ", %[" #L0 "]\n\t"                \
+  "vfmadd231ps %%zmm22, %%zmm" #P1 ", %[" #L1 "]\n\t"
+#define TESSERA_I16_ZERO(R) "vpxord %%zmm" #R ", %%zmm" #R ", %%zmm" #R "\n\t"
+#define TESSERA_I16_BLOCK_START                                                                               \
+  TESSERA_I16_ZERO(8) TESSERA_I16_ZERO(9) TESSERA_I16_ZERO(10) TESSERA_I16_ZERO(11) TESSERA_I16_ZERO(12)      \
+  TESSERA_I16_ZERO(13) TESSERA_I16_ZERO(14) TESSERA_I16_ZERO(15) TESSERA_I16_ZERO(16) TESSERA_I16_ZERO(17)    \
+  TESSERA_I16_ZERO(18) TESSERA_I16_ZERO(19)                                                                   \
+  TESSERA_I16_STEP6(0) TESSERA_I16_STEP6(32) TESSERA_I16_STEP6(64) TESSERA_I16_STEP6(96)
+#define TESSERA_I16_BLOCK_END                                                                                 \
+  TESSERA_I16_SCALE(0, 8, 14, l00, l10) TESSERA_I16_SCALE(1, 9, 15, l01, l11)                                 \
+  TESSERA_I16_SCALE(2, 10, 16, l02, l12) TESSERA_I16_SCALE(3, 11, 17, l03, l13)                               \
+  TESSERA_I16_SCALE(4, 12, 18, l04, l14) TESSERA_I16_SCALE(5, 13, 19, l05, l15)
+
+// The 2-pair × 6-token tile over every block of the columns: w and w + ws
+// bytes are the pairs, x0 + t · xs bytes token t's activations, and
+// scales[6 b + t] token t's scale of block b. Per block, straight-line code
+// (no inner loop, so no mispredicted exit per block): its columns / 16
+// steps, each loading the two pairs' weight vectors and broadcasting each
+// token's 16 activations once, add vpdpwssd(pair, token) into twelve zeroed
+// sums; then each sum goes to f32 and one FMA with its token's block scale
+// into the lanes. Twelve independent sums because a vpdpwssd has a latency
+// of about 6 cycles and two issue per cycle here: the 2 × 4 tile's eight
+// chains bound it to 8 / 6 per cycle (docs/BENCHMARKING.md, fourteenth
+// session). In asm because GCC's code for the same intrinsics copies the
+// sums through other registers every step and keeps the lanes on the
+// stack; the lanes stay in registers across the blocks.
+TESSERA_AVX512 inline void tile_2x6(const int16_t* w0, int64_t pair_stride, const int16_t* x0, int64_t token_stride,
+                                    int64_t cols, const float* scales, __m512 (&lanes)[2][6]) {
+  __m512 l00 = _mm512_setzero_ps(), l01 = l00, l02 = l00, l03 = l00, l04 = l00, l05 = l00;
+  __m512 l10 = l00, l11 = l00, l12 = l00, l13 = l00, l14 = l00, l15 = l00;
+  const int64_t ws = pair_stride * 2, xs = token_stride * 2;
+  for (int64_t c0 = 0; c0 < cols; c0 += kI16Block) {
+    const int16_t *w = w0 + 2 * c0, *y0 = x0 + c0, *y3 = x0 + 3 * token_stride + c0;
+    const float* c = scales + 6 * (c0 / kI16Block);
+    // Operands: 12 lanes in and out, 6 addresses (GCC's limit is 30).
+#define TESSERA_I16_OPERANDS                                                                                    \
+  : [l00] "+v"(l00), [l01] "+v"(l01), [l02] "+v"(l02), [l03] "+v"(l03), [l04] "+v"(l04), [l05] "+v"(l05),     \
+    [l10] "+v"(l10), [l11] "+v"(l11), [l12] "+v"(l12), [l13] "+v"(l13), [l14] "+v"(l14), [l15] "+v"(l15)      \
+  : [w] "r"(w), [ws] "r"(ws), [x0] "r"(y0), [x3] "r"(y3), [xs] "r"(xs), [c] "r"(c)                           \
+  : "memory", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", \
+    "xmm19", "xmm20", "xmm21", "xmm22", "xmm23"
+    if (cols - c0 >= kI16Block) {
+      asm(TESSERA_I16_BLOCK_START TESSERA_I16_STEP6(128) TESSERA_I16_STEP6(160) TESSERA_I16_STEP6(192)
+              TESSERA_I16_STEP6(224) TESSERA_I16_BLOCK_END TESSERA_I16_OPERANDS);
+    } else {  // a row's last 64 columns
+      asm(TESSERA_I16_BLOCK_START TESSERA_I16_BLOCK_END TESSERA_I16_OPERANDS);
+    }
+#undef TESSERA_I16_OPERANDS
   }
-  lanes[0][0] = l00, lanes[0][1] = l01, lanes[0][2] = l02, lanes[0][3] = l03;
-  lanes[1][0] = l10, lanes[1][1] = l11, lanes[1][2] = l12, lanes[1][3] = l13;
+  lanes[0][0] = l00, lanes[0][1] = l01, lanes[0][2] = l02, lanes[0][3] = l03, lanes[0][4] = l04, lanes[0][5] = l05;
+  lanes[1][0] = l10, lanes[1][1] = l11, lanes[1][2] = l12, lanes[1][3] = l13, lanes[1][4] = l14, lanes[1][5] = l15;
 }
 
 // Rows n .. n + 3 of one token from two pairs' f32 lanes (a: rows n, n + 1;
@@ -152,10 +157,12 @@ TESSERA_AVX512 inline void store_four_outputs(__m512 a, __m512 b, const QLinearW
 }
 
 // P row pairs (pair i at panel + i · 2 · cols) × T tokens from t0, rows from
-// n (outputs only for rows < n_end).
+// n (outputs only for rows < n_end). tile_scales: the 6 tokens' block scales
+// by block (scales[6 b + t]) when T is 6.
 template <int P, int T>
-TESSERA_AVX512 void tile(const int16_t* panel, const Int16Activations& acts, int64_t t0, const QLinearWeights& w,
-                         int64_t n, int64_t n_end, const float* bias, float* y, int64_t ldy) {
+TESSERA_AVX512 void tile(const int16_t* panel, const Int16Activations& acts, int64_t t0, const float* tile_scales,
+                         const QLinearWeights& w, int64_t n, int64_t n_end, const float* bias, float* y,
+                         int64_t ldy) {
   const int64_t cols = acts.cols;
   __m512 lanes[P][T];
   for (int i = 0; i < P; ++i)
@@ -166,8 +173,8 @@ TESSERA_AVX512 void tile(const int16_t* panel, const Int16Activations& acts, int
     x[t] = acts.q_row(t0 + t);
     s[t] = acts.scale_row(t0 + t);
   }
-  if constexpr (P == 2 && T == 4) {
-    tile_2x4(panel, panel + 2 * cols, x[0], x[1], x[2], x[3], cols, s[0], acts.blocks, lanes);
+  if constexpr (P == 2 && T == 6) {
+    tile_2x6(panel, 2 * cols, x[0], cols, cols, tile_scales, lanes);
   } else {
     for (int64_t c0 = 0, b = 0; c0 < cols; c0 += kI16Block, ++b) {
       const int64_t c1 = std::min(cols, c0 + kI16Block);
@@ -209,13 +216,15 @@ TESSERA_AVX512 void tile(const int16_t* panel, const Int16Activations& acts, int
 
 template <int P>
 TESSERA_AVX512 void tile_tokens(const int16_t* panel, const Int16Activations& acts, int64_t t0,
-                                const QLinearWeights& w, int64_t n, int64_t n_end, const float* bias, float* y,
-                                int64_t ldy) {
+                                const float* tile_scales, const QLinearWeights& w, int64_t n, int64_t n_end,
+                                const float* bias, float* y, int64_t ldy) {
   switch (std::min<int64_t>(acts.rows - t0, kTileTokens)) {
-    case 4: return tile<P, 4>(panel, acts, t0, w, n, n_end, bias, y, ldy);
-    case 3: return tile<P, 3>(panel, acts, t0, w, n, n_end, bias, y, ldy);
-    case 2: return tile<P, 2>(panel, acts, t0, w, n, n_end, bias, y, ldy);
-    default: return tile<P, 1>(panel, acts, t0, w, n, n_end, bias, y, ldy);
+    case 6: return tile<P, 6>(panel, acts, t0, tile_scales, w, n, n_end, bias, y, ldy);
+    case 5: return tile<P, 5>(panel, acts, t0, tile_scales, w, n, n_end, bias, y, ldy);
+    case 4: return tile<P, 4>(panel, acts, t0, tile_scales, w, n, n_end, bias, y, ldy);
+    case 3: return tile<P, 3>(panel, acts, t0, tile_scales, w, n, n_end, bias, y, ldy);
+    case 2: return tile<P, 2>(panel, acts, t0, tile_scales, w, n, n_end, bias, y, ldy);
+    default: return tile<P, 1>(panel, acts, t0, tile_scales, w, n, n_end, bias, y, ldy);
   }
 }
 
@@ -228,8 +237,10 @@ void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& act
     fail("", "qlinear_i16gemm_avx512", "activations have {} columns, the weight {}", acts.cols, w.cols());
   const int64_t cols = w.cols();
   thread_local std::vector<int16_t> panel, scratch;
+  thread_local std::vector<float> tile_scales;
   panel.resize(static_cast<size_t>(kPanelRows * cols));
   scratch.resize(static_cast<size_t>(2 * cols));
+  tile_scales.resize(static_cast<size_t>(kTileTokens * acts.blocks));
   for (int64_t p0 = n_begin; p0 < n_end; p0 += kPanelRows) {
     const int64_t p1 = std::min(n_end, p0 + kPanelRows);
     const int64_t pairs = (p1 - p0 + 1) / 2;
@@ -238,11 +249,15 @@ void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& act
     // Token tiles outermost: a tile's activations stay in L1 while every
     // row pair of the panel passes over them.
     for (int64_t t0 = 0; t0 < acts.rows; t0 += kTileTokens) {
+      if (acts.rows - t0 >= kTileTokens)  // the full tile reads its scales block by block
+        for (int64_t b = 0; b < acts.blocks; ++b)
+          for (int t = 0; t < kTileTokens; ++t) tile_scales[kTileTokens * b + t] = acts.scale_row(t0 + t)[b];
       int64_t i = 0;
       for (; i + kTilePairs <= pairs; i += kTilePairs)
-        tile_tokens<kTilePairs>(panel.data() + i * 2 * cols, acts, t0, w, p0 + 2 * i, p1, bias, y, ldy);
+        tile_tokens<kTilePairs>(panel.data() + i * 2 * cols, acts, t0, tile_scales.data(), w, p0 + 2 * i, p1, bias,
+                                y, ldy);
       for (; i < pairs; ++i)
-        tile_tokens<1>(panel.data() + i * 2 * cols, acts, t0, w, p0 + 2 * i, p1, bias, y, ldy);
+        tile_tokens<1>(panel.data() + i * 2 * cols, acts, t0, tile_scales.data(), w, p0 + 2 * i, p1, bias, y, ldy);
     }
   }
 }

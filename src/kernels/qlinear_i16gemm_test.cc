@@ -23,13 +23,15 @@ using test_fixtures::RandomCase;
 using test_fixtures::same_bits;
 
 // Rows off the 2-row tile (AVX2), the 2-pair tile (AVX-512) and the 32-row
-// panel, odd row counts (a pair with one row), tokens off the 4-token tile,
-// columns ending on a 64-column block.
+// panel, odd row counts (a pair with one row), tokens off the 4-token (AVX2)
+// and 6-token (AVX-512) tiles with every remainder, columns ending on a
+// 64-column block.
 const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 32, 64, 16, 16},  {WeightFormat::Lut4, 37, 576, 1, 33}, {WeightFormat::Lut4, 96, 640, 16, 7},
     {WeightFormat::Lut4, 9, 192, 3, 1},    {WeightFormat::Lut4, 65, 1536, 5, 18}, {WeightFormat::Int8, 13, 576, 0, 40},
     {WeightFormat::Int8, 40, 64, 0, 5},    {WeightFormat::Int8, 71, 896, 0, 22},  {WeightFormat::Lut3, 37, 576, 1, 9},
     {WeightFormat::Lut3, 24, 1536, 8, 4},  {WeightFormat::Lut2, 33, 640, 1, 6},   {WeightFormat::Lut2, 16, 64, 16, 1},
+    {WeightFormat::Lut4, 32, 896, 16, 14},
 };
 
 Int16Activations quantized(Isa isa, const std::vector<float>& x, int64_t tokens, int64_t cols) {
