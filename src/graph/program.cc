@@ -41,6 +41,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Add: return "add";
     case OpKind::SelectRows: return "select_rows";
     case OpKind::Softcap: return "softcap";
+    case OpKind::Argmax: return "argmax";
   }
   return "?";
 }

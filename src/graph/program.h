@@ -42,6 +42,7 @@ enum class OpKind {
   Add,              // in: x                   (in place on out[0]: y += x)
   SelectRows,       // in: x                   out: the rows whose logits are wanted
   Softcap,          // in place on x                                              (softcap)
+  Argmax,           // in: logits              out: ids(i32), one per row: the first index of the row's maximum
 };
 
 struct Op {

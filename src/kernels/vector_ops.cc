@@ -757,10 +757,41 @@ void Dots(const float* a, const float* b, int64_t stride, int64_t n, int64_t cou
   DotsAny(D(), a, b, stride, n, count, out);
 }
 
+// ref::argmax's index in two passes. The reference keeps the first index of
+// the largest value under `>`: NaNs never win and never block, unless x[0]
+// is NaN (nothing is > NaN, so it keeps 0). Pass 1: the maximum of the
+// non-NaN values (NaN lanes read as -inf; Max of two numbers is exact, so
+// any lane order gives the same maximum). Pass 2: the first index holding
+// a value == that maximum (+0 and -0 compare equal, as under `>` neither
+// displaces the other).
+int64_t Argmax(const float* x, int64_t n) {
+  if (n <= 0 || std::isnan(x[0])) return 0;
+  const D d;
+  const size_t N = hn::Lanes(d);
+  const V neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  V m = neg_inf;
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(N) <= n; i += static_cast<int64_t>(N)) {
+    const V v = hn::LoadU(d, x + i);
+    m = hn::Max(m, hn::IfThenElse(hn::IsNaN(v), neg_inf, v));
+  }
+  float best = hn::GetLane(hn::MaxOfLanes(d, m));
+  for (int64_t j = i; j < n; ++j)
+    if (x[j] > best) best = x[j];
+  const V b = hn::Set(d, best);
+  for (i = 0; i + static_cast<int64_t>(N) <= n; i += static_cast<int64_t>(N)) {
+    const intptr_t k = hn::FindFirstTrue(d, hn::Eq(hn::LoadU(d, x + i), b));
+    if (k >= 0) return i + k;
+  }
+  for (; i < n; ++i)
+    if (x[i] == best) return i;
+  return 0;  // not reached: x[0] is a number, so some value equals the maximum
+}
+
 }  // namespace
 
 const VectorOps kOps = {
-    nullptr, &RmsNorm, &Rope, &Attention, &GatedActivation, &AddInPlace, &Softcap, &Dots, &RoundToF16,
+    nullptr, &RmsNorm, &Rope, &Attention, &GatedActivation, &AddInPlace, &Softcap, &Dots, &RoundToF16, &Argmax,
 };
 
 }  // namespace HWY_NAMESPACE
@@ -791,7 +822,7 @@ const VectorOps& vector_ops(Isa isa) {
   isa = vector_isa(isa);
   static const VectorOps scalar = {"scalar",        &ref::rms_norm,     &ref::rope,   &ref::attention,
                                    &ref::gated_activation, &ref::add_in_place, &ref::softcap, &ref_dots,
-                                   &ref::round_to_f16};
+                                   &ref::round_to_f16, &ref::argmax};
   switch (isa) {
     case Isa::Scalar:
       return scalar;

@@ -5,6 +5,7 @@
 // attributes (vector_ops.cc), so this header and its callers stay generic.
 //
 // How each level relates to the reference (vector_ops_test.cc checks it):
+//   identical: argmax (the reference's index for every input, NaNs included)
 //   bit-identical: rms_norm, rope, add_in_place, dots, round_to_f16 (same operations in the
 //     same order; sums of squares and dot products use ref::dot's 16-lane
 //     order and its reduction tree, no FMA)
@@ -48,6 +49,8 @@ struct VectorOps {
   void (*dots)(const float* a, const float* b, int64_t stride, int64_t n, int64_t count, float* out);
   // ref::round_to_f16 (an f16 KV cache's rounding of a call's own rows).
   void (*round_to_f16)(float* x, int64_t n);
+  // ref::argmax: the first index of the largest value (the programs' Argmax op).
+  int64_t (*argmax)(const float* x, int64_t n);
 };
 
 // Isa::Scalar gives the reference kernels themselves; Avx2/Avx512 the Highway

@@ -65,6 +65,7 @@ TEST(VectorOpsTable, ScalarIsTheReference) {
   EXPECT_EQ(ops.gated_activation, &ref::gated_activation);
   EXPECT_EQ(ops.add_in_place, &ref::add_in_place);
   EXPECT_EQ(ops.softcap, &ref::softcap);
+  EXPECT_EQ(ops.argmax, &ref::argmax);
 }
 
 TEST(VectorOpsTable, LevelsAreNamedOrRefused) {
@@ -499,6 +500,56 @@ TEST_P(VectorOpsIsa, DotsAreBitIdentical) {
   }
 }
 
+// Rows of every length around the vector widths, with repeated maxima,
+// ±0, ±inf, NaNs (first, elsewhere, everywhere) and huge rows: the index is
+// the reference's. The reference's rule is the first index of the maximum
+// under `>`, skipping NaNs unless x[0] is one (then 0).
+TEST_P(VectorOpsIsa, ArgmaxIsTheReferenceIndex) {
+  std::mt19937 rng(2024);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::uniform_int_distribution<int> pick(0, 9);
+  auto check = [&](const std::vector<float>& x, const std::string& what) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    const int64_t want = ref::argmax(x.data(), n), got = ops().argmax(x.data(), n);
+    ASSERT_EQ(got, want) << what << ", n " << n;
+  };
+  for (int64_t n : {1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 49152, 151936}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      // Few distinct values, so maxima repeat.
+      std::vector<float> x(n);
+      for (float& v : x) v = static_cast<float>(pick(rng) - 5);
+      check(x, "repeated values");
+      // Special values sprinkled in, one class per trial.
+      for (float& v : x) {
+        if (pick(rng) != 0) continue;
+        switch (trial % 6) {
+          case 0: v = nan; break;
+          case 1: v = inf; break;
+          case 2: v = -inf; break;
+          case 3: v = pick(rng) % 2 ? 0.0f : -0.0f; break;
+          case 4: v = -nan; break;
+          default: v = 5.0f; break;  // a new maximum, repeated
+        }
+      }
+      check(x, "special values");
+      x[0] = nan;
+      check(x, "NaN first");
+      x[0] = -inf;
+      for (size_t i = 1; i < x.size(); ++i) x[i] = pick(rng) % 2 ? nan : -inf;
+      check(x, "only -inf and NaN");
+      for (float& v : x) v = pick(rng) % 2 ? 0.0f : -0.0f;
+      check(x, "signed zeros");
+      x.back() = 1e-45f;  // the largest value last (the scalar tail or the last vector)
+      check(x, "maximum last");
+    }
+  }
+  std::vector<float> all_nan(77, nan);
+  check(all_nan, "all NaN");
+  std::vector<float> random = random_values(rng, 49152, -30.0f, 30.0f);
+  check(random, "uniform logits");
+  EXPECT_EQ(ops().argmax(random.data(), 0), 0);
+}
+
 // The two vector levels run the same Highway operations (FMA inside Exp,
 // Tanh and erf on both) in the same order, so TESSERA_ISA=avx2 and avx512 give
 // the same bits. Not a requirement of the API; it documents that the levels
@@ -620,6 +671,33 @@ TEST(VectorOpsBench, SmolLmAttention) {
                 "rows: %7.3f ms; one layer's cache 30x: %7.3f ms; f16 cache: %7.3f / %7.3f ms)   prefill 512 (1 layer): "
                 "%7.3f ms (x30: %6.1f ms)   128 rows after 2048 cached (1 layer): f32 %7.3f ms, f16 %7.3f ms\n",
                 ops.isa, d, dt, dh, d16, dh16, p, 30 * p, b32, b16);
+  }
+}
+
+// Timing, skipped unless TESSERA_KERNEL_BENCH=1: the argmax of one logits
+// row of SmolLM2 (49152) and Qwen2.5 (151936), in L2 as after the head.
+TEST(VectorOpsBench, LogitsArgmax) {
+  const char* env = std::getenv("TESSERA_KERNEL_BENCH");
+  if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set TESSERA_KERNEL_BENCH=1 to time";
+  std::mt19937 rng(910);
+  for (int64_t vocab : {49152, 151936}) {
+    const auto logits = random_values(rng, vocab, -20.0f, 20.0f);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      if (!isa_supported(isa)) continue;
+      const VectorOps& ops = vector_ops(isa);
+      constexpr int kCalls = 200;
+      double best = 1e30;
+      int64_t sink = 0;
+      for (int r = 0; r < 10; ++r) {
+        timespec t0{}, t1{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+        for (int c = 0; c < kCalls; ++c) sink += ops.argmax(logits.data(), vocab);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+        best = std::min(best, ((t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) * 1e-3) / kCalls);
+      }
+      std::printf("[bench] argmax of %lld logits, %-7s %7.2f us (thread CPU, best of 10 x %d calls; index %lld)\n",
+                  static_cast<long long>(vocab), ops.isa, best, kCalls, static_cast<long long>(sink / (10 * kCalls)));
+    }
   }
 }
 

@@ -57,7 +57,7 @@ void check_spec(const ModelSpec& s) {
 }
 
 Program build_one(const ModelSpec& s, LayerBuilder layer, int64_t tokens, int64_t chunk, int64_t begin,
-                  int64_t end, bool last) {
+                  int64_t end, bool last, bool argmax) {
   Program p;
   p.kind = tokens == 1 ? ProgramKind::Decode : ProgramKind::Prefill;
   p.name = tokens == 1 ? fmt::format("decode.c{}", chunk) : fmt::format("prefill{}.c{}", tokens, chunk);
@@ -81,7 +81,7 @@ Program build_one(const ModelSpec& s, LayerBuilder layer, int64_t tokens, int64_
     }
   }
   if (last) {
-    build_head(b, s);
+    build_head(b, s, argmax);
   } else {
     b.output(b.value("x", s.hidden_size));
   }
@@ -108,7 +108,7 @@ ProgramSet build_programs(const ModelSpec& spec, const BuildOptions& options) {
     for (int64_t c = 0; c < options.chunks; ++c) {
       const int64_t begin = spec.num_layers * c / options.chunks;
       const int64_t end = spec.num_layers * (c + 1) / options.chunks;
-      set.programs.push_back(build_one(spec, layer, tokens, c, begin, end, c + 1 == options.chunks));
+      set.programs.push_back(build_one(spec, layer, tokens, c, begin, end, c + 1 == options.chunks, options.argmax));
     }
   }
   return set;

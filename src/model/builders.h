@@ -17,6 +17,9 @@ namespace tessera::model {
 struct BuildOptions {
   int64_t chunks = 1;
   std::vector<int64_t> prefill_sizes = {8, 32, 512};
+  // The last chunk ends with an Argmax op (output "next_ids"). Bundles
+  // written before the op existed record programs without it.
+  bool argmax = true;
 };
 
 // Throws Error for an architecture without a builder or a bad option.

@@ -54,7 +54,7 @@ void build_embedding(ProgramBuilder& b, const ModelSpec& s) {
   op.scale = s.scale_embeddings ? static_cast<float>(std::sqrt(static_cast<double>(s.hidden_size))) : 1.0f;
 }
 
-void build_head(ProgramBuilder& b, const ModelSpec& s) {
+void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax) {
   const int x = b.value("x", s.hidden_size);
   const int xs = b.value("x_selected", s.hidden_size, ValueType::F32, RowsKind::LogitRows);
   b.add(OpKind::SelectRows, {x}, {xs});
@@ -69,6 +69,11 @@ void build_head(ProgramBuilder& b, const ModelSpec& s) {
     cap.softcap = static_cast<float>(s.final_logit_softcap);
   }
   b.output(logits);
+  if (argmax) {
+    const int ids = b.value("next_ids", 1, ValueType::I32, RowsKind::LogitRows);
+    b.add(OpKind::Argmax, {logits}, {ids});
+    b.output(ids);
+  }
 }
 
 void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const std::string& weight_name,

@@ -36,8 +36,9 @@ std::string layer_weight(int64_t layer, const std::string& suffix);
 // ids → "x" (the residual stream), scaled by sqrt(hidden) where the spec says so.
 void build_embedding(ProgramBuilder& b, const ModelSpec& s);
 // "x" → "logits" for the selected rows: final norm, lm_head (or the tied
-// embedding), final softcap.
-void build_head(ProgramBuilder& b, const ModelSpec& s);
+// embedding), final softcap; with `argmax`, also "next_ids": each logits
+// row's argmax (greedy decoding reads it instead of scanning the logits).
+void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax);
 
 // Self-attention of `layer` on normalized input `in`; result (after o_proj) in
 // value `out`. Projections with bias where the spec says so, per-head q/k

@@ -153,6 +153,12 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         }
         break;
       }
+      case OpKind::Argmax: {
+        const Value &in = p.values[op.inputs.at(0)], &out = p.values[op.outputs.at(0)];
+        if (in.type != ValueType::F32 || out.type != ValueType::I32 || out.cols != 1 || in.rows != out.rows)
+          fail(p.name, out.name, "argmax needs f32 rows in and one i32 per row out");
+        break;
+      }
       default:
         break;
     }
@@ -566,6 +572,13 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
     case OpKind::Softcap:
       v.softcap(ws.f(op.outputs[0]), rows_of(op.outputs[0]) * p.values[op.outputs[0]].cols, op.softcap);
       break;
+    case OpKind::Argmax: {
+      const int64_t n = p.values[op.inputs[0]].cols;
+      const float* x = ws.f(op.inputs[0]);
+      int32_t* ids = ws.i(op.outputs[0]);
+      for (int64_t r = 0; r < rows_of(op.inputs[0]); ++r) ids[r] = static_cast<int32_t>(v.argmax(x + r * n, n));
+      break;
+    }
   }
 }
 

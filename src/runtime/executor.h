@@ -8,7 +8,7 @@
 //                                   more tokens: kernels/qlinear_amx.h (bf16)
 //   Linear on f32 / f16 / bf16      kernels/float_linear.h (the reference's bits)
 //   Linear on other formats         reference kernel (fallback)
-//   RMSNorm, RoPE, attention, gated activation, add, softcap
+//   RMSNorm, RoPE, attention, gated activation, add, softcap, argmax
 //                                   kernels/vector_ops.h of that level
 //   Embed, KvStore, SelectRows      row copies (no arithmetic to place)
 // At Isa::Scalar every op runs its reference kernel. Linear layers split

@@ -56,7 +56,7 @@ GenerateResult generate(Session& session, std::span<const int32_t> prompt, const
   std::string pending;  // decoded text not yet handed out
 
   const auto start = Clock::now();
-  std::vector<float> logits = session.forward(prompt, LogitsWanted::Last, options.max_tokens_per_call);
+  const std::vector<float>* logits = &session.forward(prompt, LogitsWanted::Last, options.max_tokens_per_call);
   r.prefill_seconds = seconds_since(start);
 
   bool cancelled = false;
@@ -66,7 +66,8 @@ GenerateResult generate(Session& session, std::span<const int32_t> prompt, const
   };
   const auto decode_start = Clock::now();
   for (;;) {
-    const int32_t id = sampler.sample(logits.data(), vocab, context);
+    const int32_t id = sampler.picks_argmax(context) ? session.greedy_ids().back()
+                                                     : sampler.sample(logits->data(), vocab, context);
     if (r.ids.empty()) r.ttft_ms = seconds_since(start) * 1000.0;
     r.ids.push_back(id);
     context.push_back(id);
@@ -101,7 +102,7 @@ GenerateResult generate(Session& session, std::span<const int32_t> prompt, const
       r.finish_reason = "context";
       break;
     }
-    logits = session.forward(std::span<const int32_t>(&r.ids.back(), 1));
+    logits = &session.forward(std::span<const int32_t>(&r.ids.back(), 1));
     ++r.decode_steps;
   }
   r.decode_seconds = seconds_since(decode_start);

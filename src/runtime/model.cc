@@ -29,8 +29,10 @@ std::optional<ChatTemplate> load_chat_template(const std::string& path, Architec
 
 }  // namespace
 
-void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std::vector<int64_t> default_prefill) {
+void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std::vector<int64_t> default_prefill,
+                        bool argmax) {
   model::BuildOptions build;
+  build.argmax = argmax;
   build.chunks = options.chunks > 0 ? options.chunks : default_chunks;
   if (!options.prefill_sizes.empty()) {
     build.prefill_sizes = options.prefill_sizes;
@@ -90,7 +92,16 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
     m->weights_.origin = name_or_path;
     for (const auto& [name, view] : bundle->weights()) m->weights_.put_view(name, view);
     m->weights_.keep_alive.push_back(bundle);
-    m->finish_load(options, bm.chunks, bm.prefill_sizes);
+    // Bundles written before the Argmax op existed record programs without
+    // it; they run as recorded (greedy decoding then scans the logits).
+    bool argmax = false;
+    for (const auto& prog : bm.programs) {
+      const auto ops = prog.is_object() ? prog.find("ops") : prog.end();
+      if (ops == prog.end() || !ops->is_array()) continue;
+      for (const auto& op : *ops)
+        argmax |= op.is_object() && op.value("op", std::string()) == op_kind_name(OpKind::Argmax);
+    }
+    m->finish_load(options, bm.chunks, bm.prefill_sizes, argmax);
     // Built with the bundle's own options, the programs must be the ones the
     // converter recorded: a mismatch means another Tessera version built them.
     if (options.chunks <= 0 && options.prefill_sizes.empty()) {

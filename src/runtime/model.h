@@ -100,7 +100,9 @@ class Model {
   std::unique_ptr<ThreadPool> pool_;
   bool from_bundle_ = false;
 
-  void finish_load(const LoadOptions& options, int64_t default_chunks, std::vector<int64_t> default_prefill);
+  // `argmax`: the last chunk ends with an Argmax op (model::BuildOptions).
+  void finish_load(const LoadOptions& options, int64_t default_chunks, std::vector<int64_t> default_prefill,
+                   bool argmax = true);
 };
 
 }  // namespace tessera

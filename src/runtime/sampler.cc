@@ -22,6 +22,10 @@ void SamplingParams::validate() const {
 
 Sampler::Sampler(const SamplingParams& params) : p_(params), rng_(params.seed) { p_.validate(); }
 
+bool Sampler::picks_argmax(std::span<const int32_t> context) const {
+  return p_.temperature == 0.0f && (p_.repeat_penalty == 1.0f || context.empty());
+}
+
 int32_t Sampler::sample(const float* logits, int64_t vocab, std::span<const int32_t> context) {
   const bool penalize = p_.repeat_penalty != 1.0f && !context.empty();
   std::unordered_set<int32_t> seen;

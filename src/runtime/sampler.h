@@ -42,6 +42,10 @@ class Sampler {
 
   // `context`: every token so far (prompt + generated), for the penalty.
   int32_t sample(const float* logits, int64_t vocab, std::span<const int32_t> context);
+  // True when sample() returns the logits' argmax whatever they are
+  // (temperature 0 and no repetition penalty in effect): the caller may
+  // take the programs' own argmax (Session::greedy_ids) instead.
+  bool picks_argmax(std::span<const int32_t> context) const;
 
  private:
   SamplingParams p_;

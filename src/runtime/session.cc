@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/reference/kernels.h"
 
 namespace tessera {
 
@@ -49,19 +50,21 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
   const bool all = wanted == LogitsWanted::All;
   const int64_t vocab = s.vocab_size;
   logits_.assign(static_cast<size_t>((all ? ids.size() : 1) * vocab), 0.0f);
+  greedy_ids_.assign(all ? ids.size() : 1, 0);
   size_t done = 0;
   while (done < ids.size()) {
     const int64_t n = std::min<int64_t>(per_call, static_cast<int64_t>(ids.size() - done));
     const bool last_call = done + n == ids.size();
     float* out = all ? logits_.data() + done * vocab : (last_call ? logits_.data() : nullptr);
-    run_call(ids.subspan(done, n), all, out);
+    int32_t* greedy = all ? greedy_ids_.data() + done : (last_call ? greedy_ids_.data() : nullptr);
+    run_call(ids.subspan(done, n), all, out, greedy);
     done += n;
   }
   history_.insert(history_.end(), ids.begin(), ids.end());
   return logits_;
 }
 
-void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out) {
+void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out) {
   const int64_t n = static_cast<int64_t>(ids.size());
   const ProgramSet& set = model_.programs();
   // The smallest variant that takes n tokens in one call.
@@ -129,8 +132,13 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
   }
   if (logits_out && prev) {
     const Program& last = *set.variant(variant).back();
-    const int id = last.find_value("logits");
-    std::memcpy(logits_out, prev->f(id), sizeof(float) * ctx.logit_rows.size() * model_.spec().vocab_size);
+    const int64_t rows = static_cast<int64_t>(ctx.logit_rows.size()), vocab = model_.spec().vocab_size;
+    std::memcpy(logits_out, prev->f(last.find_value("logits")), sizeof(float) * rows * vocab);
+    if (const int next = last.find_value("next_ids"); next >= 0) {
+      std::memcpy(ids_out, prev->i(next), sizeof(int32_t) * rows);
+    } else {
+      for (int64_t r = 0; r < rows; ++r) ids_out[r] = static_cast<int32_t>(ref::argmax(logits_out + r * vocab, vocab));
+    }
   }
   kv_.advance(n);
 }

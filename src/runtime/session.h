@@ -30,6 +30,10 @@ class Session {
   // ids do not fit in the context or are outside the vocabulary.
   const std::vector<float>& forward(std::span<const int32_t> ids, LogitsWanted wanted = LogitsWanted::Last,
                                     int64_t max_tokens_per_call = 0);
+  // The argmax of each logits row of the last forward() (lowest id on
+  // ties, ref::argmax): the programs' Argmax op computed it, or, for a
+  // bundle recorded without that op, a scan of the logits here.
+  const std::vector<int32_t>& greedy_ids() const { return greedy_ids_; }
 
   int64_t length() const { return kv_.length(); }
   int64_t context_length() const { return kv_.context_length(); }
@@ -64,13 +68,16 @@ class Session {
   std::function<void(const std::string& weight, const float* x, int64_t rows, int64_t cols)> on_linear_input;
 
  private:
-  void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out);
+  // logits_out / ids_out: where the call's logits rows and their argmax go
+  // (both null: the call's logits are not wanted).
+  void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out);
 
   const Model& model_;
   KvCache kv_;
   std::vector<int32_t> history_;
   std::vector<std::optional<Workspace>> workspaces_;  // by program index, made on first use
   std::vector<float> logits_;
+  std::vector<int32_t> greedy_ids_;
 };
 
 }  // namespace tessera

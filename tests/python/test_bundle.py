@@ -362,3 +362,34 @@ def test_weights_memory_modes_give_the_same_bits(tmp_path):
     again = json.loads(run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "3", "--json",
                                    "--weights-memory", "mmap").stdout)
     assert out["ids"] == again["ids"]
+
+
+def test_greedy_tokens_come_from_the_argmax_op_and_old_bundles_still_run(tiny_dir, tmp_path):
+    """The last chunk of every variant ends with an Argmax op ("next_ids"),
+    which greedy decoding reads instead of scanning the logits: the tokens
+    are each step's logits argmax. A bundle recorded before the op existed
+    (its programs end with the logits) loads as recorded and gives the same
+    tokens, the session then scanning the logits itself."""
+    name, src = tiny_dir
+    bundle = convert(src, tmp_path / "b", "--chunks", "2")
+    m = json.loads((bundle / "manifest.json").read_text())
+    for p in m["programs"]:
+        last = p["chunk"] == 1
+        assert (p["ops"][-1] == {"op": "argmax", "in": ["logits"], "out": ["next_ids"]}) == last, p["name"]
+        assert ("next_ids" in p["outputs"]) == last and sum(o["op"] == "argmax" for o in p["ops"]) == last
+    old = tmp_path / "old"
+    shutil.copytree(bundle, old)
+    for p in m["programs"]:
+        p["ops"] = [o for o in p["ops"] if o["op"] != "argmax"]
+        p["outputs"] = [v for v in p["outputs"] if v != "next_ids"]
+    (old / "manifest.json").write_text(json.dumps(m))
+
+    prompt = seq()[:9]
+    got = tessera.Session(tessera.Model(str(bundle))).generate(prompt, 10, ignore_eos=True)["ids"]
+    assert tessera.Session(tessera.Model(str(old))).generate(prompt, 10, ignore_eos=True)["ids"] == got, name
+    session = tessera.Session(tessera.Model(str(bundle)))
+    want, ids = [], prompt
+    for _ in range(10):
+        want.append(int(np.argmax(session.forward(ids)[-1])))
+        ids = want[-1:]
+    assert got == want, name
