@@ -1,6 +1,7 @@
 // What the AVX-512 integer kernels could reach on this CPU, without them:
 //
-//   1. peak rates of the two VNNI dot products (12 independent chains):
+//   1. peak rates of the two VNNI dot products (12 independent chains), and
+//      vpdpwssd's latency and its rate with 8 chains:
 //      vpdpwssd (32 int16 multiply-adds per instruction, the prefill GEMM's)
 //      and vpdpbusd (64 u8 x s8, the decode GEMV's and llama.cpp's Q4_0 x
 //      Q8_0), on one thread and on two at once (a shared VM's two vCPUs
@@ -10,7 +11,8 @@
 //      passes, 2 cvt + 2 FMA), eight rows in flight, everything in L1: the
 //      kernel's compute ceiling; then the same with kernels/qlinear_avx512's
 //      per-chunk line prefetch;
-//   3. the int16 GEMM's 2-pair x 4-token tile (kernels/qlinear_i16gemm_avx512)
+//   3. the int16 GEMM's former 2-pair x 4-token tile (kernels/qlinear_i16gemm_avx512
+//      runs a 2 x 6 asm tile since the fourteenth session)
 //      over rows of 576, 1024 and 4864 columns: its inner loop alone and with
 //      the per-128-column cvt + FMA, showing what the block scales cost and
 //      where the tile's operands stop fitting L1.
@@ -57,6 +59,49 @@ PROBE_AVX512 double dot_rate() {
   volatile int sink = _mm512_reduce_add_epi32(c0);
   (void)sink;
   return 12.0 * kIterations / dt / 1e9;
+}
+
+// vpdpwssd rate with 8 independent chains (the old 2 × 4 tile's sums), and
+// its latency in cycles: one dependent chain against a chain of imul
+// (latency 3 on every x86 core of the last decade), so no clock is assumed.
+PROBE_AVX512 double dpwssd_rate_8_chains() {
+  constexpr long kIterations = 40000000;
+  const auto t0 = std::chrono::steady_clock::now();
+  asm volatile(
+      "mov %0, %%rcx\n\t"
+      "1:\n\t"
+      "vpdpwssd %%zmm30, %%zmm31, %%zmm0\n\t vpdpwssd %%zmm30, %%zmm31, %%zmm1\n\t"
+      "vpdpwssd %%zmm30, %%zmm31, %%zmm2\n\t vpdpwssd %%zmm30, %%zmm31, %%zmm3\n\t"
+      "vpdpwssd %%zmm30, %%zmm31, %%zmm4\n\t vpdpwssd %%zmm30, %%zmm31, %%zmm5\n\t"
+      "vpdpwssd %%zmm30, %%zmm31, %%zmm6\n\t vpdpwssd %%zmm30, %%zmm31, %%zmm7\n\t"
+      "dec %%rcx\n\t"
+      "jnz 1b" ::"r"(kIterations)
+      : "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "cc");
+  return 8.0 * kIterations / seconds_since(t0) / 1e9;
+}
+
+PROBE_AVX512 double dpwssd_latency_cycles() {
+  constexpr long kIterations = 20000000;
+  auto t0 = std::chrono::steady_clock::now();
+  asm volatile(
+      "mov %0, %%rcx\n\t"
+      "1:\n\t"
+      "vpdpwssd %%zmm30, %%zmm31, %%zmm0\n\t vpdpwssd %%zmm30, %%zmm31, %%zmm0\n\t"
+      "vpdpwssd %%zmm30, %%zmm31, %%zmm0\n\t vpdpwssd %%zmm30, %%zmm31, %%zmm0\n\t"
+      "dec %%rcx\n\t"
+      "jnz 1b" ::"r"(kIterations)
+      : "rcx", "xmm0", "cc");
+  const double dot = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  asm volatile(
+      "mov %0, %%rcx\n\t"
+      "mov $1, %%rax\n\t"
+      "1:\n\t"
+      "imul %%rax, %%rax\n\t imul %%rax, %%rax\n\t imul %%rax, %%rax\n\t imul %%rax, %%rax\n\t"
+      "dec %%rcx\n\t"
+      "jnz 1b" ::"r"(kIterations)
+      : "rcx", "rax", "cc");
+  return 3.0 * dot / seconds_since(t0);
 }
 
 // GMAC/s of the lut4 GEMV mix over `chunks` 128-column chunks of 8 rows
@@ -164,6 +209,8 @@ int main() {
                     rate[i] * (words ? 32 : 64));
     }
   }
+  std::printf("   vpdpwssd latency %.1f cycles; 8 chains %.2f G/s (the 12 chains above hide the latency, 8 do not)\n",
+              dpwssd_latency_cycles(), dpwssd_rate_8_chains());
   std::printf("2. lut4 GEMV mix, 8 rows x 512 columns in L1, GMAC/s\n");
   const int64_t rb = 288;  // 576-column lut4 rows
   std::vector<uint8_t> w(8 * rb + 16384, 7);

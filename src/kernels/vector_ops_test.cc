@@ -675,12 +675,13 @@ TEST(VectorOpsBench, SmolLmAttention) {
 }
 
 // Timing, skipped unless TESSERA_KERNEL_BENCH=1: the argmax of one logits
-// row of SmolLM2 (49152) and Qwen2.5 (151936), in L2 as after the head.
+// row of SmolLM2 (49152), Qwen2.5 (151936) and Gemma 3 (262144), warm in
+// cache as after the head.
 TEST(VectorOpsBench, LogitsArgmax) {
   const char* env = std::getenv("TESSERA_KERNEL_BENCH");
   if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set TESSERA_KERNEL_BENCH=1 to time";
   std::mt19937 rng(910);
-  for (int64_t vocab : {49152, 151936}) {
+  for (int64_t vocab : {49152, 151936, 262144}) {
     const auto logits = random_values(rng, vocab, -20.0f, 20.0f);
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
       if (!isa_supported(isa)) continue;
