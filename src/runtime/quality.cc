@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "kernels/reference/kernels.h"
 #include "runtime/session.h"
 
 namespace tessera {
@@ -32,10 +33,6 @@ void log_softmax(const float* logits, int64_t n, std::vector<double>& out) {
   for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
   const double lse = mx + std::log(sum);
   for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<double>(logits[i]) - lse;
-}
-
-int64_t argmax(const float* v, int64_t n) {
-  return static_cast<int64_t>(std::max_element(v, v + n) - v);
 }
 
 // Runs `ids` teacher-forced in a fresh Session; returns all logits and fills
@@ -110,7 +107,7 @@ QualityReport measure_quality(const Model& test, const Model& ref, const std::ve
     for (int64_t t = 0; t < rows; ++t) {
       const float* a = lt.data() + t * vocab;
       const float* b = lr.data() + t * vocab;
-      const int64_t top_t = argmax(a, vocab), top_r = argmax(b, vocab);
+      const int64_t top_t = ref::argmax(a, vocab), top_r = ref::argmax(b, vocab);
       agree += top_t == top_r;
       const double cs = cosine(a, b, vocab);
       logits_cos_sum += cs;
