@@ -30,9 +30,17 @@ KvCache::KvCache(const ModelSpec& spec, int64_t context_length, KvType type)
   }
 }
 
+ref::KvSpan KvCache::layout(const Layer& L) {
+  ref::KvSpan s;
+  s.capacity = L.capacity;
+  s.row_stride = L.head_dim;
+  s.head_stride = L.slots * L.head_dim;
+  return s;
+}
+
 ref::KvSpan KvCache::span(int64_t layer, int64_t window, const float* new_k, const float* new_v) const {
   const Layer& L = layers_[layer];
-  ref::KvSpan s;
+  ref::KvSpan s = layout(L);
   if (type_ == KvType::F16) {
     s.past_k_f16 = L.k16.data();
     s.past_v_f16 = L.v16.data();
@@ -40,9 +48,6 @@ ref::KvSpan KvCache::span(int64_t layer, int64_t window, const float* new_k, con
     s.past_k = L.k.data();
     s.past_v = L.v.data();
   }
-  s.capacity = L.capacity;
-  s.row_stride = L.head_dim;
-  s.head_stride = L.slots * L.head_dim;
   s.past_end = length_;
   s.past_begin = window > 0 ? std::max<int64_t>(0, length_ - window + 1) : 0;
   s.new_k = new_k;
@@ -81,13 +86,14 @@ void KvCache::store(int64_t layer, const float* k, const float* v, int64_t rows)
     if (L.ring) L.slot_position.assign(static_cast<size_t>(slots), -1);
   }
   const int64_t hd = L.head_dim;
+  const ref::KvSpan where = layout(L);
   const int64_t first = L.ring ? std::max<int64_t>(0, rows - L.capacity) : 0;
   for (int64_t t = first; t < rows; ++t) {
     const int64_t slot = (length_ + t) % L.capacity;
     for (int64_t h = 0; h < L.kv_heads; ++h) {
       const float* kt = k + t * L.width + h * hd;
       const float* vt = v + t * L.width + h * hd;
-      const int64_t at = L.at(slot, h);
+      const int64_t at = where.past_at(slot, h, L.width, hd);
       if (f16) {
         for (int64_t i = 0; i < hd; ++i) {
           L.k16[at + i] = f32_to_f16(kt[i]);

@@ -80,9 +80,11 @@ class KvCache {
     std::vector<float> k, v;           // F32: [kv heads][slots][head_dim]
     std::vector<uint16_t> k16, v16;    // F16: likewise, binary16 bits
     std::vector<int64_t> slot_position;  // ring layers: the position each slot holds (-1: none)
-    // Where slot `slot` of head h starts in k / v (the span's past_at).
-    int64_t at(int64_t slot, int64_t h) const { return (h * slots + slot) * head_dim; }
   };
+  // The layer's storage as a span sees it (capacity and the head-major
+  // strides; no data): span() fills in the rest, and store() writes where
+  // its past_at() says attention reads.
+  static ref::KvSpan layout(const Layer& L);
   template <class T>
   static void grow_heads(std::vector<T>& data, int64_t from, int64_t to, const Layer& L);
 
