@@ -240,7 +240,14 @@ void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& act
   thread_local std::vector<float> tile_scales;
   panel.resize(static_cast<size_t>(kPanelRows * cols));
   scratch.resize(static_cast<size_t>(2 * cols));
-  tile_scales.resize(static_cast<size_t>(kTileTokens * acts.blocks));
+  // Each full token tile's block scales by block (scales[6 b + t]), once per
+  // call: every panel's pass over the tile reads them.
+  const int64_t full_tiles = acts.rows / kTileTokens;
+  tile_scales.resize(static_cast<size_t>(full_tiles * kTileTokens * acts.blocks));
+  for (int64_t k = 0; k < full_tiles; ++k)
+    for (int64_t b = 0; b < acts.blocks; ++b)
+      for (int t = 0; t < kTileTokens; ++t)
+        tile_scales[(k * acts.blocks + b) * kTileTokens + t] = acts.scale_row(k * kTileTokens + t)[b];
   for (int64_t p0 = n_begin; p0 < n_end; p0 += kPanelRows) {
     const int64_t p1 = std::min(n_end, p0 + kPanelRows);
     const int64_t pairs = (p1 - p0 + 1) / 2;
@@ -249,15 +256,12 @@ void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& act
     // Token tiles outermost: a tile's activations stay in L1 while every
     // row pair of the panel passes over them.
     for (int64_t t0 = 0; t0 < acts.rows; t0 += kTileTokens) {
-      if (acts.rows - t0 >= kTileTokens)  // the full tile reads its scales block by block
-        for (int64_t b = 0; b < acts.blocks; ++b)
-          for (int t = 0; t < kTileTokens; ++t) tile_scales[kTileTokens * b + t] = acts.scale_row(t0 + t)[b];
+      const float* scales = tile_scales.data() + (t0 / kTileTokens) * kTileTokens * acts.blocks;  // full tiles only
       int64_t i = 0;
       for (; i + kTilePairs <= pairs; i += kTilePairs)
-        tile_tokens<kTilePairs>(panel.data() + i * 2 * cols, acts, t0, tile_scales.data(), w, p0 + 2 * i, p1, bias,
-                                y, ldy);
+        tile_tokens<kTilePairs>(panel.data() + i * 2 * cols, acts, t0, scales, w, p0 + 2 * i, p1, bias, y, ldy);
       for (; i < pairs; ++i)
-        tile_tokens<1>(panel.data() + i * 2 * cols, acts, t0, tile_scales.data(), w, p0 + 2 * i, p1, bias, y, ldy);
+        tile_tokens<1>(panel.data() + i * 2 * cols, acts, t0, scales, w, p0 + 2 * i, p1, bias, y, ldy);
     }
   }
 }

@@ -51,6 +51,7 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
   const int64_t vocab = s.vocab_size;
   logits_.assign(static_cast<size_t>((all ? ids.size() : 1) * vocab), 0.0f);
   greedy_ids_.assign(all ? ids.size() : 1, 0);
+  greedy_ready_ = true;  // until a call's program has no Argmax op
   size_t done = 0;
   while (done < ids.size()) {
     const int64_t n = std::min<int64_t>(per_call, static_cast<int64_t>(ids.size() - done));
@@ -62,6 +63,16 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
   }
   history_.insert(history_.end(), ids.begin(), ids.end());
   return logits_;
+}
+
+const std::vector<int32_t>& Session::greedy_ids() {
+  if (!greedy_ready_) {
+    const int64_t vocab = model_.spec().vocab_size;
+    for (size_t r = 0; r < greedy_ids_.size(); ++r)
+      greedy_ids_[r] = static_cast<int32_t>(ref::argmax(logits_.data() + r * vocab, vocab));
+    greedy_ready_ = true;
+  }
+  return greedy_ids_;
 }
 
 void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out) {
@@ -134,11 +145,10 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
     const Program& last = *set.variant(variant).back();
     const int64_t rows = static_cast<int64_t>(ctx.logit_rows.size()), vocab = model_.spec().vocab_size;
     std::memcpy(logits_out, prev->f(last.find_value("logits")), sizeof(float) * rows * vocab);
-    if (const int next = last.find_value("next_ids"); next >= 0) {
+    if (const int next = last.find_value("next_ids"); next >= 0)
       std::memcpy(ids_out, prev->i(next), sizeof(int32_t) * rows);
-    } else {
-      for (int64_t r = 0; r < rows; ++r) ids_out[r] = static_cast<int32_t>(ref::argmax(logits_out + r * vocab, vocab));
-    }
+    else
+      greedy_ready_ = false;  // greedy_ids() scans the logits
   }
   kv_.advance(n);
 }

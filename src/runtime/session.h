@@ -32,8 +32,9 @@ class Session {
                                     int64_t max_tokens_per_call = 0);
   // The argmax of each logits row of the last forward() (lowest id on
   // ties, ref::argmax): the programs' Argmax op computed it, or, for a
-  // bundle recorded without that op, a scan of the logits here.
-  const std::vector<int32_t>& greedy_ids() const { return greedy_ids_; }
+  // bundle recorded without that op, a scan of the logits made here on the
+  // first call after that forward().
+  const std::vector<int32_t>& greedy_ids();
 
   int64_t length() const { return kv_.length(); }
   int64_t context_length() const { return kv_.context_length(); }
@@ -77,7 +78,8 @@ class Session {
   std::vector<int32_t> history_;
   std::vector<std::optional<Workspace>> workspaces_;  // by program index, made on first use
   std::vector<float> logits_;
-  std::vector<int32_t> greedy_ids_;
+  std::vector<int32_t> greedy_ids_;  // valid when greedy_ready_
+  bool greedy_ready_ = false;
 };
 
 }  // namespace tessera
