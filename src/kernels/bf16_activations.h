@@ -24,6 +24,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/cpu_isa.h"
 
 namespace tessera::kernels {
@@ -48,8 +49,8 @@ inline float bf16_to_f32(uint16_t b) {
 
 struct Bf16Activations {
   int64_t rows = 0, cols = 0;
-  int64_t blocks = 0;           // token blocks of 16, even (rows zero-padded)
-  std::vector<uint32_t> pairs;  // [blocks][cols / 2][16]
+  int64_t blocks = 0;             // token blocks of 16, even (rows zero-padded)
+  AlignedVector<uint32_t> pairs;  // [blocks][cols / 2][16]
 
   const uint32_t* block(int64_t b) const { return pairs.data() + b * (cols / 2) * kTileTokens; }
   // The bf16 value of x[t][c], for the scalar twin and tests.

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/cpu_isa.h"
 
 namespace tessera::kernels {
@@ -31,7 +32,7 @@ constexpr int64_t kI16Block = 128;
 struct Int16Activations {
   int64_t rows = 0, cols = 0;
   int64_t blocks = 0;         // per row: ceil(cols / kI16Block)
-  std::vector<int16_t> q;     // [rows][cols], column order
+  AlignedVector<int16_t> q;   // [rows][cols], column order
   std::vector<float> scale;   // [rows][blocks]
 
   const int16_t* q_row(int64_t t) const { return q.data() + t * cols; }

@@ -57,6 +57,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/cpu_isa.h"
 
 namespace tessera::kernels {
@@ -84,12 +85,12 @@ inline int64_t act_position(ActLayout layout, int64_t c) {
 struct Int8Activations {
   ActLayout layout = ActLayout::Natural;
   int64_t rows = 0, cols = 0;
-  int64_t chunks = 0;           // per row: ceil(cols / chunk_cols)
-  int passes = 1;               // 1 or 2 (x, then its residual)
-  int qmax = kActQmax;          // |q| ≤ qmax in every pass
-  std::vector<int8_t> q;        // [rows][passes][chunks · chunk_cols]
-  std::vector<float> scale16;   // [rows][passes][chunks][16]
-  std::vector<int32_t> bias16;  // [rows][passes][chunks][16]
+  int64_t chunks = 0;             // per row: ceil(cols / chunk_cols)
+  int passes = 1;                 // 1 or 2 (x, then its residual)
+  int qmax = kActQmax;            // |q| ≤ qmax in every pass
+  AlignedVector<int8_t> q;        // [rows][passes][chunks · chunk_cols]
+  AlignedVector<float> scale16;   // [rows][passes][chunks][16]
+  AlignedVector<int32_t> bias16;  // [rows][passes][chunks][16]
 
   int64_t row_bytes() const { return chunks * act_chunk_cols(layout); }
   const int8_t* q_row(int64_t t, int pass = 0) const { return q.data() + (t * passes + pass) * row_bytes(); }

@@ -18,9 +18,9 @@
 namespace tessera::kernels {
 namespace {
 
-template <typename T>
-bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+template <typename Vec>
+bool same_bytes(const Vec& a, const Vec& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
 }
 
 std::vector<float> random_row_set(std::mt19937& rng, int64_t rows, int64_t cols, int flavour) {

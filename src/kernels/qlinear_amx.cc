@@ -15,6 +15,7 @@
 // don't-care inputs.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#include "core/aligned_vector.h"
 #include "kernels/qlinear_amx.h"
 
 #include <immintrin.h>
@@ -185,7 +186,7 @@ void qlinear_amx(const QLinearWeights& w, const Bf16Activations& acts, const flo
     fail("", "qlinear", "activations ({} columns) do not match the weight ({} columns)", acts.cols, w.cols());
   if (n_begin >= n_end || acts.rows == 0) return;
   const int64_t cols = w.cols();
-  thread_local std::vector<uint16_t> panel;
+  thread_local AlignedVector<uint16_t> panel;
   if (panel.size() < static_cast<size_t>(kPanelRows * cols)) panel.resize(static_cast<size_t>(kPanelRows * cols));
   load_tile_config();
   // The panel is tile-major: the 32 rows' columns 32s .. 32s+31 are one

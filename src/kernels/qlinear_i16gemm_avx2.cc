@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/error.h"
 #include "kernels/lane_reduce.h"
 #include "kernels/lut_unpack_avx2.h"
@@ -163,7 +164,7 @@ void qlinear_i16gemm_avx2(const QLinearWeights& w, const Int16Activations& acts,
   if (acts.cols != w.cols())
     fail("", "qlinear_i16gemm_avx2", "activations have {} columns, the weight {}", acts.cols, w.cols());
   const int64_t cols = w.cols();
-  thread_local std::vector<int16_t> panel;
+  thread_local AlignedVector<int16_t> panel;  // 64-byte rows stay line-aligned when cols % 32 == 0
   panel.resize(static_cast<size_t>(kPanelRows * cols));
   for (int64_t p0 = n_begin; p0 < n_end; p0 += kPanelRows) {
     const int64_t rows = std::min(kPanelRows, n_end - p0);

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/error.h"
 #include "kernels/lane_reduce.h"
 #include "kernels/qlinear_i16gemm.h"
@@ -236,7 +237,7 @@ void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& act
   if (acts.cols != w.cols())
     fail("", "qlinear_i16gemm_avx512", "activations have {} columns, the weight {}", acts.cols, w.cols());
   const int64_t cols = w.cols();
-  thread_local std::vector<int16_t> panel, scratch;
+  thread_local AlignedVector<int16_t> panel, scratch;  // pairs stay line-aligned when cols % 32 == 0
   thread_local std::vector<float> tile_scales;
   panel.resize(static_cast<size_t>(kPanelRows * cols));
   scratch.resize(static_cast<size_t>(2 * cols));
