@@ -59,6 +59,26 @@ Isa from_environment() {
 }
 
 std::atomic<int> g_active{-1};
+std::atomic<int> g_avx_vnni{-1};
+
+bool detect_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+bool avx_vnni_from_environment() {
+  const char* env = std::getenv("TESSERA_AVX_VNNI");
+  if (env == nullptr || *env == '\0') return avx_vnni_supported();
+  const std::string_view v(env);
+  if (v == "0") return false;
+  if (v != "1") fail("environment", "TESSERA_AVX_VNNI", "expected 0 or 1, got '{}'", v);
+  if (!avx_vnni_supported()) fail("environment", "TESSERA_AVX_VNNI", "this CPU has no AVX-VNNI");
+  return true;
+}
 
 }  // namespace
 
@@ -81,6 +101,7 @@ Isa active_isa() {
   int v = g_active.load(std::memory_order_acquire);
   if (v < 0) {
     v = static_cast<int>(from_environment());
+    avx_vnni_enabled();  // a bad TESSERA_AVX_VNNI is refused whatever the level
     g_active.store(v, std::memory_order_release);
   }
   return static_cast<Isa>(v);
@@ -90,6 +111,25 @@ void set_active_isa(Isa isa) {
   if (!isa_supported(isa))
     fail("options", "isa", "this CPU does not support {} (best: {})", isa_name(isa), isa_name(detected_isa()));
   g_active.store(static_cast<int>(isa), std::memory_order_release);
+}
+
+bool avx_vnni_supported() {
+  static const bool has = detect_avx_vnni();
+  return has;
+}
+
+bool avx_vnni_enabled() {
+  int v = g_avx_vnni.load(std::memory_order_acquire);
+  if (v < 0) {
+    v = avx_vnni_from_environment() ? 1 : 0;
+    g_avx_vnni.store(v, std::memory_order_release);
+  }
+  return v == 1;
+}
+
+void set_avx_vnni(bool on) {
+  if (on && !avx_vnni_supported()) fail("options", "avx_vnni", "this CPU has no AVX-VNNI");
+  g_avx_vnni.store(on ? 1 : 0, std::memory_order_release);
 }
 
 }  // namespace tessera

@@ -38,4 +38,14 @@ bool isa_supported(Isa isa);
 Isa active_isa();
 void set_active_isa(Isa isa);  // Error if the CPU lacks it
 
+// AVX-VNNI: the VEX-encoded vpdpwssd / vpdpbusd on 256-bit vectors (Alder
+// Lake and later Intel cores, which lack AVX-512; Zen 5). Not a level of its
+// own: the avx2 level's kernels use it where the CPU has it, with the same
+// bits as without (it fuses the multiply and the add of exact int32 sums).
+// TESSERA_AVX_VNNI=0 switches it off, so the plain AVX2 code can be run and
+// measured on such a CPU; read once. set_avx_vnni() overrides it (tests).
+bool avx_vnni_supported();
+bool avx_vnni_enabled();
+void set_avx_vnni(bool on);  // Error if on and the CPU lacks it
+
 }  // namespace tessera

@@ -26,7 +26,9 @@
 // (vpshufb palette lookup, once per call: 64 bytes per column, held in L2),
 // then a 2-row × 4-token register tile streams them against 4 tokens'
 // activations (L1). The f32 FMA GEMM this replaced, and the numbers, are in
-// docs/REJECTED_APPROACHES.md.
+// docs/REJECTED_APPROACHES.md. Where the CPU has AVX-VNNI (kernels/cpu_isa.h),
+// a 2-row × 6-token tile fuses each vpmaddwd + vpaddd into one VEX vpdpwssd
+// (the same exact int32 sums).
 // Why int16 on AVX-512 without AMX: vpdpwssd does 32 multiply-adds per
 // instruction against vpdpbusd's 64, but the decode kernels' accuracy needs
 // two int8 passes (so 32 again) plus a cvt + FMA per pass and chunk, and

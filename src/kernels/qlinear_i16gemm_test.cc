@@ -1,5 +1,5 @@
-// int16 prefill GEMM: the row expansion gives w.value(); the AVX2 and AVX-512
-// kernels give the scalar twin's bits for any shape, token count and row
+// int16 prefill GEMM: the row expansion gives w.value(); the AVX2 (with and
+// without AVX-VNNI) and AVX-512 kernels give the scalar twin's bits for any shape, token count and row
 // split; the twin is within the int16 rounding bound of the f32 reference on
 // the same weight.
 #include "kernels/qlinear_i16gemm.h"
@@ -24,8 +24,8 @@ using test_fixtures::same_bits;
 
 // Rows off the 2-row tile (AVX2), the 2-pair tile (AVX-512) and the 32-row
 // panel, odd row counts (a pair with one row), tokens off the 4-token (AVX2)
-// and 6-token (AVX-512) tiles with every remainder, columns ending on a
-// 64-column block.
+// and 6-token (AVX-512, AVX-VNNI) tiles with every remainder, columns ending
+// on a 64-column block.
 const LinearShape kShapes[] = {
     {WeightFormat::Lut4, 32, 64, 16, 16},  {WeightFormat::Lut4, 37, 576, 1, 33}, {WeightFormat::Lut4, 96, 640, 16, 7},
     {WeightFormat::Lut4, 9, 192, 3, 1},    {WeightFormat::Lut4, 65, 1536, 5, 18}, {WeightFormat::Int8, 13, 576, 0, 40},
@@ -94,11 +94,31 @@ TEST(QLinearI16Gemm, RowExpansionGivesTheWeightValues) {
   }
 }
 
-class QLinearI16GemmLevels : public ::testing::TestWithParam<Isa> {};
+// A level, and for avx2 whether its kernel may use AVX-VNNI.
+struct GemmLevel {
+  Isa isa;
+  bool avx_vnni;
+  const char* name;
+};
+
+class QLinearI16GemmLevels : public ::testing::TestWithParam<GemmLevel> {
+ protected:
+  void SetUp() override {
+    const GemmLevel& l = GetParam();
+    if (!isa_supported(l.isa)) GTEST_SKIP() << "needs " << isa_name(l.isa);
+    if (l.avx_vnni && !avx_vnni_supported()) GTEST_SKIP() << "needs AVX-VNNI";
+    if (avx_vnni_supported()) set_avx_vnni(l.avx_vnni);
+  }
+  void TearDown() override {
+    if (avx_vnni_supported()) set_avx_vnni(vnni_before_);
+  }
+
+ private:
+  bool vnni_before_ = avx_vnni_enabled();
+};
 
 TEST_P(QLinearI16GemmLevels, KernelGivesTheScalarTwinsBitsForAnySplit) {
-  const Isa isa = GetParam();
-  if (!isa_supported(isa)) GTEST_SKIP() << "needs " << isa_name(isa);
+  const Isa isa = GetParam().isa;
   std::mt19937 rng(32);
   for (const LinearShape& s : kShapes) {
     const RandomCase c(rng, s);
@@ -112,8 +132,7 @@ TEST_P(QLinearI16GemmLevels, KernelGivesTheScalarTwinsBitsForAnySplit) {
 }
 
 TEST_P(QLinearI16GemmLevels, MismatchedActivationsAreRefused) {
-  const Isa isa = GetParam();
-  if (!isa_supported(isa)) GTEST_SKIP() << "needs " << isa_name(isa);
+  const Isa isa = GetParam().isa;
   std::mt19937 rng(34);
   const LinearShape s{WeightFormat::Int8, 16, 128, 0, 2};
   const RandomCase c(rng, s);
@@ -122,8 +141,10 @@ TEST_P(QLinearI16GemmLevels, MismatchedActivationsAreRefused) {
   EXPECT_THROW(qlinear_i16gemm(isa, c.w, quantized(isa, narrow, 2, 64), nullptr, 0, 16, y.data(), 16), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, QLinearI16GemmLevels, ::testing::Values(Isa::Avx2, Isa::Avx512),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Kernels, QLinearI16GemmLevels,
+                         ::testing::Values(GemmLevel{Isa::Avx2, false, "avx2"}, GemmLevel{Isa::Avx2, true, "avx2_vnni"},
+                                           GemmLevel{Isa::Avx512, false, "avx512"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(QLinearI16Gemm, ScalarTwinIsWithinRoundingOfTheReference) {
   std::mt19937 rng(33);

@@ -92,7 +92,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   // the integer-dot kernels of the vector level).
   std::string linear_level(isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa));
   if (uses_i16gemm(isa) && p.max_tokens >= kernels::kI16GemmMinTokens)
-    linear_level = fmt::format("{}_i16gemm", isa_name(isa));
+    linear_level = fmt::format("{}{}_i16gemm", isa_name(isa), isa == Isa::Avx2 && avx_vnni_enabled() ? "_vnni" : "");
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;

@@ -2,7 +2,8 @@
 shares. A lut4 bundle, an f16 or bf16 bundle and an f32 checkpoint run
 every op on an optimized kernel at the CPU's level (pass, exit 0); forcing
 TESSERA_ISA=scalar puts ops on reference kernels (fail, exit 1); bad options
-exit 2."""
+exit 2. At avx2 the prefill GEMM names its AVX-VNNI variant when it runs it
+(TESSERA_AVX_VNNI=0 switches it off)."""
 
 import json
 
@@ -80,6 +81,32 @@ def test_unquantized_linears_run_the_float_kernels(tiny, tmp_path, weights):
     kernels = {k["kernel"] for p in out["programs"] for k in p["kernels"]}
     assert f"linear.{fmt}.{vec}" in kernels and not any(k.startswith("linear.") and k != f"linear.{fmt}.{vec}"
                                                          for k in kernels), kernels
+
+
+def test_avx2_prefill_gemm_names_its_avx_vnni_variant(tiny):
+    _, bundle = tiny
+
+    def gemm_kernels(vnni):
+        proc, out = audit(bundle, env={"TESSERA_ISA": "avx2", "TESSERA_AVX_VNNI": vnni})
+        if proc.returncode != 0 and ("does not support avx2" in proc.stderr or "has no AVX-VNNI" in proc.stderr):
+            return None
+        assert proc.returncode == 0, proc.stderr
+        return {k["kernel"] for p in out["programs"] for k in p["kernels"] if "i16gemm" in k["kernel"]}
+
+    plain = gemm_kernels("0")
+    if plain is None:
+        pytest.skip("this CPU has no AVX2")
+    assert plain == {"linear.lut4.avx2_i16gemm", "linear.int8.avx2_i16gemm"}
+    vnni = gemm_kernels("1")
+    if vnni is None:
+        pytest.skip("this CPU has no AVX-VNNI")
+    assert vnni == {"linear.lut4.avx2_vnni_i16gemm", "linear.int8.avx2_vnni_i16gemm"}
+
+
+def test_bad_avx_vnni_setting_is_refused(tiny):
+    _, bundle = tiny
+    proc = run_tessera("audit", bundle, "--steps", "1", env={"TESSERA_AVX_VNNI": "yes"}, check=False)
+    assert proc.returncode != 0 and "TESSERA_AVX_VNNI" in proc.stderr and "expected 0 or 1" in proc.stderr
 
 
 def test_text_report_and_threshold(tiny):

@@ -11,7 +11,7 @@ from conftest import run_tessera
 from tiny_models import make_tiny_model
 
 KEYS = ["model", "threads", "isa", "pp_tok_s", "pp_tok_s_sd", "tg_tok_s", "tg_tok_s_sd", "ttft_ms", "peak_rss_mib",
-        "cpu_s_per_token", "chunk_ms", "depths", "prompt", "gen", "reps", "bundle_bytes"]
+        "cpu_s_per_token", "chunk_ms", "depths", "prompt", "gen", "reps", "bundle_bytes", "avx_vnni"]
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,7 @@ def test_json_has_every_key_with_sane_values(tiny, monkeypatch):
     for key in KEYS:
         assert key in out, key
     assert out["isa"] == "scalar"  # the level the kernels ran, as forced by TESSERA_ISA
+    assert out["avx_vnni"] is False  # only the avx2 level's kernels have AVX-VNNI variants
     assert (out["threads"], out["prompt"], out["gen"], out["reps"]) == (2, 40, 16, 2)
     for key in ("pp_tok_s", "tg_tok_s", "ttft_ms", "peak_rss_mib", "cpu_s_per_token", "bundle_bytes"):
         assert math.isfinite(out[key]) and out[key] > 0, (key, out[key])
