@@ -225,7 +225,8 @@ def run_tessera(args, commands):
     if proc.returncode != 0:
         raise SystemExit(f"tessera bench failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out = json.loads(proc.stdout)
-    out["runtime"] = f"tessera {out.get('version', '')} (isa {out.get('isa', '?')})".strip()
+    vnni = ", AVX-VNNI" if out.get("avx_vnni") else ""
+    out["runtime"] = f"tessera {out.get('version', '')} (isa {out.get('isa', '?')}{vnni})".strip()
     return out
 
 
