@@ -43,6 +43,7 @@ void register_audit(CLI::App& app) {
       nlohmann::ordered_json j;
       j["model"] = model;
       j["isa"] = r.isa;
+      j["avx_vnni"] = r.avx_vnni;
       j["pass"] = ok;
       j["max_fallback_percent"] = max_fallback;
       j["fallback_op_percent"] = 100 * r.fallback_op_share();
@@ -63,7 +64,8 @@ void register_audit(CLI::App& app) {
       }
       fmt::print("{}\n", j.dump(1));
     } else {
-      fmt::print("isa {} | limit {:.1f}% of ops and of time on fallback kernels\n", r.isa, max_fallback);
+      fmt::print("isa {}{} | limit {:.1f}% of ops and of time on fallback kernels\n", r.isa,
+                 r.avx_vnni ? " (AVX-VNNI)" : "", max_fallback);
       for (const ProgramAudit& p : r.programs) {
         if (p.calls == 0) fmt::print("\n{}: not run (its prefill size does not fit the context)", p.program);
         fmt::print("\n{}: {} ops, {:.3f} ms/call | fallback {:.1f}% of ops, {:.1f}% of time\n", p.program, p.ops,

@@ -15,8 +15,9 @@
 //   lane's bias16 = −128 · Σa is added once per lane and pass: no vpabsb /
 //   vpsignb, which on Zen 3 share the two pipes of the multiplies.
 //   vpmaddwd with ones then adds adjacent pairs into int32 lanes of 4 bytes
-//   — the same lanes as the AVX-512 kernel's vpdpbusd. One cvt + FMA per
-//   half and activation pass applies the activation scales.
+//   — the same lanes as the AVX-512 kernel's vpdpbusd. With AVX-VNNI one
+//   VEX vpdpbusd does all three (same sums). One cvt + FMA per half and
+//   activation pass applies the activation scales.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -34,13 +35,22 @@ namespace {
 constexpr int kPrefetchL1 = 1024;
 constexpr int kPrefetchL2 = 8192;
 
-// Σ p·a over each int32 lane's 4 bytes: exact for |a| ≤ 127 (signed p), or,
-// with U, for |a| ≤ 63 and p = the unsigned u (then Σ u·a = Σ p·a + 128·Σa,
-// which the caller's bias16 removes).
-template <bool U>
-TESSERA_AVX2 inline __m256i dot4(__m256i p, __m256i a, __m256i ones16) {
-  if constexpr (U) return _mm256_madd_epi16(_mm256_maddubs_epi16(p, a), ones16);
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(p), _mm256_sign_epi8(a, p)), ones16);
+// acc + Σ p·a over each int32 lane's 4 bytes: exact for |a| ≤ 127 (signed
+// p), or, with U, for |a| ≤ 63 and p = the unsigned u (then Σ u·a = Σ p·a +
+// 128·Σa, which the caller's bias16 removes). With V (AVX-VNNI, kernels/
+// cpu_isa.h) one VEX vpdpbusd forms and adds the same exact lane sums that
+// vpmaddubsw + vpmaddwd + vpaddd do (vpmaddubsw cannot saturate on these
+// operands), so both give the same bits. In asm: the intrinsic would need
+// the whole kernel compiled for AVX-VNNI, which CPUs without it must not run.
+template <bool U, bool V>
+TESSERA_AVX2 inline __m256i dot4_add(__m256i acc, __m256i p, __m256i a, __m256i ones16) {
+  const __m256i u = U ? p : _mm256_abs_epi8(p);
+  const __m256i b = U ? a : _mm256_sign_epi8(a, p);
+  if constexpr (V) {
+    asm("%{vex%} vpdpbusd %[b], %[u], %[acc]" : [acc] "+x"(acc) : [u] "x"(u), [b] "x"(b));
+    return acc;
+  }
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, b), ones16));
 }
 
 // One token's q bytes, lane scales and (narrow activations) lane biases per
@@ -54,8 +64,8 @@ struct TokenPasses {
 
 // One half H (lanes 8H..8H+7) of chunk m, for R rows and P activation passes.
 // B: bits per weight (8: int8, 4: lut4, 3: lut3, 2: lut2). U: narrow
-// activations, unsigned weights (tbl then holds u = p + 128).
-template <int R, int P, int B, bool U, int H>
+// activations, unsigned weights (tbl then holds u = p + 128). V: AVX-VNNI.
+template <int R, int P, int B, bool U, bool V, int H>
 TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t* const* row, const __m256i* tbl,
                                                                    const TokenPasses<P>& a, int64_t m,
                                                                    __m256 (*acc)[2]) {
@@ -83,24 +93,25 @@ TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t
       if constexpr (U) v = _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80)));
     }
     for (int k = 0; k < P; ++k) {
-      __m256i d;
+      // The lane bias (narrow activations) first: integer sums, so the
+      // order of the additions does not change them.
+      __m256i d = U ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.b[k] + 16 * m + 8 * H))
+                    : _mm256_setzero_si256();
       if constexpr (lut) {
         const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q[k] + 128 * m + 32 * H));
         const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q[k] + 128 * m + 64 + 32 * H));
-        d = _mm256_add_epi32(dot4<U>(plo, alo, ones16), dot4<U>(phi, ahi, ones16));
+        d = dot4_add<U, V>(dot4_add<U, V>(d, plo, alo, ones16), phi, ahi, ones16);
       } else {
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q[k] + 64 * m + 32 * H));
-        d = dot4<U>(v, av, ones16);
+        d = dot4_add<U, V>(d, v, av, ones16);
       }
-      if constexpr (U)
-        d = _mm256_add_epi32(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.b[k] + 16 * m + 8 * H)));
       const __m256 s = _mm256_loadu_ps(a.s[k] + 16 * m + 8 * H);
       acc[r][H] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][H]);
     }
   }
 }
 
-template <int R, int P, int B, bool U>
+template <int R, int P, int B, bool U, bool V>
 TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts, int64_t t, int64_t n,
                             const float* bias, float* y) {
   __m256i tbl[R];
@@ -121,10 +132,10 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts
   // Whole chunks, then (lut rows of 64 columns past the last whole chunk) a first half.
   const int64_t whole = w.cols() / act_chunk_cols(acts.layout);
   for (int64_t m = 0; m < whole; ++m) {
-    half_chunk<R, P, B, U, 0>(row, tbl, a, m, acc);
-    half_chunk<R, P, B, U, 1>(row, tbl, a, m, acc);
+    half_chunk<R, P, B, U, V, 0>(row, tbl, a, m, acc);
+    half_chunk<R, P, B, U, V, 1>(row, tbl, a, m, acc);
   }
-  if (whole < acts.chunks) half_chunk<R, P, B, U, 0>(row, tbl, a, whole, acc);
+  if (whole < acts.chunks) half_chunk<R, P, B, U, V, 0>(row, tbl, a, whole, acc);
   for (int r = 0; r < R; ++r)
     y[n + r] = qlinear_output(reduce_lanes16_avx2(acc[r][0], acc[r][1]), w.out_scale(n + r), bias, n + r);
 }
@@ -137,20 +148,25 @@ void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const fl
   const bool narrow = acts.qmax <= kActQmaxNarrow;
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
-    auto run = [&](auto unsigned_weights) {
+    auto run = [&](auto unsigned_weights, auto vnni) {
       constexpr bool U = decltype(unsigned_weights)::value;
+      constexpr bool V = decltype(vnni)::value;
       for_each_row_block<2>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
         constexpr int R = decltype(rows)::value;
         switch (bits) {
-          case 4: return rows_avx2<R, P, 4, U>(w, acts, t, n, bias, y + t * ldy);
-          case 3: return rows_avx2<R, P, 3, U>(w, acts, t, n, bias, y + t * ldy);
-          case 2: return rows_avx2<R, P, 2, U>(w, acts, t, n, bias, y + t * ldy);
-          default: return rows_avx2<R, P, 8, U>(w, acts, t, n, bias, y + t * ldy);
+          case 4: return rows_avx2<R, P, 4, U, V>(w, acts, t, n, bias, y + t * ldy);
+          case 3: return rows_avx2<R, P, 3, U, V>(w, acts, t, n, bias, y + t * ldy);
+          case 2: return rows_avx2<R, P, 2, U, V>(w, acts, t, n, bias, y + t * ldy);
+          default: return rows_avx2<R, P, 8, U, V>(w, acts, t, n, bias, y + t * ldy);
         }
       });
     };
-    if (narrow) run(std::true_type{});
-    else run(std::false_type{});
+    auto with_vnni = [&](auto unsigned_weights) {
+      if (avx_vnni_enabled()) run(unsigned_weights, std::true_type{});
+      else run(unsigned_weights, std::false_type{});
+    };
+    if (narrow) with_vnni(std::true_type{});
+    else with_vnni(std::false_type{});
   });
 }
 

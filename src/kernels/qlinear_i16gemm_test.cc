@@ -4,7 +4,9 @@
 // the same weight.
 #include "kernels/qlinear_i16gemm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -21,6 +23,8 @@ using test_fixtures::expect_within_rounding_bound;
 using test_fixtures::LinearShape;
 using test_fixtures::RandomCase;
 using test_fixtures::same_bits;
+using test_fixtures::AvxVnniScope;
+using test_fixtures::KernelLevel;
 
 // Rows off the 2-row tile (AVX2), the 2-pair tile (AVX-512) and the 32-row
 // panel, odd row counts (a pair with one row), tokens off the 4-token (AVX2)
@@ -94,27 +98,18 @@ TEST(QLinearI16Gemm, RowExpansionGivesTheWeightValues) {
   }
 }
 
-// A level, and for avx2 whether its kernel may use AVX-VNNI.
-struct GemmLevel {
-  Isa isa;
-  bool avx_vnni;
-  const char* name;
-};
-
-class QLinearI16GemmLevels : public ::testing::TestWithParam<GemmLevel> {
+class QLinearI16GemmLevels : public ::testing::TestWithParam<KernelLevel> {
  protected:
   void SetUp() override {
-    const GemmLevel& l = GetParam();
+    const KernelLevel& l = GetParam();
     if (!isa_supported(l.isa)) GTEST_SKIP() << "needs " << isa_name(l.isa);
     if (l.avx_vnni && !avx_vnni_supported()) GTEST_SKIP() << "needs AVX-VNNI";
-    if (avx_vnni_supported()) set_avx_vnni(l.avx_vnni);
+    vnni_.emplace(l);
   }
-  void TearDown() override {
-    if (avx_vnni_supported()) set_avx_vnni(vnni_before_);
-  }
+  void TearDown() override { vnni_.reset(); }
 
  private:
-  bool vnni_before_ = avx_vnni_enabled();
+  std::optional<AvxVnniScope> vnni_;
 };
 
 TEST_P(QLinearI16GemmLevels, KernelGivesTheScalarTwinsBitsForAnySplit) {
@@ -142,9 +137,13 @@ TEST_P(QLinearI16GemmLevels, MismatchedActivationsAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, QLinearI16GemmLevels,
-                         ::testing::Values(GemmLevel{Isa::Avx2, false, "avx2"}, GemmLevel{Isa::Avx2, true, "avx2_vnni"},
-                                           GemmLevel{Isa::Avx512, false, "avx512"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         ::testing::Values(KernelLevel{Isa::Avx2, false}, KernelLevel{Isa::Avx2, true},
+                                           KernelLevel{Isa::Avx512, false}),
+                         [](const auto& info) {
+                           std::string name = info.param.name();
+                           std::replace(name.begin(), name.end(), '+', '_');
+                           return name;
+                         });
 
 TEST(QLinearI16Gemm, ScalarTwinIsWithinRoundingOfTheReference) {
   std::mt19937 rng(33);

@@ -1,5 +1,5 @@
-// Integer-dot linear kernels: every instruction set gives the scalar twin's
-// bits; the twin stays within the error the int8 roundings allow of the f32
+// Integer-dot linear kernels: every instruction set (avx2 with and without
+// AVX-VNNI) gives the scalar twin's bits; the twin stays within the error the int8 roundings allow of the f32
 // reference (ref::linear_any on the same stored weight); activation
 // quantization follows its documented layout.
 #include "kernels/qlinear.h"
@@ -25,6 +25,9 @@ using test_fixtures::call_split;
 using test_fixtures::LinearShape;
 using test_fixtures::RandomCase;
 using test_fixtures::expect_within_rounding_bound;
+using test_fixtures::AvxVnniScope;
+using test_fixtures::KernelLevel;
+using test_fixtures::supported_levels;
 
 std::vector<float> run(Isa isa, const QLinearWeights& w, const Int8Activations& a, const float* bias, int64_t split) {
   const int64_t n = w.rows();
@@ -54,11 +57,11 @@ TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
         Int8Activations a;
         quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a, qmax);
         const std::vector<float> want = run(Isa::Scalar, w, a, bias.data(), 0);
-        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-          if (!isa_supported(isa)) continue;
+        for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512})) {
+          const AvxVnniScope vnni(level);
           for (int64_t split : {int64_t{0}, int64_t{1}, s.rows / 2, s.rows - 3}) {
-            EXPECT_TRUE(same_bits(run(isa, w, a, bias.data(), split), want))
-                << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] " << isa_name(isa)
+            EXPECT_TRUE(same_bits(run(level.isa, w, a, bias.data(), split), want))
+                << weight_format_name(s.format) << " [" << s.rows << ", " << s.cols << "] " << level.name()
                 << " split " << split << " passes " << passes << " qmax " << qmax;
           }
         }
@@ -88,10 +91,10 @@ TEST(QLinear, NarrowActivationsNeverSaturateTheVectorDots) {
         Int8Activations a;
         quantize_activations(Isa::Scalar, x.data(), 1, cols, w.layout(), passes, a, kActQmaxNarrow);
         const std::vector<float> want = run(Isa::Scalar, w, a, nullptr, 0);
-        for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-          if (!isa_supported(isa)) continue;
-          EXPECT_TRUE(same_bits(run(isa, w, a, nullptr, 0), want))
-              << weight_format_name(f) << " " << isa_name(isa) << " sign " << sign << " passes " << passes;
+        for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512})) {
+          const AvxVnniScope vnni(level);
+          EXPECT_TRUE(same_bits(run(level.isa, w, a, nullptr, 0), want))
+              << weight_format_name(f) << " " << level.name() << " sign " << sign << " passes " << passes;
         }
       }
     }

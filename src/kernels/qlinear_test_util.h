@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -131,5 +132,41 @@ void expect_within_rounding_bound(const RandomWeight& rw, const std::vector<floa
     }
   }
 }
+
+// A kernel level to test, and for avx2 whether its AVX-VNNI variants run.
+struct KernelLevel {
+  Isa isa;
+  bool avx_vnni;
+  std::string name() const { return std::string(isa_name(isa)) + (avx_vnni ? "+avx_vnni" : ""); }
+};
+
+// The given levels this CPU runs, avx2 once without AVX-VNNI and, where the
+// CPU has it, once with.
+inline std::vector<KernelLevel> supported_levels(std::initializer_list<Isa> isas) {
+  std::vector<KernelLevel> out;
+  for (Isa isa : isas) {
+    if (!isa_supported(isa)) continue;
+    out.push_back({isa, false});
+    if (isa == Isa::Avx2 && avx_vnni_supported()) out.push_back({isa, true});
+  }
+  return out;
+}
+
+// Sets the AVX-VNNI switch to a level's for a scope (where the CPU has
+// AVX-VNNI), restoring it after.
+class AvxVnniScope {
+ public:
+  explicit AvxVnniScope(const KernelLevel& level) {
+    if (avx_vnni_supported()) set_avx_vnni(level.avx_vnni);
+  }
+  ~AvxVnniScope() {
+    if (avx_vnni_supported()) set_avx_vnni(before_);
+  }
+  AvxVnniScope(const AvxVnniScope&) = delete;
+  AvxVnniScope& operator=(const AvxVnniScope&) = delete;
+
+ private:
+  bool before_ = avx_vnni_enabled();
+};
 
 }  // namespace tessera::kernels::test_fixtures

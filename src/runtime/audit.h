@@ -35,6 +35,7 @@ struct ProgramAudit {
 
 struct AuditResult {
   std::string isa;
+  bool avx_vnni = false;  // the avx2 level's integer kernels ran their AVX-VNNI variants
   std::vector<ProgramAudit> programs;
   int64_t ops = 0, fallback_ops = 0;
   double seconds = 0, fallback_seconds = 0;

@@ -90,9 +90,12 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   // AMX tiles at Isa::Amx, and one whose calls reach kI16GemmMinTokens on the
   // int16 GEMM at Isa::Avx2 and Isa::Avx512 (shorter calls of them still take
   // the integer-dot kernels of the vector level).
-  std::string linear_level(isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa));
+  // The avx2 level's integer kernels name their AVX-VNNI variants.
+  const char* vnni = isa == Isa::Avx2 && avx_vnni_enabled() ? "_vnni" : "";
+  std::string linear_level =
+      fmt::format("{}{}", isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa), vnni);
   if (uses_i16gemm(isa) && p.max_tokens >= kernels::kI16GemmMinTokens)
-    linear_level = fmt::format("{}{}_i16gemm", isa_name(isa), isa == Isa::Avx2 && avx_vnni_enabled() ? "_vnni" : "");
+    linear_level = fmt::format("{}{}_i16gemm", isa_name(isa), vnni);
   for (const Op& op : p.ops) {
     BoundOp b;
     b.op = &op;

@@ -2,8 +2,8 @@
 shares. A lut4 bundle, an f16 or bf16 bundle and an f32 checkpoint run
 every op on an optimized kernel at the CPU's level (pass, exit 0); forcing
 TESSERA_ISA=scalar puts ops on reference kernels (fail, exit 1); bad options
-exit 2. At avx2 the prefill GEMM names its AVX-VNNI variant when it runs it
-(TESSERA_AVX_VNNI=0 switches it off)."""
+exit 2. At avx2 the integer linears (decode GEMV, prefill GEMM) name their
+AVX-VNNI variants when they run them (TESSERA_AVX_VNNI=0 switches them off)."""
 
 import json
 
@@ -43,7 +43,9 @@ def test_lut4_bundle_runs_on_optimized_kernels(tiny):
     # At amx, vector ops and decode linears run the avx512 kernels; prefill
     # programs' linears run on AMX tiles.
     vec = "avx512" if isa == "amx" else isa
-    assert {f"linear.lut4.{vec}", f"linear.int8.{vec}", f"attention.{vec}", f"rms_norm.{vec}"} <= kernels
+    lin = vec + ("_vnni" if out["avx_vnni"] else "")  # the avx2 integer kernels' AVX-VNNI variants
+    assert isa == "avx2" or out["avx_vnni"] is False
+    assert {f"linear.lut4.{lin}", f"linear.int8.{lin}", f"attention.{vec}", f"rms_norm.{vec}"} <= kernels
     if isa == "amx":
         assert {"linear.lut4.amx", "linear.int8.amx"} <= kernels
         decode = out["programs"][names.index("decode.c0")]
@@ -83,24 +85,26 @@ def test_unquantized_linears_run_the_float_kernels(tiny, tmp_path, weights):
                                                          for k in kernels), kernels
 
 
-def test_avx2_prefill_gemm_names_its_avx_vnni_variant(tiny):
+def test_avx2_integer_linears_name_their_avx_vnni_variants(tiny):
     _, bundle = tiny
 
-    def gemm_kernels(vnni):
+    def linear_kernels(vnni):
         proc, out = audit(bundle, env={"TESSERA_ISA": "avx2", "TESSERA_AVX_VNNI": vnni})
         if proc.returncode != 0 and ("does not support avx2" in proc.stderr or "has no AVX-VNNI" in proc.stderr):
             return None
         assert proc.returncode == 0, proc.stderr
-        return {k["kernel"] for p in out["programs"] for k in p["kernels"] if "i16gemm" in k["kernel"]}
+        assert out["avx_vnni"] is (vnni == "1")
+        return {k["kernel"] for p in out["programs"] for k in p["kernels"] if k["kernel"].startswith("linear.")}
 
-    plain = gemm_kernels("0")
+    plain = linear_kernels("0")
     if plain is None:
         pytest.skip("this CPU has no AVX2")
-    assert plain == {"linear.lut4.avx2_i16gemm", "linear.int8.avx2_i16gemm"}
-    vnni = gemm_kernels("1")
+    assert plain == {"linear.lut4.avx2_i16gemm", "linear.int8.avx2_i16gemm", "linear.lut4.avx2", "linear.int8.avx2"}
+    vnni = linear_kernels("1")
     if vnni is None:
         pytest.skip("this CPU has no AVX-VNNI")
-    assert vnni == {"linear.lut4.avx2_vnni_i16gemm", "linear.int8.avx2_vnni_i16gemm"}
+    assert vnni == {"linear.lut4.avx2_vnni_i16gemm", "linear.int8.avx2_vnni_i16gemm", "linear.lut4.avx2_vnni",
+                    "linear.int8.avx2_vnni"}
 
 
 def test_bad_avx_vnni_setting_is_refused(tiny):
