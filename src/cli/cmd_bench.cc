@@ -92,7 +92,7 @@ void register_bench(CLI::App& app) {
     auto m = Model::load(model, lo);
     const BenchResult r = run_benchmark(*m, o);
     const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)
-    const bool avx_vnni = m->isa() == Isa::Avx2 && avx_vnni_enabled();  // the avx2 kernels' AVX-VNNI variants
+    const bool avx_vnni = runs_avx_vnni(m->isa());  // the avx2 kernels' AVX-VNNI variants
     const uint64_t disk = weights_on_disk(m->path());
 
     if (json) {
@@ -147,7 +147,8 @@ void register_bench(CLI::App& app) {
       return;
     }
     fmt::print("model {} ({}), {} threads, isa {}, kv {}, weights {}, {} chunk(s), {} reps, context {}\n", model,
-               architecture_name(m->spec().arch), threads, avx_vnni ? isa + " (AVX-VNNI)" : isa, kv_type_name(m->kv_type()),
+               architecture_name(m->spec().arch), threads, avx_vnni ? isa + " (AVX-VNNI)" : isa,
+               kv_type_name(m->kv_type()),
                m->weights_memory() ? file_memory_name(*m->weights_memory()) : "in memory",
                m->programs().num_chunks, o.reps, r.context_length);
     fmt::print("weights on disk {:.1f} MiB, in memory {:.1f} MiB\n", disk / 1048576.0,

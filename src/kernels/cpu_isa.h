@@ -47,5 +47,8 @@ void set_active_isa(Isa isa);  // Error if the CPU lacks it
 bool avx_vnni_supported();
 bool avx_vnni_enabled();
 void set_avx_vnni(bool on);  // Error if on and the CPU lacks it
+// Whether a level's integer kernels run their AVX-VNNI variants: avx2 with
+// AVX-VNNI enabled (what audit and bench report, and the kernel names say).
+inline bool runs_avx_vnni(Isa isa) { return isa == Isa::Avx2 && avx_vnni_enabled(); }
 
 }  // namespace tessera

@@ -44,4 +44,13 @@ void quantize_int16_rows(Isa isa, const float* x, int64_t t_begin, int64_t t_end
   }
 }
 
+int64_t gather_tile_scales(const Int16Activations& a, int tile, std::vector<float>& out) {
+  const int64_t tiles = a.rows / tile;
+  out.resize(static_cast<size_t>(tiles * tile * a.blocks));
+  for (int64_t k = 0; k < tiles; ++k)
+    for (int64_t b = 0; b < a.blocks; ++b)
+      for (int t = 0; t < tile; ++t) out[(k * a.blocks + b) * tile + t] = a.scale_row(k * tile + t)[b];
+  return tiles * tile;
+}
+
 }  // namespace tessera::kernels

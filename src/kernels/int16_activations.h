@@ -53,4 +53,10 @@ void quantize_int16_rows(Isa isa, const float* x, int64_t t_begin, int64_t t_end
 void quantize_int16_row_scalar(const float* xr, int64_t cols, int16_t* qr, float* sr);
 bool quantize_int16_row_avx2(const float* xr, int64_t cols, int16_t* qr, float* sr);
 
+// The block scales of rows [0, full) of `a`, full = a.rows rounded down to a
+// multiple of `tile`, in the order a `tile`-token GEMM tile reads them, block
+// by block: out[(k · a.blocks + b) · tile + t] = scale of row k · tile + t,
+// block b (tile k's scales start at out + k · tile · a.blocks). Returns full.
+int64_t gather_tile_scales(const Int16Activations& a, int tile, std::vector<float>& out);
+
 }  // namespace tessera::kernels

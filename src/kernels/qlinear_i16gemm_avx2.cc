@@ -263,13 +263,8 @@ void qlinear_i16gemm_avx2(const QLinearWeights& w, const Int16Activations& acts,
   // With AVX-VNNI, whole 6-token tiles run tile_2x6_vnni (the rest, and an
   // odd last row, the vpmaddwd tiles: same bits). Their block scales by
   // block (tile_scales[6 b + t]), once per call.
-  const bool vnni = avx_vnni_enabled() && cols % 64 == 0;
-  const int64_t vnni_tokens = vnni ? acts.rows / kVnniTileTokens * kVnniTileTokens : 0;
-  tile_scales.resize(static_cast<size_t>(vnni_tokens * acts.blocks));
-  for (int64_t t = 0; t < vnni_tokens; ++t)
-    for (int64_t b = 0; b < acts.blocks; ++b)
-      tile_scales[((t / kVnniTileTokens) * acts.blocks + b) * kVnniTileTokens + t % kVnniTileTokens] =
-          acts.scale_row(t)[b];
+  const int64_t vnni_tokens =
+      avx_vnni_enabled() && cols % 64 == 0 ? gather_tile_scales(acts, kVnniTileTokens, tile_scales) : 0;
   for (int64_t p0 = n_begin; p0 < n_end; p0 += kPanelRows) {
     const int64_t rows = std::min(kPanelRows, n_end - p0);
     for (int64_t r = 0; r < rows; ++r) expand_row_i16_avx2(w, p0 + r, panel.data() + r * cols);

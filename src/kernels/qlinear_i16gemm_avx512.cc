@@ -243,12 +243,7 @@ void qlinear_i16gemm_avx512(const QLinearWeights& w, const Int16Activations& act
   scratch.resize(static_cast<size_t>(2 * cols));
   // Each full token tile's block scales by block (scales[6 b + t]), once per
   // call: every panel's pass over the tile reads them.
-  const int64_t full_tiles = acts.rows / kTileTokens;
-  tile_scales.resize(static_cast<size_t>(full_tiles * kTileTokens * acts.blocks));
-  for (int64_t k = 0; k < full_tiles; ++k)
-    for (int64_t b = 0; b < acts.blocks; ++b)
-      for (int t = 0; t < kTileTokens; ++t)
-        tile_scales[(k * acts.blocks + b) * kTileTokens + t] = acts.scale_row(k * kTileTokens + t)[b];
+  gather_tile_scales(acts, kTileTokens, tile_scales);
   for (int64_t p0 = n_begin; p0 < n_end; p0 += kPanelRows) {
     const int64_t p1 = std::min(n_end, p0 + kPanelRows);
     const int64_t pairs = (p1 - p0 + 1) / 2;

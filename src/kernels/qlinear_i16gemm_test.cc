@@ -1,7 +1,7 @@
 // int16 prefill GEMM: the row expansion gives w.value(); the AVX2 (with and
-// without AVX-VNNI) and AVX-512 kernels give the scalar twin's bits for any shape, token count and row
-// split; the twin is within the int16 rounding bound of the f32 reference on
-// the same weight.
+// without AVX-VNNI) and AVX-512 kernels give the scalar twin's bits for any
+// shape, token count and row split; the twin is within the int16 rounding
+// bound of the f32 reference on the same weight.
 #include "kernels/qlinear_i16gemm.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Integer-dot linear kernels: every instruction set (avx2 with and without
-// AVX-VNNI) gives the scalar twin's bits; the twin stays within the error the int8 roundings allow of the f32
-// reference (ref::linear_any on the same stored weight); activation
-// quantization follows its documented layout.
+// AVX-VNNI) gives the scalar twin's bits; the twin stays within the error
+// the int8 roundings allow of the f32 reference (ref::linear_any on the same
+// stored weight); activation quantization follows its documented layout.
 #include "kernels/qlinear.h"
 
 #include <cmath>

@@ -38,7 +38,7 @@ AuditResult audit_model(const Model& model, int64_t decode_steps) {
   }
   AuditResult r;
   r.isa = std::string(isa_name(model.isa()));
-  r.avx_vnni = model.isa() == Isa::Avx2 && avx_vnni_enabled();
+  r.avx_vnni = runs_avx_vnni(model.isa());
   for (size_t i = 0; i < set.programs.size(); ++i) {
     const BoundProgram& b = model.bound(i);
     const std::vector<KernelPlacement>& place = b.placement();

@@ -91,7 +91,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   // int16 GEMM at Isa::Avx2 and Isa::Avx512 (shorter calls of them still take
   // the integer-dot kernels of the vector level).
   // The avx2 level's integer kernels name their AVX-VNNI variants.
-  const char* vnni = isa == Isa::Avx2 && avx_vnni_enabled() ? "_vnni" : "";
+  const char* vnni = runs_avx_vnni(isa) ? "_vnni" : "";
   std::string linear_level =
       fmt::format("{}{}", isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa), vnni);
   if (uses_i16gemm(isa) && p.max_tokens >= kernels::kI16GemmMinTokens)
