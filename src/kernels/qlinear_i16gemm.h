@@ -51,6 +51,13 @@ namespace tessera::kernels {
 // weight to int16 costs about as much as a one-token step.
 constexpr int64_t kI16GemmMinTokens = 4;
 
+// Calls of a multiple of this many tokens run whole register tiles only: the
+// AVX-512 and AVX-VNNI tiles take 6 tokens, the AVX2 vpmaddwd tile 4. A
+// call's last few tokens otherwise run a narrower tile with too few
+// independent sums to cover vpdpwssd's latency (2 of 128 tokens cost about
+// as much as 6; the executor sizes its row blocks by this, runtime/executor.cc).
+constexpr int64_t kI16GemmTokenMultiple = 12;
+
 // y[t * ldy + n] for t < acts.rows, n in [n_begin, n_end); acts.cols == w.cols().
 // Dispatch by level: Avx512 and Amx take the AVX-512 kernel, Avx2 the AVX2
 // one, Scalar the twin.

@@ -289,17 +289,23 @@ def test_row_blocks_keep_the_bits(tiny_dir, tmp_path):
 
 def test_row_blocks_shrink_the_workspace(tmp_path):
     """A 512-token call holds its block-local values (the normed input h,
-    the projections' output o, the MLP's gate and up) for one 128-row block;
-    values that outlive a block (residual, q/k/v, attention output) hold
-    every row; a short call holds only its own rows."""
+    the projections' output o, the MLP's gate and up) for one row block (128
+    rows, rounded up to whole tiles of the level's prefill kernel: 132 at the
+    int16 GEMM levels, 128 elsewhere); values that outlive a block (residual,
+    q/k/v, attention output) hold every row; a short call holds only its own
+    rows."""
     src = tmp_path / "src"
     make_tiny_model("llama", src)
     bundle = str(convert(src, tmp_path / "b", "--weights", "lut4", "--group-size", "16"))
     spec = json.loads((Path(bundle) / "manifest.json").read_text())["spec"]
     hidden, inter = spec["hidden_size"], spec["intermediate_size"]
     whole = tessera.Model(bundle, row_block=0).workspace_bytes("prefill512.c0", 512)
-    blocked = tessera.Model(bundle).workspace_bytes("prefill512.c0", 512)
-    assert whole - blocked == 4 * (512 - 128) * (2 * hidden + 2 * inter)
+    levels = ["scalar", "avx2", "avx512", "amx"]
+    for level in levels[:levels.index(tessera.Model(bundle).isa) + 1]:
+        model = tessera.Model(bundle, isa=level)
+        block = 132 if level in ("avx2", "avx512") else 128
+        blocked = model.workspace_bytes("prefill512.c0", 512)
+        assert whole - blocked == 4 * (512 - block) * (2 * hidden + 2 * inter), level
     short = tessera.Model(bundle).workspace_bytes("prefill512.c0", 100)
     assert short == tessera.Model(bundle, row_block=0).workspace_bytes("prefill512.c0", 100)
     assert short < whole * 100 / 512 + 4 * spec["vocab_size"] * 2
