@@ -44,8 +44,18 @@ namespace {
 constexpr int kPrefetchL1 = 1024;  // bytes ahead of the current load
 constexpr int kPrefetchL2 = 8192;
 
-TESSERA_AVX512 inline float finish(__m512 acc, const QLinearWeights& w, const float* bias, int64_t n) {
-  return qlinear_output(reduce_lanes16_avx512(acc), w.out_scale(n), bias, n);
+// Rows n .. n + R - 1's outputs from their lanes (qlinear_output of each
+// row's reduce_lanes16); eight rows reduce together.
+template <int R>
+TESSERA_AVX512 inline void finish(const __m512 (&acc)[R], const QLinearWeights& w, const float* bias, int64_t n,
+                                  float* y) {
+  if constexpr (R == 8) {
+    __m256 out = _mm256_mul_ps(reduce_lanes16x8_avx512(acc), _mm256_loadu_ps(w.out_scale_data() + n));
+    if (bias) out = _mm256_add_ps(out, _mm256_loadu_ps(bias + n));
+    _mm256_storeu_ps(y + n, out);
+  } else {
+    for (int r = 0; r < R; ++r) y[n + r] = qlinear_output(reduce_lanes16_avx512(acc[r]), w.out_scale(n + r), bias, n + r);
+  }
 }
 
 // The high nibbles of a lut4 chunk are brought down with vpmultishiftqb (byte
@@ -157,7 +167,7 @@ TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, 
       acc[r] = pair_step(lo, hi, c, acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
+  finish<R>(acc, w, bias, n, y);
 }
 
 // int8 rows, 64 columns per step: the weight bytes biased by +128.
@@ -192,7 +202,7 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
       }
     }
   }
-  for (int r = 0; r < R; ++r) y[n + r] = finish(acc[r], w, bias, n + r);
+  finish<R>(acc, w, bias, n, y);
 }
 
 }  // namespace
