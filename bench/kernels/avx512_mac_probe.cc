@@ -10,7 +10,11 @@
 //      load, 2 vpermb, 1 vpmultishiftqb, 4 vpdpbusd for two activation
 //      passes, 2 cvt + 2 FMA), eight rows in flight, everything in L1: the
 //      kernel's compute ceiling; then the same with kernels/qlinear_avx512's
-//      per-chunk line prefetch;
+//      per-chunk line prefetch; then two mixes the kernels do not run: the
+//      second pass's dot products accumulated onto the first's shifted left
+//      by 7 (one cvt + FMA per chunk; it would need the residual's scale tied
+//      to the first pass's, s/128: a different numeric contract), and one
+//      pass (what the agreement bound rules out);
 //   3. the int16 GEMM's former 2-pair x 4-token tile (kernels/qlinear_i16gemm_avx512
 //      runs a 2 x 6 asm tile since the fourteenth session)
 //      over rows of 576, 1024 and 4864 columns: its inner loop alone and with
@@ -104,9 +108,13 @@ PROBE_AVX512 double dpwssd_latency_cycles() {
   return 3.0 * dot / seconds_since(t0);
 }
 
+// The lut4 GEMV's passes: two (the kernel's), two fused into one cvt + FMA,
+// or one.
+enum class Passes { Two, Fused, One };
+
 // GMAC/s of the lut4 GEMV mix over `chunks` 128-column chunks of 8 rows
 // (row stride rb bytes), `reps` times; with the kernel's line prefetch if kPrefetch.
-template <bool kPrefetch>
+template <bool kPrefetch, Passes kPasses = Passes::Two>
 PROBE_AVX512 double gemv_mix(const uint8_t* w, int64_t rb, int64_t chunks, long reps) {
   constexpr int R = 8;
   __m512i tbl[R];
@@ -135,9 +143,16 @@ PROBE_AVX512 double gemv_mix(const uint8_t* w, int64_t rb, int64_t chunks, long 
         const __m512i lo = _mm512_permutexvar_epi8(v, tbl[r]);
         const __m512i hi = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(ctl, v), tbl[r]);
         const __m512i d0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(b0, lo, lo0), hi, hi0);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), s0, acc[r]);
-        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(b1, lo, lo1), hi, hi1);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), s1, acc[r]);
+        if constexpr (kPasses == Passes::Fused) {
+          const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(d0, 7), lo, lo1), hi, hi1);
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s0, acc[r]);
+        } else {
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), s0, acc[r]);
+        }
+        if constexpr (kPasses == Passes::Two) {
+          const __m512i d1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(b1, lo, lo1), hi, hi1);
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), s1, acc[r]);
+        }
       }
     }
   }
@@ -216,6 +231,9 @@ int main() {
   std::vector<uint8_t> w(8 * rb + 16384, 7);
   std::printf("   no prefetch %.1f, the kernel's line prefetch %.1f\n", gemv_mix<false>(w.data(), rb, 4, 3000000),
               gemv_mix<true>(w.data(), rb, 4, 3000000));
+  std::printf("   no prefetch, passes fused (one cvt + FMA) %.1f, one pass %.1f\n",
+              gemv_mix<false, Passes::Fused>(w.data(), rb, 4, 3000000),
+              gemv_mix<false, Passes::One>(w.data(), rb, 4, 3000000));
   std::printf("3. int16 GEMM tile, 2 pairs x 4 tokens, GMAC/s\n");
   for (int64_t cols : {576, 1024, 4864}) {
     std::vector<int16_t> wp(4 * cols, 1), x(4 * cols, 1);
