@@ -285,14 +285,14 @@ int64_t BoundProgram::block_rows(const CallContext& ctx) const {
   // where that leaves the last block at least half the others (so more than
   // a quarter of a row block): 512 tokens run as 4 × 128 at amx and as
   // 3 × 132 + 116 at avx512 / avx2; 300 as 112 + 112 + 76 and 108 + 108 + 84.
-  // A tile may take a block past row_block_ by less than one tile. With the
-  // default block that is kAmxMinTokens rows or more: a block takes the
-  // kernel path the whole call would.
+  // even <= row_block_, so the rounding takes a block past row_block_ by
+  // less than one tile. With the default block that is kAmxMinTokens rows or
+  // more: a block takes the kernel path the whole call would.
   const int64_t tile = uses_i16gemm(isa_) ? kernels::kI16GemmTokenMultiple : 16;
   const int64_t blocks = (T + row_block_ - 1) / row_block_;
   const int64_t even = (T + blocks - 1) / blocks;
   const int64_t tiles = (even + tile - 1) / tile * tile;
-  if (tiles < row_block_ + tile && 2 * (T - (blocks - 1) * tiles) >= tiles) return tiles;
+  if (2 * (T - (blocks - 1) * tiles) >= tiles) return tiles;
   return even;
 }
 
