@@ -1,8 +1,8 @@
 // tessera bench MODEL [--prompt 512] [--gen 128] [--reps 3] [-t N] [--chunks N] [--depths 0,256,1024] [--act-passes 1|2] [--kv-type f32|f16] [--json]
 //
 // Throughput benchmark (runtime/benchmark.h), in the manner of llama-bench:
-// prefill of --prompt pseudo-random token ids, then --gen decode steps, on a
-// fresh session per repetition; mean ± sample sd of the rates, TTFT, the wall
+// prefill of --prompt pseudo-random token ids, then --gen decode steps, per
+// repetition on one session reset in between; mean ± sample sd of the rates, TTFT, the wall
 // ms of each program per call, peak RSS and decode CPU-seconds per token.
 // --depths adds the decode rate after that many tokens of context. Every
 // decode rate is also set against its memory ceiling: bytes read per step
@@ -59,7 +59,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
   cmd->add_option("-n,--gen", o.gen, "Decode steps per repetition")->capture_default_str();
-  cmd->add_option("-r,--reps", o.reps, "Repetitions (fresh session each)")->capture_default_str();
+  cmd->add_option("-r,--reps", o.reps, "Repetitions (one session, reset before each)")->capture_default_str();
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")
       ->capture_default_str();

@@ -149,11 +149,14 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
   BenchResult r;
   r.context_length = ctx;
 
+  // One Session for the warm-up and every repetition, reset in between, as
+  // llama-bench keeps one context and clears its memory per repetition: the
+  // KV cache and the programs' workspaces are allocated (and their pages
+  // touched) once, by the warm-up, outside the timed runs.
+  Session s(model, ctx);
   if (o.warmup) {
-    Session s(model, ctx);
     TokenStream tokens(o.seed ^ 0x5555, vocab);
-    const std::vector<int32_t> ids = tokens.take(std::min<int64_t>(o.prompt, 32));
-    s.forward(ids, LogitsWanted::Last, o.max_tokens_per_call);
+    s.forward(tokens.take(o.prompt), LogitsWanted::Last, o.max_tokens_per_call);
     time_decode(s, tokens, std::min<int64_t>(o.gen, 2));
   }
 
@@ -161,14 +164,14 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
   std::vector<std::string> order;
   std::map<std::string, std::pair<double, int64_t>> per_program;  // seconds, calls
   double ttft_sum = 0, prefill_sum = 0, decode_cpu = 0;
+  s.on_program_timed = [&](const Program& p, double seconds) {
+    auto [it, fresh] = per_program.try_emplace(p.name, 0.0, 0);
+    if (fresh) order.push_back(p.name);
+    it->second.first += seconds;
+    it->second.second += 1;
+  };
   for (int64_t rep = 0; rep < o.reps; ++rep) {
-    Session s(model, ctx);
-    s.on_program_timed = [&](const Program& p, double seconds) {
-      auto [it, fresh] = per_program.try_emplace(p.name, 0.0, 0);
-      if (fresh) order.push_back(p.name);
-      it->second.first += seconds;
-      it->second.second += 1;
-    };
+    s.reset();
     TokenStream tokens(o.seed, vocab);
     const std::vector<int32_t> prompt = tokens.take(o.prompt);
     const auto start = Clock::now();
@@ -183,6 +186,7 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
     prefill_sum += pp;
     ttft_sum += pp + first;
   }
+  s.on_program_timed = nullptr;
   mean_sd(r.pp_runs, r.pp_tok_s, r.pp_tok_s_sd);
   mean_sd(r.tg_runs, r.tg_tok_s, r.tg_tok_s_sd);
   r.ttft_ms = ttft_sum / static_cast<double>(o.reps) * 1000.0;
@@ -200,7 +204,7 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
   for (int64_t depth : o.depths) {
     std::vector<double> runs;
     for (int64_t rep = 0; rep < o.reps; ++rep) {
-      Session s(model, ctx);
+      s.reset();
       TokenStream tokens(o.seed + 1 + static_cast<uint64_t>(depth), vocab);
       if (depth > 0) s.forward(tokens.take(depth), LogitsWanted::Last, o.max_tokens_per_call);
       runs.push_back(static_cast<double>(o.gen) / time_decode(s, tokens, o.gen));

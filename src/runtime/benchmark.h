@@ -1,6 +1,7 @@
 // Throughput benchmark of a loaded Model (what `tessera bench` runs), in the
-// manner of llama-bench: per repetition, on a fresh Session, prefill
-// `prompt` pseudo-random token ids (fixed seed, no tokenizer), then `gen`
+// manner of llama-bench: one Session (reset per repetition, its KV cache and
+// workspaces kept, as llama-bench keeps its context), and per repetition a
+// prefill of `prompt` pseudo-random token ids (fixed seed, no tokenizer), then `gen`
 // decode steps of one token each (the next pseudo-random id; no sampling).
 // Rates are the mean and sample standard deviation of the per-repetition
 // rates. Optionally the decode rate at context depths (prefill `depth`
