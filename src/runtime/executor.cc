@@ -426,7 +426,16 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       const int64_t width = op.group > 0 ? op.group : p.values[in].cols;
       const int64_t rows = rows_of(in) * (p.values[in].cols / width);
       const float* w = b.w0 ? static_cast<const float*>(b.w0->data) : nullptr;
-      v.rms_norm(ws.f(in), w, rows, width, op.eps, op.plus_one, ws.f(op.outputs[0]));
+      const float* x = ws.f(in);
+      float* y = ws.f(op.outputs[0]);
+      // Rows are independent: any split gives the same bits. Decode's one
+      // row stays on this thread (the grain).
+      pool.parallel_for(
+          rows,
+          [&](int64_t r0, int64_t r1) {
+            v.rms_norm(x + r0 * width, w, r1 - r0, width, op.eps, op.plus_one, y + r0 * width);
+          },
+          std::max<int64_t>(1, kElementwiseGrain / width));
       break;
     }
     case OpKind::Linear: {
@@ -490,10 +499,21 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       }
       break;
     }
-    case OpKind::Rope:
-      v.rope(ws.f(op.inputs[0]), T, op.heads, op.head_dim, op.rot_dim, op.neox, ws.f(op.inputs[1]),
-                ws.f(op.inputs[2]));
+    case OpKind::Rope: {
+      // Rows are independent (cos / sin are [rows, rot_dim / 2]): any split
+      // gives the same bits.
+      float* x = ws.f(op.inputs[0]);
+      const float *cos = ws.f(op.inputs[1]), *sin = ws.f(op.inputs[2]);
+      const int64_t width = op.heads * op.head_dim, half = op.rot_dim / 2;
+      pool.parallel_for(
+          T,
+          [&](int64_t r0, int64_t r1) {
+            v.rope(x + r0 * width, r1 - r0, op.heads, op.head_dim, op.rot_dim, op.neox, cos + r0 * half,
+                   sin + r0 * half);
+          },
+          std::max<int64_t>(1, kElementwiseGrain / width));
       break;
+    }
     case OpKind::Attention: {
       if (ctx.kv->type() == KvType::F16) {
         // The call's own rows take the values the cache will hold (kv_cache.h).
