@@ -1,6 +1,8 @@
 // Micro-benchmarks of the integer-dot linear kernels (Google Benchmark):
 // decode GEMV and prefill GEMM on the shapes of the real models' matrices,
-// per instruction set, reporting weight bytes read per second.
+// per instruction set, reporting weight bytes read per second; and the
+// T-MAC activation-table route (tmac_gemv.h, not shipped) beside the shipped
+// GEMV at one activation pass (run_tmac, run_one_pass).
 //
 //   build/tessera_kernel_bench --benchmark_filter=Lut4
 #include <benchmark/benchmark.h>
@@ -12,6 +14,7 @@
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
 #include "kernels/qlinear_i16gemm.h"
+#include "tmac_gemv.h"
 
 namespace tessera::kernels {
 namespace {
@@ -25,7 +28,7 @@ struct Fixture {
   std::vector<float> x;
   std::vector<float> y;
 
-  Fixture(WeightFormat f, int64_t rows, int64_t cols, int64_t tokens) {
+  Fixture(WeightFormat f, int64_t rows, int64_t cols, int64_t tokens, int passes = 2) {
     std::mt19937 rng(1);
     data.resize(weight_data_bytes(f, rows, cols));
     for (auto& b : data) b = static_cast<uint8_t>(rng());
@@ -41,7 +44,7 @@ struct Fixture {
     w = std::make_unique<QLinearWeights>(view);
     x.resize(tokens * cols);
     for (auto& v : x) v = std::normal_distribution<float>()(rng);
-    quantize_activations(Isa::Scalar, x.data(), tokens, cols, w->layout(), 2, acts);  // as for a layer's linears
+    quantize_activations(Isa::Scalar, x.data(), tokens, cols, w->layout(), passes, acts);  // 2: a layer's linears
     y.resize(tokens * rows);
   }
 };
@@ -50,13 +53,13 @@ struct Fixture {
 // the fixture of the state's [rows, cols, tokens]; call(fx) timed; tokens
 // and multiply-adds per second counted.
 template <class Call>
-void time_linear(benchmark::State& state, WeightFormat f, Isa isa, Call call) {
+void time_linear(benchmark::State& state, WeightFormat f, Isa isa, Call call, int passes = 2) {
   if (!isa_supported(isa)) {
     state.SkipWithError("ISA not supported");
     return;
   }
   const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
-  Fixture fx(f, rows, cols, tokens);
+  Fixture fx(f, rows, cols, tokens, passes);
   for (auto _ : state) {
     call(fx);
     benchmark::DoNotOptimize(fx.y.data());
@@ -70,6 +73,51 @@ void run(benchmark::State& state, WeightFormat f, Isa isa) {
   const int64_t rows = state.range(0), cols = state.range(1);
   time_linear(state, f, isa, [&](Fixture& fx) { qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows); });
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weight_data_bytes(f, rows, cols)));
+}
+
+// The shipped GEMV with one int8 activation pass (the output head's; the
+// layers' agreement needs two): the like-for-like rival of run_tmac below.
+void run_one_pass(benchmark::State& state, WeightFormat f, Isa isa) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  time_linear(
+      state, f, isa, [&](Fixture& fx) { qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows); }, 1);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weight_data_bytes(f, rows, cols)));
+}
+
+// The T-MAC route (tmac_gemv.h) on uniform B-bit weights of the same shape:
+// the token's tables built, then every row's exact int32 dot product (checked
+// against the plain twin before timing). Weight bytes as the lut formats'
+// data (B bits per weight).
+template <int B>
+void run_tmac(benchmark::State& state) {
+  if (!isa_supported(Isa::Avx512)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  const int64_t rows = state.range(0), cols = state.range(1);
+  std::mt19937 rng(1);
+  std::vector<uint8_t> codes(static_cast<size_t>(rows * cols));
+  for (auto& c : codes) c = static_cast<uint8_t>(rng() % (1u << B));
+  std::vector<int8_t> a(static_cast<size_t>(cols));
+  for (auto& v : a) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const bench::TmacWeights<B> w(codes.data(), rows, cols);
+  bench::TmacTables t;
+  std::vector<int32_t> y(static_cast<size_t>(rows)), want(static_cast<size_t>(rows));
+  bench::build_tmac_tables(a.data(), cols, t);
+  bench::tmac_gemv<B>(w, t, y.data());
+  bench::tmac_gemv_reference(codes.data(), rows, cols, B, a.data(), want.data());
+  if (y != want) {
+    state.SkipWithError("T-MAC result differs from the plain twin");
+    return;
+  }
+  for (auto _ : state) {
+    bench::build_tmac_tables(a.data(), cols, t);
+    bench::tmac_gemv<B>(w, t, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(state.iterations() * rows * cols) * 1e-9,
+                                                benchmark::Counter::kIsRate);
+  state.SetBytesProcessed(state.iterations() * rows * cols * B / 8);
 }
 
 // Prefill on AMX tiles, including the per-call bf16 packing of the activations.
@@ -120,6 +168,15 @@ BENCHMARK_CAPTURE(run, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) SHAPES->Arg
 BENCHMARK_CAPTURE(run, lut4_avx2, WeightFormat::Lut4, Isa::Avx2) SHAPES;
 BENCHMARK_CAPTURE(run, int8_avx512, WeightFormat::Int8, Isa::Avx512) SHAPES->Args({49152, 576, 1});
 BENCHMARK_CAPTURE(run, int8_avx2, WeightFormat::Int8, Isa::Avx2) SHAPES;
+
+// Palette lookup in registers (shipped) against T-MAC activation tables, one
+// token: SmolLM2 gate/up (L2), Qwen2.5 gate/up (L2 / L3), 56 MB (DRAM).
+#define TMAC_SHAPES ->Args({1536, 576, 1})->Args({4864, 896, 1})->Args({196608, 576, 1})
+BENCHMARK_CAPTURE(run_one_pass, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) TMAC_SHAPES;
+BENCHMARK_CAPTURE(run, lut2_avx512, WeightFormat::Lut2, Isa::Avx512) TMAC_SHAPES;
+BENCHMARK_CAPTURE(run_one_pass, lut2_avx512, WeightFormat::Lut2, Isa::Avx512) TMAC_SHAPES;
+BENCHMARK_TEMPLATE(run_tmac, 4) TMAC_SHAPES;
+BENCHMARK_TEMPLATE(run_tmac, 2) TMAC_SHAPES;
 
 }  // namespace
 }  // namespace tessera::kernels

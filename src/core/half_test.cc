@@ -47,7 +47,9 @@ TEST(Half, F16EncodeRoundsToNearestEven) {
       if ((h & 0x7fff) != 0) {
         const double down = f16_to_f32(static_cast<uint16_t>(h - 1));
         EXPECT_LE(err, std::fabs(down - f)) << f;
-        if (err == std::fabs(down - f) || err == std::fabs(up - f)) EXPECT_EQ(h & 1, 0) << f;
+        if (err == std::fabs(down - f) || err == std::fabs(up - f)) {
+          EXPECT_EQ(h & 1, 0) << f;
+        }
       }
     }
   }
