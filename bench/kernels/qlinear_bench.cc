@@ -2,7 +2,7 @@
 // decode GEMV and prefill GEMM on the shapes of the real models' matrices,
 // per instruction set, reporting weight bytes read per second; and the
 // T-MAC activation-table route (tmac_gemv.h, not shipped) beside the shipped
-// GEMV at one activation pass (run_tmac, run_one_pass).
+// GEMV at one activation pass (run_tmac, run/..._one_pass).
 //
 //   build/tessera_kernel_bench --benchmark_filter=Lut4
 #include <benchmark/benchmark.h>
@@ -69,18 +69,12 @@ void time_linear(benchmark::State& state, WeightFormat f, Isa isa, Call call, in
                                                 benchmark::Counter::kIsRate);
 }
 
-void run(benchmark::State& state, WeightFormat f, Isa isa) {
-  const int64_t rows = state.range(0), cols = state.range(1);
-  time_linear(state, f, isa, [&](Fixture& fx) { qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows); });
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weight_data_bytes(f, rows, cols)));
-}
-
-// The shipped GEMV with one int8 activation pass (the output head's; the
-// layers' agreement needs two): the like-for-like rival of run_tmac below.
-void run_one_pass(benchmark::State& state, WeightFormat f, Isa isa) {
+// `passes` int8 activation passes: 2 as a layer's linears, 1 as the output
+// head (the like-for-like rival of run_tmac below).
+void run(benchmark::State& state, WeightFormat f, Isa isa, int passes = 2) {
   const int64_t rows = state.range(0), cols = state.range(1);
   time_linear(
-      state, f, isa, [&](Fixture& fx) { qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows); }, 1);
+      state, f, isa, [&](Fixture& fx) { qlinear(isa, *fx.w, fx.acts, nullptr, 0, rows, fx.y.data(), rows); }, passes);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weight_data_bytes(f, rows, cols)));
 }
 
@@ -172,9 +166,9 @@ BENCHMARK_CAPTURE(run, int8_avx2, WeightFormat::Int8, Isa::Avx2) SHAPES;
 // Palette lookup in registers (shipped) against T-MAC activation tables, one
 // token: SmolLM2 gate/up (L2), Qwen2.5 gate/up (L2 / L3), 56 MB (DRAM).
 #define TMAC_SHAPES ->Args({1536, 576, 1})->Args({4864, 896, 1})->Args({196608, 576, 1})
-BENCHMARK_CAPTURE(run_one_pass, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) TMAC_SHAPES;
+BENCHMARK_CAPTURE(run, lut4_avx512_one_pass, WeightFormat::Lut4, Isa::Avx512, 1) TMAC_SHAPES;
 BENCHMARK_CAPTURE(run, lut2_avx512, WeightFormat::Lut2, Isa::Avx512) TMAC_SHAPES;
-BENCHMARK_CAPTURE(run_one_pass, lut2_avx512, WeightFormat::Lut2, Isa::Avx512) TMAC_SHAPES;
+BENCHMARK_CAPTURE(run, lut2_avx512_one_pass, WeightFormat::Lut2, Isa::Avx512, 1) TMAC_SHAPES;
 BENCHMARK_TEMPLATE(run_tmac, 4) TMAC_SHAPES;
 BENCHMARK_TEMPLATE(run_tmac, 2) TMAC_SHAPES;
 
