@@ -46,7 +46,9 @@ TEST(QLinearRefine, ArgmaxIsTheTwoPassArgmax) {
         qlinear(isa, c.w, one, c.bias.data(), 0, n, y1.data(), n);
         std::vector<float> refined = y1;
         RefineScratch scratch;
-        const int64_t redone = refine_top_outputs(isa, c.w, c.x.data(), rows, c.bias.data(), refined.data(), n, scratch);
+        const RefineHead head = make_refine_head(c.w);
+        const int64_t redone =
+            refine_top_outputs(isa, c.w, head, c.x.data(), rows, c.bias.data(), refined.data(), n, scratch);
         EXPECT_LT(redone, rows * n / 4) << "pruning too weak";
         for (int64_t t = 0; t < rows; ++t) {
           const float* r = refined.data() + t * n;
@@ -64,6 +66,93 @@ TEST(QLinearRefine, ArgmaxIsTheTwoPassArgmax) {
     }
     // The planted ties do fool one pass: the test can tell refinement from none.
     EXPECT_GT(one_pass_misses, 0) << isa_name(isa);
+  }
+}
+
+// N_n is |out_scale| times the 2-norm of the row's int8 values, never below
+// the norm of the weights the kernels multiply (computed here in long double
+// from value()), and within float rounding of it; on every format. max_scale
+// is the largest |out_scale|.
+TEST(QLinearRefine, RowNormsBoundTheRowsFromAbove) {
+  std::mt19937 rng(77);
+  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Lut4, WeightFormat::Lut3, WeightFormat::Lut2}) {
+    RandomCase c(rng, {f, 96, 192, 16, 1});
+    const RefineHead head = make_refine_head(c.w);
+    const std::vector<float>& norms = head.norms;
+    ASSERT_EQ(static_cast<int64_t>(norms.size()), c.w.rows());
+    double max_scale = 0;
+    for (int64_t r = 0; r < c.w.rows(); ++r) max_scale = std::max<double>(max_scale, std::fabs(c.w.out_scale(r)));
+    EXPECT_EQ(head.max_scale, max_scale);
+    for (int64_t r = 0; r < c.w.rows(); ++r) {
+      long double sq = 0;
+      for (int64_t col = 0; col < c.w.cols(); ++col) {
+        const long double v = static_cast<long double>(c.w.value(r, col)) * c.w.out_scale(r);
+        sq += v * v;
+      }
+      const long double want = std::sqrt(sq);
+      EXPECT_GE(static_cast<long double>(norms[r]), want) << weight_format_name(f) << " row " << r;
+      EXPECT_LE(static_cast<long double>(norms[r]), want * (1 + 1e-6L)) << weight_format_name(f) << " row " << r;
+    }
+  }
+}
+
+// The scans run over output ranges in any split and order (the head's
+// parallel pass, each range's slot taken as it comes) and the recomputation
+// in any split: the planned blocks and the refined bits are those of one
+// range on one thread. The logits are spread about as wide as the band the
+// bound keeps, so that a good part of the outputs, but not all, are
+// candidates, and each range's own best lower bound sits below the row's.
+TEST(QLinearRefine, AnySplitGivesTheSameBlocksAndBits) {
+  std::mt19937 rng(99);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Lut4}) {
+      const int64_t n = 1000, cols = 256, rows = 2;
+      RandomCase c(rng, {f, n, cols, 8, rows});
+      Int8Activations one;
+      quantize_activations(Isa::Scalar, c.x.data(), rows, cols, c.w.layout(), 1, one);
+      std::vector<float> y0(rows * n), y1(rows * n);
+      qlinear(isa, c.w, one, nullptr, 0, n, y0.data(), n);
+      const RefineHead head = make_refine_head(c.w);
+      std::vector<float> serial;
+      RefineScratch scratch;
+      std::vector<std::vector<int64_t>> want(rows);
+      // Biases that cancel row 0's products up to ±spread: widen the spread
+      // until under 60% of the blocks stay candidates.
+      for (float spread = 1e-3f;; spread *= 2) {
+        ASSERT_LT(spread, 1e5f);
+        std::mt19937 noise(7);
+        for (int64_t m = 0; m < n; ++m)
+          c.bias[m] = -y0[m] + std::uniform_real_distribution<float>(-spread, spread)(noise);
+        qlinear(isa, c.w, one, c.bias.data(), 0, n, y1.data(), n);
+        serial = y1;
+        refine_top_outputs(isa, c.w, head, c.x.data(), rows, c.bias.data(), serial.data(), n, scratch);
+        for (int64_t t = 0; t < rows; ++t) {
+          refine_plan_row(isa, c.w, head, c.x.data(), y1.data(), n, t, scratch);
+          want[t] = scratch.blocks;
+        }
+        if (want[0].size() * 10 < static_cast<size_t>(n / 4) * 6) break;
+      }
+      ASSERT_GT(want[0].size(), 10u) << "the spread should keep many candidates";
+      for (int trial = 0; trial < 6; ++trial) {
+        // Ranges of whole blocks of 4, scanned back to front.
+        std::vector<int64_t> cuts = {0, n};
+        for (int k = 0; k < trial; ++k) cuts.push_back(4 * static_cast<int64_t>(rng() % (n / 4)));
+        std::sort(cuts.begin(), cuts.end());
+        std::vector<float> y = y1;
+        refine_prepare(isa, c.w, head, c.x.data(), rows, static_cast<int64_t>(cuts.size()), scratch);
+        for (size_t i = cuts.size() - 1; i > 0; --i)
+          if (cuts[i - 1] < cuts[i]) refine_scan_range(isa, c.w, head, y.data(), n, rows, cuts[i - 1], cuts[i], scratch);
+        for (int64_t t = 0; t < rows; ++t) {
+          const int64_t blocks = refine_plan_row(isa, c.w, head, c.x.data(), y.data(), n, t, scratch);
+          ASSERT_EQ(scratch.blocks, want[t]) << isa_name(isa) << " trial " << trial << " row " << t;
+          const int64_t split = blocks > 0 ? static_cast<int64_t>(rng() % blocks) : 0;
+          refine_blocks(isa, c.w, scratch, c.bias.data(), split, blocks, y.data() + t * n);  // the back first
+          refine_blocks(isa, c.w, scratch, c.bias.data(), 0, split, y.data() + t * n);
+        }
+        ASSERT_TRUE(same_bits(y, serial)) << isa_name(isa) << " trial " << trial;
+      }
+    }
   }
 }
 

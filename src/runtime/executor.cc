@@ -134,9 +134,9 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           b.w1 = f32_vector(1);
         }
         if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t)) {
-          std::shared_ptr<const kernels::QLinearWeights>& q = cache[op.weights[0]];
-          if (!q) q = std::make_shared<const kernels::QLinearWeights>(t);
-          b.qw = q;
+          QLinearEntry& entry = cache[op.weights[0]];
+          if (!entry.weights) entry.weights = std::make_shared<const kernels::QLinearWeights>(t);
+          b.qw = entry.weights;
           // Layers' linears read their input in two int8 passes (x and its
           // residual; one if the model was loaded so, act_passes). The
           // output head (logit rows) runs one pass and then recomputes
@@ -151,6 +151,9 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           b.act_passes = head ? 1 : act_passes;
           b.act_qmax = head ? kernels::kActQmax : kernels::layer_act_qmax(isa, b.act_passes);
           b.refine_top = head;
+          if (head && !entry.refine)
+            entry.refine = std::make_shared<const kernels::RefineHead>(kernels::make_refine_head(*entry.weights));
+          if (head) b.refine = entry.refine;
         } else if (isa != Isa::Scalar && kernels::float_linear_supported(t)) {
           b.float_linear = true;
         }
@@ -475,15 +478,32 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       } else if (path == LinearPath::IntegerDot) {
         if (!b.reuse_acts)
           kernels::quantize_activations(isa_, x, rows, k, b.qw->layout(), b.act_passes, ws.acts, b.act_qmax);
-        // Blocks of 4 output features: the kernels' unit of work.
+        // Blocks of 4 output features: the kernels' unit of work. The
+        // output head's refinement scans each range's outputs right after
+        // computing them, while they are in cache (kernels/qlinear_refine.h),
+        // then recomputes each row's candidates with two passes: on the
+        // calling thread when they are few (SmolLM2's decode: about 22
+        // blocks, which took longer handed to the pool), spread over it past
+        // 128 blocks (blocks are independent: same bits).
         const Isa isa = isa_;
+        const int64_t units = (n + 3) / 4, grain = 16;
+        if (b.refine_top) kernels::refine_prepare(isa, *b.qw, *b.refine, x, rows, units / grain + 1, ws.refine);
         pool.parallel_for(
-            (n + 3) / 4,
+            units,
             [&](int64_t begin, int64_t end) {
-              kernels::qlinear(isa, *b.qw, ws.acts, b.w1, begin * 4, std::min(n, end * 4), y, n);
+              const int64_t n0 = begin * 4, n1 = std::min(n, end * 4);
+              kernels::qlinear(isa, *b.qw, ws.acts, b.w1, n0, n1, y, n);
+              if (b.refine_top) kernels::refine_scan_range(isa, *b.qw, *b.refine, y, n, rows, n0, n1, ws.refine);
             },
-            16);
-        if (b.refine_top) kernels::refine_top_outputs(isa_, *b.qw, x, rows, b.w1, y, n, ws.refine);
+            grain);
+        for (int64_t t = 0; b.refine_top && t < rows; ++t) {
+          const int64_t blocks = kernels::refine_plan_row(isa, *b.qw, *b.refine, x, y, n, t, ws.refine);
+          float* yt = y + t * n;
+          pool.parallel_for(
+              blocks,
+              [&](int64_t begin, int64_t end) { kernels::refine_blocks(isa, *b.qw, ws.refine, b.w1, begin, end, yt); },
+              64);
+        }
       } else if (path == LinearPath::Float) {
         // Blocks of 4 output features: the kernels' row tile.
         const Isa isa = isa_;

@@ -90,8 +90,13 @@ struct KernelPlacement {
 };
 
 // Kernel-ready forms of weights, shared by every program of a model (the
-// decode and prefill programs use the same weights).
-using QLinearCache = std::map<std::string, std::shared_ptr<const kernels::QLinearWeights>>;
+// decode and prefill programs use the same weights): the integer kernels'
+// view and, for an output head, what its top-logit refinement precomputes.
+struct QLinearEntry {
+  std::shared_ptr<const kernels::QLinearWeights> weights;
+  std::shared_ptr<const kernels::RefineHead> refine;  // heads only
+};
+using QLinearCache = std::map<std::string, QLinearEntry>;
 
 class BoundProgram {
  public:
@@ -125,6 +130,7 @@ class BoundProgram {
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
     int act_qmax = 127;              // their range (kernels::layer_act_qmax; the head: full)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
+    std::shared_ptr<const kernels::RefineHead> refine;  // refine_top: the head's row norms
     // Linears that read the same quantized input back to back (q/k/v,
     // gate/up) run as one parallel_for on the integer-dot path: the first
     // holds how many (1: alone), the rest 0.
