@@ -99,7 +99,7 @@ void ThreadPool::run_units(int index) {
   }
 }
 
-void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
+void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) {
   if (n <= 0) return;
   const int64_t g = std::max<int64_t>(1, grain);
   const int64_t parts = std::min<int64_t>(threads(), std::max<int64_t>(1, n / g));

@@ -20,12 +20,33 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tessera {
+
+// A non-owning reference to a callable fn(begin, end): two words, no heap
+// allocation (a std::function holding a lambda that captures more than two
+// pointers allocates on every call, and a decode step makes a few hundred
+// parallel_for calls). Valid while the callable lives; parallel_for returns
+// before the full-expression that made its argument ends.
+class RangeFn {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFn>>>
+  RangeFn(F&& f)  // NOLINT: implicit, so lambdas pass straight in
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* obj, int64_t begin, int64_t end) {
+          (*static_cast<std::remove_reference_t<F>*>(obj))(begin, end);
+        }) {}
+  void operator()(int64_t begin, int64_t end) const { call_(obj_, begin, end); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, int64_t, int64_t);
+};
 
 class ThreadPool {
  public:
@@ -40,7 +61,7 @@ class ThreadPool {
   // Calls fn(begin, end) on disjoint ranges covering [0, n), each at least
   // `grain` long where possible (n < grain: one call), and returns when all
   // have finished. Not reentrant: one parallel_for at a time per pool.
-  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
+  void parallel_for(int64_t n, RangeFn fn, int64_t grain = 1);
 
  private:
   // Thread `index`'s share of the current job, in units (see parallel_for).
@@ -59,7 +80,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   // The current job: fn over [0, n_), cut into grains_ grains (grain_ long,
   // the last one taking the rest), grouped into units_ units of whole grains.
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const RangeFn* job_ = nullptr;
   int64_t n_ = 0, grain_ = 1, grains_ = 0, units_ = 0;
   std::unique_ptr<Share[]> shares_;
 };
