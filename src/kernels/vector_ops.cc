@@ -606,7 +606,9 @@ HWY_INLINE void Softmax(D d, float* scores, int64_t n, V scale, bool capped, V c
 }
 
 // Query heads sharing the loads of v in the weighted sum: 3 heads × 4
-// vectors = 12 accumulators of 32 registers on AVX3; 2 × 4 of 16 on AVX2.
+// vectors = 12 accumulators of 32 registers on AVX3 (a remainder of two
+// heads, as a decode thread's run of heads can leave, shares in pairs);
+// 2 × 4 of 16 on AVX2.
 constexpr int64_t kHeadsAtOnce = kN >= 16 ? 3 : 2;
 
 // Query rows handled together: a block of keys or values is used by every
@@ -691,6 +693,10 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
             int64_t g = 0;
             for (; g + kHeadsAtOnce <= heads; g += kHeadsAtOnce)
               WeightedHeads<kHeadsAtOnce>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
+            if (kHeadsAtOnce > 2 && g + 2 <= heads) {
+              WeightedHeads<2>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
+              g += 2;
+            }
             for (; g < heads; ++g)
               WeightedHeads<1>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
           }

@@ -546,8 +546,14 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       const float* q = ws.f(op.inputs[0]);
       float* o = ws.f(op.outputs[0]);
       if (T < 2 * kAttentionRowBlock || pool.threads() == 1) {
-        pool.parallel_for(op.heads, [&](int64_t begin, int64_t end) {
-          v.attention(q, T, span, shape, begin, end, 0, T, o);
+        // Decode: one contiguous run of heads per thread (9 heads over 2:
+        // 0-4 and 5-8), so the query heads of a GQA group that land on the
+        // same thread share each load of v in the weighted sum (the kernel
+        // takes up to three at once); a thread that finishes first takes
+        // the other's run whole. The head split never changes the bits.
+        const int64_t parts = std::min<int64_t>(pool.threads(), op.heads);
+        pool.parallel_for(parts, [&](int64_t begin, int64_t end) {
+          v.attention(q, T, span, shape, op.heads * begin / parts, op.heads * end / parts, 0, T, o);
         });
         break;
       }
