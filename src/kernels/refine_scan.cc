@@ -36,6 +36,18 @@ RefineBounds bounds_from(const float* y, const float* scale, const float* norm, 
   return r;
 }
 
+// The vector code's running maxima, `lanes` of each, folded into one
+// RefineBounds with the scalar tail [from, n) (max is exact in any order).
+RefineBounds finish_bounds(const double* lower, const double* b2, int lanes, const float* y, const float* scale,
+                           const float* norm, int64_t from, int64_t n, const RefineMargins& g) {
+  RefineBounds r{-std::numeric_limits<double>::infinity(), 0.0};
+  for (int j = 0; j < lanes; ++j) {
+    r.best_lower = max_of(r.best_lower, lower[j]);
+    r.b2_max = max_of(r.b2_max, b2[j]);
+  }
+  return bounds_from(y, scale, norm, from, n, g, r);
+}
+
 // Candidates among outputs [from, n), from a multiple of 4.
 void candidates_from(const float* y, const float* scale, const float* norm, int64_t from, int64_t n,
                      const RefineMargins& g, const RefineBounds& bounds, std::vector<int64_t>& blocks) {
@@ -88,12 +100,7 @@ __attribute__((target("avx512f"))) RefineBounds refine_bounds_avx512(const float
   _mm512_store_pd(l + 8, lower[1]);
   _mm512_store_pd(b, b2max[0]);
   _mm512_store_pd(b + 8, b2max[1]);
-  RefineBounds r{-std::numeric_limits<double>::infinity(), 0.0};
-  for (int j = 0; j < 16; ++j) {
-    r.best_lower = max_of(r.best_lower, l[j]);
-    r.b2_max = max_of(r.b2_max, b[j]);
-  }
-  return bounds_from(y, scale, norm, m, n, g, r);
+  return finish_bounds(l, b, 16, y, scale, norm, m, n, g);
 }
 
 __attribute__((target("avx512f"))) void refine_candidates_avx512(const float* y, const float* scale,
@@ -155,12 +162,7 @@ __attribute__((target("avx2"))) RefineBounds refine_bounds_avx2(const float* y, 
   _mm256_store_pd(l + 4, lower[1]);
   _mm256_store_pd(b, b2max[0]);
   _mm256_store_pd(b + 4, b2max[1]);
-  RefineBounds r{-std::numeric_limits<double>::infinity(), 0.0};
-  for (int j = 0; j < 8; ++j) {
-    r.best_lower = max_of(r.best_lower, l[j]);
-    r.b2_max = max_of(r.b2_max, b[j]);
-  }
-  return bounds_from(y, scale, norm, m, n, g, r);
+  return finish_bounds(l, b, 8, y, scale, norm, m, n, g);
 }
 
 __attribute__((target("avx2"))) void refine_candidates_avx2(const float* y, const float* scale, const float* norm,
