@@ -10,11 +10,13 @@
 // AVX-512 code can leak into generic inline functions. The table at the end picks N_AVX3 / N_AVX2 directly (no
 // HWY_DYNAMIC_DISPATCH), so TESSERA_ISA can force any level.
 //
-// Bit-identity with the reference: Mul and Add are used separately (the build
-// has -ffp-contract=off, and MulAdd is avoided), sums of squares and q·k
-// follow ref::dot's order exactly (16 lanes: lane j takes i ≡ j mod 16; a
-// balanced tree at the end), and elementwise expressions keep the reference's
-// association. Only Exp, Tanh and erf differ from libm (see vector_ops.h).
+// Bit-identity with the reference: Mul and Add are used separately where the
+// reference rounds twice (the build has -ffp-contract=off), MulAdd only where
+// it calls std::fma (attention's q·k and weighted sum); sums of squares
+// follow ref::dot's order exactly and q·k ref::dot_fma's (16 lanes: lane j
+// takes i ≡ j mod 16; a balanced tree at the end), and elementwise
+// expressions keep the reference's association. Only Exp, Tanh and erf
+// differ from libm (see vector_ops.h).
 
 // Only the targets the table uses, plus the baseline Highway insists on.
 #ifndef HWY_DISABLED_TARGETS
@@ -36,6 +38,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/error.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/reference/dot.h"
@@ -103,11 +106,23 @@ HWY_INLINE float ReduceLanes16(D d, V (&acc)[kK]) {
   return ReduceTree(d, acc[0]);
 }
 
-// R dot products a·b_r with b_r = b + r·stride, each exactly ref::dot(a, b_r, n).
-// Several rows at once give independent dependency chains. Zero-filled lanes
-// of the tail add +0 to partial sums that can never be -0 (they start at +0),
-// which leaves them unchanged, as the reference leaves those lanes alone.
-template <int R, class T>
+// acc + a·b: a multiply and an add (ref::dot's two roundings), or one fused
+// multiply-add (ref::dot_fma's one).
+template <bool kFma>
+HWY_INLINE V MulAcc(V acc, V a, V b) {
+  if constexpr (kFma) {
+    return hn::MulAdd(a, b, acc);
+  } else {
+    return hn::Add(acc, hn::Mul(a, b));
+  }
+}
+
+// R dot products a·b_r with b_r = b + r·stride, each exactly ref::dot(a, b_r, n)
+// (kFma: ref::dot_fma). Several rows at once give independent dependency
+// chains. Zero-filled lanes of the tail add +0 to partial sums that can never
+// be -0 (they start at +0; fma(0, 0, +0) is +0), which leaves them unchanged,
+// as the reference leaves those lanes alone.
+template <int R, bool kFma, class T>
 HWY_INLINE void DotRows(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride, int64_t n,
                         float* out) {
   V acc[R][kK];
@@ -122,7 +137,7 @@ HWY_INLINE void DotRows(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT 
       const V va = hn::LoadU(d, a + i + k * kN);
       TESSERA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRow(d, b + r * stride + i + k * kN)));
+        acc[r][k] = MulAcc<kFma>(acc[r][k], va, LoadRow(d, b + r * stride + i + k * kN));
     }
   }
   TESSERA_UNROLL
@@ -133,13 +148,13 @@ HWY_INLINE void DotRows(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT 
       const V va = hn::LoadU(d, a + i + k * kN);
       TESSERA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRow(d, b + r * stride + i + k * kN)));
+        acc[r][k] = MulAcc<kFma>(acc[r][k], va, LoadRow(d, b + r * stride + i + k * kN));
     } else {
       const size_t c = static_cast<size_t>(count);
       const V va = LoadPart(d, a + i + k * kN, c);
       TESSERA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRowPart(d, b + r * stride + i + k * kN, c)));
+        acc[r][k] = MulAcc<kFma>(acc[r][k], va, LoadRowPart(d, b + r * stride + i + k * kN, c));
     }
   }
   TESSERA_UNROLL
@@ -197,7 +212,7 @@ void RmsNorm(const float* x, const float* w, int64_t rows, int64_t width, float 
     const float* xr = x + r * width;
     float* yr = y + r * width;
     float sum_sq;
-    DotRows<1>(d, xr, xr, 0, width, &sum_sq);
+    DotRows<1, false>(d, xr, xr, 0, width, &sum_sq);
     const float mean_sq = sum_sq / static_cast<float>(width);
     const V inv = hn::Set(d, 1.0f / std::sqrt(mean_sq + eps));
     // x and y may alias: each lane is read before it is written.
@@ -325,17 +340,19 @@ HWY_INLINE void ForEachRun(const ref::KvSpan& kv, int64_t kv_width, int64_t kvh,
 // exactly the bits it gets from a one-row call (vector_ops_test checks it),
 // whatever the tiling, the chunking of a prompt or the head split.
 //
-// Cost: with Mul and Add kept separate (the reference's bits; no FMA), q·k and
-// p·v alone take 2·head_dim/kN vector instructions each per key and query
-// head (16 at head_dim 64 on AVX3); the reduction, exp, the division and the
-// max add about 30% to that. TESSERA_KERNEL_BENCH=1 vector_ops_test times it.
+// Cost: the reference accumulates q·k and p·v with fused multiply-adds
+// (ref::dot_fma, std::fma), so each takes head_dim/kN FMAs per key and query
+// head (4 at head_dim 64 on AVX3; a multiply and an add, as ref::dot, took
+// twice that on the two vector ports); q·k's reduction adds ~3 instructions
+// per key, and exp, the division and the max about as much again.
+// TESSERA_KERNEL_BENCH=1 vector_ops_test times it.
 //
 // q·k for a block of 16 keys at once: one accumulator per key holding
-// ref::dot's 16 partial sums (lane j: i ≡ j mod 16), then the 16 accumulators
-// reduced together by shuffles that pair exactly ref::dot's tree (lane j with
-// j+8, then j+4, j+2, j+1), so every score is ref::dot's bits while the
-// reduction costs ~3 instructions per key instead of ~8. AVX2 holds the 16
-// lanes as two 8-lane vectors (the first tree step is then a plain add).
+// ref::dot_fma's 16 partial sums (lane j: i ≡ j mod 16), then the 16
+// accumulators reduced together by shuffles that pair exactly its tree (lane
+// j with j+8, then j+4, j+2, j+1), so every score is ref::dot_fma's bits while
+// the reduction costs ~3 instructions per key instead of ~8. AVX2 holds the
+// 16 lanes as two 8-lane vectors (the first tree step is then a plain add).
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 #define TESSERA_DOTS16 1
 
@@ -372,7 +389,7 @@ HWY_INLINE void Reduce16Keys(D d, V (&acc)[16], float* out) {
   hn::StoreU(V{_mm512_permutexvar_ps(order, s4.raw)}, d, out);
 }
 
-// out[r] = ref::dot(a, b + r·stride, 16·C) for r < 16, a held in C registers
+// out[r] = ref::dot_fma(a, b + r·stride, 16·C) for r < 16, a held in C registers
 // and the keys visited one by one (one pointer, no register pressure).
 template <int C, class T>
 HWY_INLINE void Dots16Fixed(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride,
@@ -386,13 +403,13 @@ HWY_INLINE void Dots16Fixed(D d, const float* HWY_RESTRICT a, const T* HWY_RESTR
     const T* kr = b + r * stride;
     V s = hn::Zero(d);  // ref::dot's sums start at +0
     TESSERA_UNROLL
-    for (int c = 0; c < C; ++c) s = hn::Add(s, hn::Mul(qa[c], LoadRow(d, kr + 16 * c)));
+    for (int c = 0; c < C; ++c) s = hn::MulAdd(qa[c], LoadRow(d, kr + 16 * c), s);
     acc[r] = s;
   }
   Reduce16Keys(d, acc, out);
 }
 
-// out[r] = ref::dot(a, b + r·stride, n) for r < 16.
+// out[r] = ref::dot_fma(a, b + r·stride, n) for r < 16.
 template <class T>
 HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride, int64_t n,
                        float* out) {
@@ -405,13 +422,13 @@ HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b
   for (; i + 16 <= n; i += 16) {
     const V va = hn::LoadU(d, a + i);
     TESSERA_UNROLL
-    for (int r = 0; r < 16; ++r) acc[r] = hn::Add(acc[r], hn::Mul(va, LoadRow(d, b + r * stride + i)));
+    for (int r = 0; r < 16; ++r) acc[r] = hn::MulAdd(va, LoadRow(d, b + r * stride + i), acc[r]);
   }
   if (i < n) {  // zero-filled lanes add +0 (see DotRows)
     const size_t c = static_cast<size_t>(n - i);
     const V va = LoadPart(d, a + i, c);
     TESSERA_UNROLL
-    for (int r = 0; r < 16; ++r) acc[r] = hn::Add(acc[r], hn::Mul(va, LoadRowPart(d, b + r * stride + i, c)));
+    for (int r = 0; r < 16; ++r) acc[r] = hn::MulAdd(va, LoadRowPart(d, b + r * stride + i, c), acc[r]);
   }
   Reduce16Keys(d, acc, out);
 }
@@ -430,8 +447,8 @@ HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const T* HWY_REST
     const V a0 = hn::LoadU(d, a + i), a1 = hn::LoadU(d, a + i + 8);
     TESSERA_UNROLL
     for (int r = 0; r < 4; ++r) {
-      acc[r][0] = hn::Add(acc[r][0], hn::Mul(a0, LoadRow(d, b + r * stride + i)));
-      acc[r][1] = hn::Add(acc[r][1], hn::Mul(a1, LoadRow(d, b + r * stride + i + 8)));
+      acc[r][0] = hn::MulAdd(a0, LoadRow(d, b + r * stride + i), acc[r][0]);
+      acc[r][1] = hn::MulAdd(a1, LoadRow(d, b + r * stride + i + 8), acc[r][1]);
     }
   }
   TESSERA_UNROLL
@@ -441,7 +458,7 @@ HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const T* HWY_REST
     const size_t c = static_cast<size_t>(std::min<int64_t>(count, 8));
     const V va = LoadPart(d, a + i + 8 * k, c);
     TESSERA_UNROLL
-    for (int r = 0; r < 4; ++r) acc[r][k] = hn::Add(acc[r][k], hn::Mul(va, LoadRowPart(d, b + r * stride + i + 8 * k, c)));
+    for (int r = 0; r < 4; ++r) acc[r][k] = hn::MulAdd(va, LoadRowPart(d, b + r * stride + i + 8 * k, c), acc[r][k]);
   }
   V t[4];
   TESSERA_UNROLL
@@ -450,7 +467,7 @@ HWY_INLINE void Dots4Partial(D d, const float* HWY_RESTRICT a, const T* HWY_REST
   s1 = hn::Add(hn::ConcatLowerLower(d, t[3], t[2]), hn::ConcatUpperUpper(d, t[3], t[2]));
 }
 
-// out[r] = ref::dot(a, b + r·stride, n) for r < 8.
+// out[r] = ref::dot_fma(a, b + r·stride, n) for r < 8.
 template <class T>
 HWY_INLINE void Dots8(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b, int64_t stride, int64_t n,
                       float* out) {
@@ -480,23 +497,103 @@ HWY_INLINE void Dots16(D d, const float* HWY_RESTRICT a, const T* HWY_RESTRICT b
 #endif
 #endif  // HWY_AVX3 || HWY_AVX2
 
-// out[r] = ref::dot(a, b + r·stride, n) for r < count.
+// out[r] = ref::dot_fma(a, b + r·stride, n) for r < count.
 template <class T>
 HWY_INLINE void DotsAny(D d, const float* a, const T* b, int64_t stride, int64_t n, int64_t count, float* out) {
   int64_t j = 0;
 #ifdef TESSERA_DOTS16
   for (; j + 16 <= count; j += 16) Dots16(d, a, b + j * stride, stride, n, out + j);
 #endif
-  for (; j + 4 <= count; j += 4) DotRows<4>(d, a, b + j * stride, stride, n, out + j);
-  for (; j < count; ++j) DotRows<1>(d, a, b + j * stride, stride, n, out + j);
+  for (; j + 4 <= count; j += 4) DotRows<4, true>(d, a, b + j * stride, stride, n, out + j);
+  for (; j < count; ++j) DotRows<1, true>(d, a, b + j * stride, stride, n, out + j);
 }
+
+// Keys held transposed, for calls of many query rows. Block b of kN keys
+// (lane l: key b·kN + l) keeps dimension i at kt + (b·hd + i)·kN, so one
+// vector load gives kN keys' values of one dimension and q·k needs no
+// reduction across lanes: lane l of a sum accumulates only key l.
+//
+// Keys [u0, u0 + len) of a run (rows `step` apart, f32 or f16) into kt.
+template <class T>
+HWY_INLINE void TransposeKeys(D d, const T* k, int64_t step, int64_t len, int64_t hd, int64_t u0, float* kt) {
+  HWY_ALIGN float row[kN];
+  for (int64_t j = 0; j < len; ++j) {
+    const int64_t u = u0 + j;
+    float* dst = kt + (u / static_cast<int64_t>(kN)) * hd * static_cast<int64_t>(kN) + u % static_cast<int64_t>(kN);
+    const T* src = k + j * step;
+    for (int64_t i0 = 0; i0 < hd; i0 += kN) {
+      const size_t c = static_cast<size_t>(std::min<int64_t>(kN, hd - i0));
+      hn::Store(c == kN ? LoadRow(d, src + i0) : LoadRowPart(d, src + i0, c), d, row);
+      for (size_t l = 0; l < c; ++l) dst[(i0 + static_cast<int64_t>(l)) * static_cast<int64_t>(kN)] = row[l];
+    }
+  }
+}
+
+// out[b·kN + l] = ref::dot_fma(q, key b·kN + l, hd) for B blocks of
+// transposed keys from kt. ref::dot_fma's lane j (i ≡ j mod 16) is, per key,
+// a chain of FMAs over i = j, j + 16, ... here held in vector a_j whose lane l
+// is key l's; its tree (j + j+8, then j+4, j+2, j+1) is then plain vector
+// adds, taken in the order that keeps few vectors live: c_g = (a_g + a_g+8) +
+// (a_g+4 + a_g+12) for g = 0, 2 (d_0 = c_0 + c_2), 1, 3 (d_1), then d_0 + d_1.
+// Per key and query that is hd/16·16 = hd FMA lanes and 15/kN adds, and no
+// shuffles: the row-major kernel above spends ~3 shuffles and adds per key on
+// its reduction and more on loading each key's rows.
+template <int B>
+HWY_INLINE void DotsTransposed(D d, const float* HWY_RESTRICT q, const float* HWY_RESTRICT kt, int64_t hd,
+                               float* out) {
+  const int64_t n = static_cast<int64_t>(kN);
+  V half[B][2];  // d_0, d_1 per block
+  TESSERA_UNROLL
+  for (int step = 0; step < 4; ++step) {
+    const int g = step == 1 ? 2 : step == 2 ? 1 : step;
+    V a[B][4];
+    TESSERA_UNROLL
+    for (int b = 0; b < B; ++b)
+      TESSERA_UNROLL
+      for (int r = 0; r < 4; ++r) a[b][r] = hn::Zero(d);  // ref::dot_fma's sums start at +0
+    for (int64_t i0 = 0; i0 < hd; i0 += 16) {
+      TESSERA_UNROLL
+      for (int r = 0; r < 4; ++r) {  // lanes g, g + 8, g + 4, g + 12
+        const int64_t i = i0 + g + 8 * (r & 1) + 4 * (r >> 1);
+        if (i >= hd) continue;  // head_dim not a multiple of 16: lane j has one term fewer
+        const V qi = hn::Set(d, q[i]);
+        TESSERA_UNROLL
+        for (int b = 0; b < B; ++b) a[b][r] = hn::MulAdd(qi, hn::LoadU(d, kt + (b * hd + i) * n), a[b][r]);
+      }
+    }
+    TESSERA_UNROLL
+    for (int b = 0; b < B; ++b) {
+      const V c = hn::Add(hn::Add(a[b][0], a[b][1]), hn::Add(a[b][2], a[b][3]));
+      half[b][step / 2] = step % 2 == 0 ? c : hn::Add(half[b][step / 2], c);
+    }
+  }
+  TESSERA_UNROLL
+  for (int b = 0; b < B; ++b) hn::StoreU(hn::Add(half[b][0], half[b][1]), d, out + b * n);
+}
+
+// Blocks of transposed keys one DotsTransposed call takes: 4 × 4 sums of 32
+// registers on AVX3 (64 keys), 2 × 4 of 16 on AVX2 (16 keys); each load of
+// q[i] then serves B FMAs.
+constexpr int kTransposedBlocks = kN >= 16 ? 4 : 2;
+constexpr int64_t kTransposedKeys = kTransposedBlocks * static_cast<int64_t>(kN);
+// Calls of at least this many query rows transpose their keys first: each
+// key is then read by rows × group queries, which repays its transposition.
+constexpr int64_t kTransposedMinRows = 8;
+
+// Makes v opaque to the compiler, so a value loaded once stays in a register:
+// GCC otherwise folds the load into each of its uses (one FMA per head in
+// WeightedChunk), three 64-byte loads where one was written, and the
+// weighted sum ran at the L1's load rate (rdtsc per phase, SmolLM2's shape,
+// one layer's 512-row prefill at avx512: 5.0-5.9 cycles per query-key pair
+// against 2.4-3.3 with the load kept; docs/BENCHMARKING.md).
+HWY_INLINE void InRegister(V& v) { asm("" : "+v"(v.raw)); }
 
 // For G heads g at once: o_g[0 .. M·kN) += Σ_j probs_g[j] · v_j[0 ..] for
 // `count` rows v_j = v + j·stride in row order (o_g = o + g·o_stride, probs_g =
 // probs + g·p_stride), the sums held in registers, starting from 0 when
 // `first`, else from o_g (the sums so far); the last vector has `last` lanes
-// (kN when whole). Per lane this is the reference's acc[i] += p · v[i], in
-// order; the heads share the loads of v.
+// (kN when whole). Per lane this is the reference's acc[i] = fma(p, v[i],
+// acc[i]), in order; the heads share the loads of v.
 template <int G, int M, class T>
 HWY_INLINE void WeightedChunk(D d, const T* v, int64_t stride, int64_t count, const float* probs,
                               int64_t p_stride, bool first, size_t last, float* o, int64_t o_stride) {
@@ -516,9 +613,10 @@ HWY_INLINE void WeightedChunk(D d, const T* v, int64_t stride, int64_t count, co
     for (int g = 0; g < G; ++g) p[g] = hn::Set(d, probs[g * p_stride + j]);
     TESSERA_UNROLL
     for (int m = 0; m < M; ++m) {
-      const V vm = (m < M - 1 || whole) ? LoadRow(d, vj + m * kN) : LoadRowPart(d, vj + m * kN, last);
+      V vm = (m < M - 1 || whole) ? LoadRow(d, vj + m * kN) : LoadRowPart(d, vj + m * kN, last);
+      InRegister(vm);
       TESSERA_UNROLL
-      for (int g = 0; g < G; ++g) acc[g][m] = hn::Add(acc[g][m], hn::Mul(p[g], vm));
+      for (int g = 0; g < G; ++g) acc[g][m] = hn::MulAdd(p[g], vm, acc[g][m]);
     }
   }
   TESSERA_UNROLL
@@ -623,52 +721,95 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
   const int64_t hd = shape.head_dim;
   const int64_t kv_width = shape.kv_heads * hd;
   const int64_t group = shape.heads / shape.kv_heads;
-  // Scores of one row tile's queries (rows × query heads of one KV head),
-  // reused across calls: no allocation once grown.
-  thread_local std::vector<float> buffer;
+  // Keys visible to row t: [row_begin(t), past_end + t + 1); both ends grow with t.
+  auto row_begin = [&](int64_t t) { return ref::first_visible_key(kv, shape.window, t); };
+  // Many rows: q·k reads keys transposed (DotsTransposed), the same bits as
+  // the row-major kernel, so the choice never shows in the results.
+  const bool transposed = t_end - t_begin >= kTransposedMinRows;
+  // The keys any row of this call sees, transposed from kt_base on.
+  const int64_t kt_base = row_begin(t_begin), kt_keys = kv.past_end + t_end - kt_base;
+  // Scores of one row tile's queries (rows × query heads of one KV head), and
+  // the transposed keys, reused across calls: no allocation once grown. A
+  // transposed tile's keys start at a block boundary (up to kN - 1 keys
+  // early) and whole groups of blocks are stored, hence the padding.
+  thread_local AlignedVector<float> buffer, keys_t;
   const int64_t most = kv.past_end - kv.past_begin + rows;  // >= keys visible to any tile
-  const size_t need = static_cast<size_t>(most * std::min(rows, kRowTile) * std::min(group, h_end - h_begin));
+  const int64_t pad = transposed ? static_cast<int64_t>(kN) + kTransposedKeys : 0;
+  const size_t need = static_cast<size_t>((most + pad) * std::min(rows, kRowTile) * std::min(group, h_end - h_begin));
   if (buffer.size() < need) buffer.resize(need);
   float* const scratch = buffer.data();
+  const int64_t kt_blocks = (kt_keys + static_cast<int64_t>(kN) - 1) / static_cast<int64_t>(kN) + kTransposedBlocks;
+  if (transposed && keys_t.size() < static_cast<size_t>(kt_blocks * hd * static_cast<int64_t>(kN)))
+    keys_t.resize(static_cast<size_t>(kt_blocks * hd * static_cast<int64_t>(kN)));
+  float* const kt = keys_t.data();
   const V scale = hn::Set(d, shape.scale);
   const bool capped = shape.softcap > 0;
   const V cap = hn::Set(d, shape.softcap);
-  // Keys visible to row t: [row_begin(t), past_end + t + 1); both ends grow with t.
-  auto row_begin = [&](int64_t t) { return ref::first_visible_key(kv, shape.window, t); };
 
-  for (int64_t t0 = t_begin; t0 < t_end; t0 += kRowTile) {
-    const int64_t nt = std::min(kRowTile, t_end - t0);
-    // The tile's scores cover the union of its rows' keys, [ub, ue); row
-    // ti's own keys are [lo(ti), hi(ti)) in that numbering.
-    const int64_t ub = row_begin(t0);
-    const int64_t ue = kv.past_end + t0 + nt;
-    const int64_t nu = ue - ub;
-    auto lo = [&](int64_t ti) { return row_begin(t0 + ti) - ub; };
-    auto hi = [&](int64_t ti) { return kv.past_end + t0 + ti + 1 - ub; };
-    for (int64_t h0 = h_begin; h0 < h_end;) {
-      // Query heads [h0, h1) all read KV head kvh.
-      const int64_t kvh = h0 / group;
-      const int64_t h1 = std::min(h_end, (kvh + 1) * group);
-      const int64_t heads = h1 - h0;
-      // Scores of row ti, head g: scratch[(ti·heads + g)·nu ..].
-      auto scores_of = [&](int64_t ti, int64_t g) { return scratch + (ti * heads + g) * nu; };
+  for (int64_t h0 = h_begin; h0 < h_end;) {
+    // Query heads [h0, h1) all read KV head kvh.
+    const int64_t kvh = h0 / group;
+    const int64_t h1 = std::min(h_end, (kvh + 1) * group);
+    const int64_t heads = h1 - h0;
+    if (transposed) {
+      // Lanes past the last key stay finite (zero): their scores are computed and never read.
+      std::fill(kt, kt + kt_blocks * hd * static_cast<int64_t>(kN), 0.0f);
+      ForEachRun(kv, kv_width, kvh, hd, kt_base, kt_base + kt_keys,
+                 [&](const auto* k, const auto*, int64_t j0, int64_t len, int64_t step) HWY_ATTR {
+        TransposeKeys(d, k, step, len, hd, j0, kt);
+      });
+    }
+    for (int64_t t0 = t_begin; t0 < t_end; t0 += kRowTile) {
+      const int64_t nt = std::min(kRowTile, t_end - t0);
+      // The tile's scores cover the union of its rows' keys, [ub, ue); row
+      // ti's own keys are [lo(ti), hi(ti)) in that numbering.
+      int64_t ub = row_begin(t0);
+      if (transposed) ub = kt_base + (ub - kt_base) / static_cast<int64_t>(kN) * static_cast<int64_t>(kN);
+      const int64_t ue = kv.past_end + t0 + nt;
+      const int64_t nu = ue - ub;
+      const int64_t row_step = nu + pad;  // between the score rows of (row, head)
+      auto lo = [&](int64_t ti) { return row_begin(t0 + ti) - ub; };
+      auto hi = [&](int64_t ti) { return kv.past_end + t0 + ti + 1 - ub; };
+      // Scores of row ti, head g: scratch[(ti·heads + g)·row_step ..].
+      auto scores_of = [&](int64_t ti, int64_t g) { return scratch + (ti * heads + g) * row_step; };
       auto query_of = [&](int64_t ti, int64_t g) { return q + ((t0 + ti) * shape.heads + h0 + g) * hd; };
 
-      // q·k, exactly the reference's dot products, 16 keys at a time; a
-      // block a row cannot see is skipped (a partly visible one is computed
-      // whole, the extra scores unused).
-      ForEachRun(kv, kv_width, kvh, hd, ub, ue,
-                 [&](const auto* k, const auto*, int64_t j0, int64_t len, int64_t step) HWY_ATTR {
-        for (int64_t b = 0; b < len; b += 16) {
-          const int64_t count = std::min<int64_t>(16, len - b);
-          const int64_t u0 = j0 + b;
-          const auto* kb = k + b * step;
+      // q·k, exactly ref::dot_fma, a block of keys serving every row and
+      // head of the tile while in L1; a block a row cannot see is skipped (a
+      // partly visible one is computed whole, the extra scores unused).
+      if (transposed) {
+        const float* kt_tile = kt + (ub - kt_base) * hd;  // ub - kt_base is a multiple of kN
+        for (int64_t u0 = 0; u0 < nu; u0 += kTransposedKeys) {
+          const float* kb = kt_tile + u0 * hd;
           for (int64_t ti = 0; ti < nt; ++ti) {
-            if (u0 >= hi(ti) || u0 + count <= lo(ti)) continue;
-            for (int64_t g = 0; g < heads; ++g) DotsAny(d, query_of(ti, g), kb, step, hd, count, scores_of(ti, g) + u0);
+            if (u0 >= hi(ti) || u0 + kTransposedKeys <= lo(ti)) continue;
+            for (int64_t g = 0; g < heads; ++g) {
+              float* s = scores_of(ti, g) + u0;
+              if (u0 + kTransposedKeys <= hi(ti)) {
+                DotsTransposed<kTransposedBlocks>(d, query_of(ti, g), kb, hd, s);
+              } else {  // the row's last keys: only the blocks it sees
+                for (int64_t b = 0; u0 + b * static_cast<int64_t>(kN) < hi(ti); ++b)
+                  DotsTransposed<1>(d, query_of(ti, g), kb + b * hd * static_cast<int64_t>(kN), hd,
+                                    s + b * static_cast<int64_t>(kN));
+              }
+            }
           }
         }
-      });
+      } else {
+        ForEachRun(kv, kv_width, kvh, hd, ub, ue,
+                   [&](const auto* k, const auto*, int64_t j0, int64_t len, int64_t step) HWY_ATTR {
+          for (int64_t b = 0; b < len; b += 16) {
+            const int64_t count = std::min<int64_t>(16, len - b);
+            const int64_t u0 = j0 + b;
+            const auto* kb = k + b * step;
+            for (int64_t ti = 0; ti < nt; ++ti) {
+              if (u0 >= hi(ti) || u0 + count <= lo(ti)) continue;
+              for (int64_t g = 0; g < heads; ++g)
+                DotsAny(d, query_of(ti, g), kb, step, hd, count, scores_of(ti, g) + u0);
+            }
+          }
+        });
+      }
 
       // Softmax of each row's own keys.
       for (int64_t ti = 0; ti < nt; ++ti) {
@@ -692,18 +833,19 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
             float* o = out + ((t0 + ti) * shape.heads + h0) * hd;
             int64_t g = 0;
             for (; g + kHeadsAtOnce <= heads; g += kHeadsAtOnce)
-              WeightedHeads<kHeadsAtOnce>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
+              WeightedHeads<kHeadsAtOnce>(d, vb, step, to - from, scores_of(ti, g) + from, row_step, first,
+                                          o + g * hd, hd);
             if (kHeadsAtOnce > 2 && g + 2 <= heads) {
-              WeightedHeads<2>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
+              WeightedHeads<2>(d, vb, step, to - from, scores_of(ti, g) + from, row_step, first, o + g * hd, hd);
               g += 2;
             }
             for (; g < heads; ++g)
-              WeightedHeads<1>(d, vb, step, to - from, scores_of(ti, g) + from, nu, first, o + g * hd, hd);
+              WeightedHeads<1>(d, vb, step, to - from, scores_of(ti, g) + from, row_step, first, o + g * hd, hd);
           }
         }
       });
-      h0 = h1;
     }
+    h0 = h1;
   }
 }
 
@@ -811,7 +953,7 @@ namespace tessera::kernels {
 namespace {
 
 void ref_dots(const float* a, const float* b, int64_t stride, int64_t n, int64_t count, float* out) {
-  for (int64_t r = 0; r < count; ++r) out[r] = ref::dot(a, b + r * stride, n);
+  for (int64_t r = 0; r < count; ++r) out[r] = ref::dot_fma(a, b + r * stride, n);
 }
 
 VectorOps named(const VectorOps& ops, const char* isa) {

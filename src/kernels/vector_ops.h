@@ -7,11 +7,12 @@
 // How each level relates to the reference (vector_ops_test.cc checks it):
 //   identical: argmax (the reference's index for every input, NaNs included)
 //   bit-identical: rms_norm, rope, add_in_place, dots, round_to_f16 (same operations in the
-//     same order; sums of squares and dot products use ref::dot's 16-lane
-//     order and its reduction tree, no FMA)
+//     same order; sums of squares use ref::dot's 16-lane order and its
+//     reduction tree, no FMA; dots is ref::dot_fma: the same lanes and tree,
+//     one FMA per term)
 //   within a few ulp: gated_activation, softcap (Highway Exp/Tanh and a
 //     rational erf instead of libm)
-//   attention: the q·k scores (ref::dot's bits, 16 keys reduced at once), the
+//   attention: the q·k scores (ref::dot_fma's bits, 16 keys reduced at once), the
 //     scale, the max, the division by the sum and the weighted sum of values
 //     are the reference's operations in the reference's order; only exp
 //     (Highway), tanh (softcap) and the order of the softmax denominator's sum
@@ -44,7 +45,7 @@ struct VectorOps {
   void (*gated_activation)(Activation act, const float* gate, const float* up, int64_t n, float* out);
   void (*add_in_place)(float* y, const float* x, int64_t n);
   void (*softcap)(float* x, int64_t n, float cap);
-  // out[r] = ref::dot(a, b + r·stride, n) for r < count, bit for bit (the
+  // out[r] = ref::dot_fma(a, b + r·stride, n) for r < count, bit for bit (the
   // q·k kernel attention uses; blocks of 16 rows share one reduction).
   void (*dots)(const float* a, const float* b, int64_t stride, int64_t n, int64_t count, float* out);
   // ref::round_to_f16 (an f16 KV cache's rounding of a call's own rows).

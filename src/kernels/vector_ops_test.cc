@@ -274,6 +274,12 @@ const AttentionCase kAttentionCases[] = {
     {6, 3, 80, 0, 17, 10, 50, 41, 0.0f},     // head_dim 80 (generic dots), ring
     {2, 1, 256, 0, 9, 0, 33, 64, 0.0f},      // head_dim 256 (generic dots)
     {2, 1, 128, 33, 12, 0, 70, 80, 0.0f},    // head_dim 128, window
+    // Calls of 8+ rows read their keys transposed (DotsTransposed): head
+    // dims off multiples of 16, and past the 64 keys one call takes on AVX3.
+    {2, 2, 72, 0, 10, 0, 30, 30, 20.0f},     // head_dim 72
+    {2, 1, 20, 0, 11, 3, 21, 25, 5.0f},      // head_dim 20
+    {4, 4, 8, 3, 9, 0, 6, 8, 0.0f},          // head_dim 8, window
+    {7, 1, 64, 0, 70, 0, 150, 150, 0.0f},    // 70 rows after 150 keys
 };
 
 TEST_P(VectorOpsIsa, AttentionWithinBound) {
@@ -472,7 +478,7 @@ TEST_P(VectorOpsIsa, RoundToF16IsBitIdentical) {
   EXPECT_EQ(want[16], 1.0f + 4.0f / 2048);
 }
 
-// dots is ref::dot bit for bit: blocks of 16 rows (one shared reduction),
+// dots is ref::dot_fma bit for bit (one FMA per term): blocks of 16 rows (one shared reduction),
 // then 4 and 1; head_dim 64 and 128 have their own code; strides as in a
 // cache of several KV heads. Values spread over many binades so that any
 // other order of the sums changes bits.
@@ -492,7 +498,7 @@ TEST_P(VectorOpsIsa, DotsAreBitIdentical) {
         const auto a = spread(n);
         const auto b = spread(count * stride);
         std::vector<float> want(count), got(count, -7.0f);
-        for (int64_t r = 0; r < count; ++r) want[r] = ref::dot(a.data(), b.data() + r * stride, n);
+        for (int64_t r = 0; r < count; ++r) want[r] = ref::dot_fma(a.data(), b.data() + r * stride, n);
         ops().dots(a.data(), b.data(), stride, n, count, got.data());
         ASSERT_EQ(first_bit_difference(want, got), -1) << "n " << n << " count " << count << " stride " << stride;
       }

@@ -10,6 +10,7 @@
 // vectorize the loop at any width without reassociating anything.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace tessera::ref {
@@ -30,6 +31,21 @@ inline float dot(const float* a, const float* b, int64_t n) {
   for (; i + 16 <= n; i += 16)
     for (int j = 0; j < 16; ++j) acc[j] += a[i + j] * b[i + j];
   for (int j = 0; i + j < n; ++j) acc[j] += a[i + j] * b[i + j];
+  return reduce_lanes16(acc);
+}
+
+// Attention's q·k: ref::dot's lanes and tree, but each lane accumulates with
+// a fused multiply-add, acc[j] = fma(a[i], b[i], acc[j]) (one rounding per
+// term instead of two). std::fma is exactly rounded on every machine, in
+// hardware or not, so these are still the same bits everywhere; the vector
+// kernels (kernels/vector_ops.cc) issue one FMA instruction per term where
+// dot's order costs a multiply and an add.
+inline float dot_fma(const float* a, const float* b, int64_t n) {
+  float acc[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] = std::fma(a[i + j], b[i + j], acc[j]);
+  for (int j = 0; i + j < n; ++j) acc[j] = std::fma(a[i + j], b[i + j], acc[j]);
   return reduce_lanes16(acc);
 }
 

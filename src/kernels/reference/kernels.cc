@@ -109,8 +109,13 @@ void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_d
   }
 }
 
-void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionShape& shape, int64_t h_begin,
-               int64_t h_end, int64_t t_begin, int64_t t_end, float* out) {
+// Two clones with the same bits (std::fma is exactly rounded with or without
+// the instruction): where the CPU has FMA its clone issues it inline instead
+// of calling libm's fmaf for every term.
+__attribute__((target_clones("fma", "default"))) void attention(const float* q, int64_t rows, const KvSpan& kv,
+                                                                const AttentionShape& shape, int64_t h_begin,
+                                                                int64_t h_end, int64_t t_begin, int64_t t_end,
+                                                                float* out) {
   const int64_t hd = shape.head_dim;
   const int64_t kv_width = shape.kv_heads * hd;
   const int64_t group = shape.heads / shape.kv_heads;
@@ -151,7 +156,7 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
       for (int64_t j = 0; j < n; ++j) {
         const float *k, *v;
         key(begin + j, k, v);
-        float s = dot(qh, k, hd) * shape.scale;
+        float s = dot_fma(qh, k, hd) * shape.scale;
         if (shape.softcap > 0) s = shape.softcap * std::tanh(s / shape.softcap);
         scores[j] = s;
         max_s = std::max(max_s, s);
@@ -166,7 +171,7 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
         const float *k, *v;
         key(begin + j, k, v);
         const float p = scores[j] / sum;
-        for (int64_t i = 0; i < hd; ++i) acc[i] += p * v[i];
+        for (int64_t i = 0; i < hd; ++i) acc[i] = std::fma(p, v[i], acc[i]);
       }
       std::memcpy(out + (t * shape.heads + h) * hd, acc.data(), sizeof(float) * hd);
     }

@@ -100,7 +100,10 @@ inline int64_t first_visible_key(const KvSpan& kv, int64_t window, int64_t t) {
 // past_end + t. q: [rows][heads · head_dim]; out likewise. Query head h reads
 // KV head h / (heads / kv_heads). Heads [h_begin, h_end) of query rows
 // [t_begin, t_end) only (the thread split; other outputs are not written).
-// Scores, softmax and the weighted sum run in position order.
+// Scores, softmax and the weighted sum run in position order. Scores are
+// dot_fma(q, k) (kernels/reference/dot.h) and the weighted sum accumulates
+// with fma(p, v[i], acc[i]): fused multiply-adds, so the vector kernels'
+// attention takes one instruction per term with these bits.
 void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionShape& shape, int64_t h_begin,
                int64_t h_end, int64_t t_begin, int64_t t_end, float* out);
 

@@ -624,5 +624,36 @@ TEST(RefDot, IndependentOfAlignment) {
   }
 }
 
+// dot_fma keeps dot's lanes and tree but rounds once per term: lane 0 below
+// sums 1·(−(1 + 2^-11)) and then (1 + 2^-12)², whose exact value is
+// 1 + 2^-11 + 2^-24. The fused step keeps the 2^-24; dot rounds the square to
+// 1 + 2^-11 (a tie, to even) before the add and gets 0.
+TEST(RefDotFma, OneRoundingPerTerm) {
+  std::vector<float> a(17, 0.0f), b(17, 0.0f);
+  a[0] = 1.0f;
+  b[0] = -(1.0f + std::ldexp(1.0f, -11));
+  a[16] = b[16] = 1.0f + std::ldexp(1.0f, -12);
+  EXPECT_EQ(ref::dot_fma(a.data(), b.data(), 17), std::ldexp(1.0f, -24));
+  EXPECT_EQ(ref::dot(a.data(), b.data(), 17), 0.0f);
+  // Other lanes: the same 16-lane order and tree as dot (integers are exact
+  // either way, so the two agree on them).
+  std::vector<float> x(50), y(50);
+  for (int i = 0; i < 50; ++i) {
+    x[i] = static_cast<float>(i - 20);
+    y[i] = static_cast<float>(3 - i % 7);
+  }
+  EXPECT_EQ(ref::dot_fma(x.data(), y.data(), 50), ref::dot(x.data(), y.data(), 50));
+  std::mt19937 rng(21);
+  for (int64_t n : {1, 16, 33, 100, 1000}) {
+    const std::vector<float> u = normal_vec(rng, n), v = normal_vec(rng, n);
+    double s = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      s += static_cast<double>(u[i]) * v[i];
+      mag += std::abs(static_cast<double>(u[i]) * v[i]);
+    }
+    EXPECT_LE(std::abs(ref::dot_fma(u.data(), v.data(), n) - s), 1e-5 * mag + 1e-7) << "n " << n;
+  }
+}
+
 }  // namespace
 }  // namespace tessera
