@@ -36,11 +36,49 @@ namespace {
 constexpr int64_t kPanelRows = 16;  // rows expanded at a time: 16 pairs, 32 · cols · 2 bytes (L2)
 constexpr int kTilePairs = 2, kTileTokens = 6;
 
+// expand_pair for lut4 rows of whole 64-column chunks, straight into the
+// paired layout in one pass. Per chunk, the 32 index bytes of row n go to
+// the low 256 bits of a vector and row n + 1's to the high (a zero row has
+// index 0 and an all-zero table), and each 128-bit lane looks its nibbles up
+// in its own row's table (vpshufb works per lane). Lane k then holds columns
+// 32k .. 32k + 31 of its row (k = 0, 1 for row n, k = 2, 3 for row n + 1)
+// as low- and high-nibble values; unpacking them back into column order
+// gives, per lane, columns 32k .. 32k + 15 (lo) and 32k + 16 .. 32k + 31
+// (hi). Reordering the lanes as [0, 2, 1, 3] puts row n's and row n + 1's
+// same 16 columns side by side, and widening each 256-bit half to int16
+// is one 64-byte group of the pair: groups 0 and 2 from lo, 1 and 3 from hi.
+TESSERA_AVX512 void expand_pair_lut4(const QLinearWeights& w, int64_t n, bool second, int16_t* pair) {
+  const int64_t cols = w.cols();
+  const uint8_t* a = w.row(n);
+  const uint8_t* b = second ? w.row(n + 1) : nullptr;
+  const __m128i ta = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.table(n)));
+  const __m128i tb = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.table(n + 1))) : _mm_setzero_si128();
+  const __m512i table = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(ta, ta)), _mm256_set_m128i(tb, tb), 1);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lanes_0213 = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
+  for (int64_t c = 0; c < cols; c += 64) {
+    const __m256i ia = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + c / 2));
+    const __m256i ib = second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + c / 2)) : _mm256_setzero_si256();
+    const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(ia), ib, 1);
+    const __m512i even = _mm512_shuffle_epi8(table, _mm512_and_si512(idx, low4));
+    const __m512i odd = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(idx, 4), low4));
+    const __m512i lo = _mm512_permutexvar_epi64(lanes_0213, _mm512_unpacklo_epi8(even, odd));
+    const __m512i hi = _mm512_permutexvar_epi64(lanes_0213, _mm512_unpackhi_epi8(even, odd));
+    int16_t* out = pair + 2 * c;  // groups c / 16 .. c / 16 + 3, 32 int16 each
+    _mm512_storeu_si512(out, _mm512_cvtepi8_epi16(_mm512_castsi512_si256(lo)));
+    _mm512_storeu_si512(out + 32, _mm512_cvtepi8_epi16(_mm512_castsi512_si256(hi)));
+    _mm512_storeu_si512(out + 64, _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(lo, 1)));
+    _mm512_storeu_si512(out + 96, _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(hi, 1)));
+  }
+}
+
 // Rows n and n + 1 (a zero row for n + 1 == n_end) of w as the paired
 // layout: pair[32 g .. 32 g + 15] = row n's columns 16 g .. 16 g + 15,
 // pair[32 g + 16 .. 32 g + 31] = row n + 1's. `scratch` holds 2 · cols.
 TESSERA_AVX512 void expand_pair(const QLinearWeights& w, int64_t n, int64_t n_end, int16_t* scratch, int16_t* pair) {
   const int64_t cols = w.cols();
+  if (w.format() != WeightFormat::Int8 && w.bits() == 4 && cols % 64 == 0)
+    return expand_pair_lut4(w, n, n + 1 < n_end, pair);
   int16_t* a = scratch;
   int16_t* b = scratch + cols;
   expand_row_i16_avx2(w, n, a);
