@@ -145,7 +145,7 @@ void run_i16gemm(benchmark::State& state, WeightFormat f, Isa isa) {
     qlinear_i16gemm(isa, *fx.w, a, nullptr, 0, rows, fx.y.data(), rows);
   });
 }
-#define I16_SHAPES ->Args({1536, 576, 128})->Args({576, 1536, 128})->Args({4864, 896, 128})->Args({896, 4864, 128})->Args({1536, 576, 8})->ThreadRange(1, 2)
+#define I16_SHAPES ->Args({1536, 576, 128})->Args({576, 1536, 128})->Args({4864, 896, 128})->Args({896, 4864, 128})->Args({1536, 576, 8})->Args({196608, 576, 8})->ThreadRange(1, 2)
 BENCHMARK_CAPTURE(run_i16gemm, lut4_avx2, WeightFormat::Lut4, Isa::Avx2) I16_SHAPES;
 BENCHMARK_CAPTURE(run_i16gemm, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) I16_SHAPES;
 
