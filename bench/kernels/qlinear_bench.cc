@@ -145,6 +145,29 @@ void run_i16gemm(benchmark::State& state, WeightFormat f, Isa isa) {
     qlinear_i16gemm(isa, *fx.w, a, nullptr, 0, rows, fx.y.data(), rows);
   });
 }
+// One decode row's int8 activation quantization, both passes (the
+// calling thread does this before each linear group of a decode step).
+void quantize_acts(benchmark::State& state, ActLayout layout, Isa isa) {
+  if (!isa_supported(isa)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  const int64_t cols = state.range(0);
+  std::mt19937 rng(2);
+  std::vector<float> x(cols);
+  for (auto& v : x) v = std::normal_distribution<float>()(rng);
+  Int8Activations acts;
+  for (auto _ : state) {
+    quantize_activations(isa, x.data(), 1, cols, layout, 2, acts);
+    benchmark::DoNotOptimize(acts.q.data());
+  }
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(quantize_acts, natural_avx512, ActLayout::Natural, Isa::Avx512)->Arg(576)->Arg(1536);
+BENCHMARK_CAPTURE(quantize_acts, lut4pairs_avx512, ActLayout::Lut4Pairs, Isa::Avx512)->Arg(576)->Arg(1536);
+BENCHMARK_CAPTURE(quantize_acts, natural_avx2, ActLayout::Natural, Isa::Avx2)->Arg(576)->Arg(1536);
+BENCHMARK_CAPTURE(quantize_acts, lut4pairs_avx2, ActLayout::Lut4Pairs, Isa::Avx2)->Arg(576)->Arg(1536);
+
 #define I16_SHAPES ->Args({1536, 576, 128})->Args({576, 1536, 128})->Args({4864, 896, 128})->Args({896, 4864, 128})->Args({1536, 576, 8})->Args({196608, 576, 8})->ThreadRange(1, 2)
 BENCHMARK_CAPTURE(run_i16gemm, lut4_avx2, WeightFormat::Lut4, Isa::Avx2) I16_SHAPES;
 BENCHMARK_CAPTURE(run_i16gemm, lut4_avx512, WeightFormat::Lut4, Isa::Avx512) I16_SHAPES;

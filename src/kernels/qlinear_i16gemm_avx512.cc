@@ -36,8 +36,8 @@ namespace {
 constexpr int64_t kPanelRows = 16;  // rows expanded at a time: 16 pairs, 32 · cols · 2 bytes (L2)
 constexpr int kTilePairs = 2, kTileTokens = 6;
 
-// expand_pair for lut4 rows of whole 64-column chunks, straight into the
-// paired layout in one pass. Per chunk, the 32 index bytes of row n go to
+// expand_pair for lut4 rows, straight into the paired layout in one pass,
+// 64 columns at a time (QLinearWeights holds whole 64-column chunks). Per chunk, the 32 index bytes of row n go to
 // the low 256 bits of a vector and row n + 1's to the high (a zero row has
 // index 0 and an all-zero table), and each 128-bit lane looks its nibbles up
 // in its own row's table (vpshufb works per lane). Lane k then holds columns
@@ -77,8 +77,7 @@ TESSERA_AVX512 void expand_pair_lut4(const QLinearWeights& w, int64_t n, bool se
 // pair[32 g + 16 .. 32 g + 31] = row n + 1's. `scratch` holds 2 · cols.
 TESSERA_AVX512 void expand_pair(const QLinearWeights& w, int64_t n, int64_t n_end, int16_t* scratch, int16_t* pair) {
   const int64_t cols = w.cols();
-  if (w.format() != WeightFormat::Int8 && w.bits() == 4 && cols % 64 == 0)
-    return expand_pair_lut4(w, n, n + 1 < n_end, pair);
+  if (w.format() == WeightFormat::Lut4) return expand_pair_lut4(w, n, n + 1 < n_end, pair);
   int16_t* a = scratch;
   int16_t* b = scratch + cols;
   expand_row_i16_avx2(w, n, a);
