@@ -12,7 +12,7 @@ FUZZ_SECONDS ?= 60
 PYBIND11_DIR := $(shell $(PYTHON) -m pybind11 --cmakedir 2>/dev/null)
 CMAKE_FLAGS  := -DCMAKE_BUILD_TYPE=Release $(if $(PYBIND11_DIR),-DTESSERA_BUILD_PYTHON=ON -Dpybind11_DIR=$(PYBIND11_DIR) -DPython_EXECUTABLE=$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
 
-.PHONY: all build test test-cpp test-python test-asan demo setup fuzz clean
+.PHONY: all build test test-cpp test-python test-asan test-arm64 demo setup setup-arm64 fuzz clean
 
 all: build
 
@@ -42,12 +42,20 @@ test-asan:
 	TESSERA_BIN=$(abspath build-asan)/tessera TESSERA_SANITIZED=1 \
 	  PYTHONPATH=$(abspath python) $(PYTHON) -m pytest -q tests/python/test_bad_inputs.py
 
+# The AArch64 build (NEON kernels), cross-compiled and tested under
+# qemu-aarch64; needs `make setup-arm64` once (scripts/test-arm64.sh).
+test-arm64: build
+	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-arm64.sh
+
 demo: build
 	$(BUILD)/tessera pull $(DEMO_MODEL)
 	$(BUILD)/tessera run $(DEMO_MODEL) --chat -p "$(DEMO_PROMPT)" -n 128 --threads $(JOBS)
 
 setup:
 	bash scripts/setup.sh
+
+setup-arm64:
+	bash scripts/setup-arm64.sh
 
 # libFuzzer targets (clang). FUZZ_SECONDS per target; corpora in fuzz/corpus-*.
 fuzz:
@@ -57,4 +65,4 @@ fuzz:
 	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-fuzz build-arm64

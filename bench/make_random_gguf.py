@@ -3,8 +3,15 @@ speed comparisons that need no downloaded weights: llama.cpp and
 `tessera convert` / `tessera run` both load it.
 
 Weights are seeded N(0, 0.02²), RMSNorm weights 1, biases N(0, 0.02²); the
-matrices (and the token embedding) are stored as --type (Q4_0 by default,
-quantized with gguf-py), norms and biases as F32. The tokenizer is a
+layers' matrices are stored as --type (Q4_0 by default, quantized with
+gguf-py), norms and biases as F32. The token embedding, which both shapes tie
+to the output head, is stored as `llama-quantize` stores it (--head-type
+auto): for a quantized --type, llama.cpp's quantizer gives the output tensor
+(or a tied embedding) Q6_K, and Q8_0 where the row length is not a multiple
+of Q6_K's 256-value blocks, as here (576 and 896 columns): so Q8_0, the head
+of the issue's 334 MiB Qwen2.5-0.5B Q4_0 file (src/llama-quant.cpp,
+llama_tensor_get_type). Files written before 2026-12-03 had a Q4_0 head
+(--head-type q4_0 writes one again). The tokenizer is a
 synthetic GPT-2-style byte-level BPE of exactly the vocabulary size: the 256
 byte tokens, then the tokens of simple merges (every pair of byte tokens,
 then byte-pair + byte), then the special tokens at the end.
@@ -87,6 +94,8 @@ def main():
     ap.add_argument("-o", "--output", required=True, help="GGUF file to write (keep it out of the repository)")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="qwen2.5-0.5b")
     ap.add_argument("--type", choices=sorted(TYPES), default="q4_0", help="format of the matrices and embedding")
+    ap.add_argument("--head-type", choices=["auto"] + sorted(TYPES), default="auto",
+                    help="format of the tied embedding / output head (auto: llama-quantize's choice, above)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=0, help="override the layer count (0: the model's)")
     args = ap.parse_args()
@@ -95,6 +104,14 @@ def main():
     if args.layers > 0:
         s["layers"] = args.layers
     qtype, ftype = TYPES[args.type]
+    head_type = args.head_type
+    if head_type == "auto":
+        quantized = qtype not in (Q.F32, Q.F16)
+        head_type = "q8_0" if quantized and s["hidden"] % 256 != 0 else args.type
+        if quantized and s["hidden"] % 256 == 0:
+            raise SystemExit("llama-quantize would pick Q6_K for this head, which this script cannot write: "
+                             "pass --head-type")
+    head_qtype = TYPES[head_type][0]
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -129,14 +146,14 @@ def main():
     w.add_eos_token_id(tokens.index(s["eos"]))
     w.add_add_bos_token(False)
 
-    def matrix(name, rows, cols):
+    def matrix(name, rows, cols, t=qtype):
         data = (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(0.02))
-        if qtype == Q.F32:
+        if t == Q.F32:
             w.add_tensor(name, data)
-        elif qtype == Q.F16:
+        elif t == Q.F16:
             w.add_tensor(name, data.astype(np.float16))
         else:
-            w.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+            w.add_tensor(name, gguf.quants.quantize(data, t), raw_dtype=t)
 
     def vector(name, n, value=None):
         data = np.full(n, value, dtype=np.float32) if value is not None else \
@@ -145,7 +162,7 @@ def main():
 
     hidden, hd = s["hidden"], s["head_dim"]
     q_dim, kv_dim = s["heads"] * hd, s["kv_heads"] * hd
-    matrix("token_embd.weight", s["vocab"], hidden)  # tied: no output.weight
+    matrix("token_embd.weight", s["vocab"], hidden, head_qtype)  # tied: no output.weight
     vector("output_norm.weight", hidden, 1.0)
     for i in range(s["layers"]):
         b = f"blk.{i}."
@@ -169,7 +186,8 @@ def main():
     w.write_tensors_to_file()
     w.close()
     os.replace(tmp, out)
-    print(f"\nwrote {out} ({out.stat().st_size / 2**20:.1f} MiB, {args.shape}, {args.type}, seed {args.seed}) "
+    print(f"\nwrote {out} ({out.stat().st_size / 2**20:.1f} MiB, {args.shape}, {args.type}, head {head_type}, "
+          f"seed {args.seed}) "
           f"in {time.time() - t0:.1f} s", file=sys.stderr)
     print(out)
 

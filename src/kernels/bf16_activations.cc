@@ -4,14 +4,17 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "kernels/bf16_activations.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 
 #include "core/error.h"
+
+#if TESSERA_X86
+#include <immintrin.h>
+
 #include "kernels/transpose16_avx512.h"
 
 #define TESSERA_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#endif
 
 namespace tessera::kernels {
 
@@ -22,6 +25,7 @@ void pack_row_plain(const float* x, int64_t cols, uint32_t* dst) {
     dst[p * kTileTokens] = bf16_bits(x[2 * p]) | static_cast<uint32_t>(bf16_bits(x[2 * p + 1])) << 16;
 }
 
+#if TESSERA_X86
 // 16 tokens × 32 columns at a time: VCVTNE2PS2BF16 makes each token's 16
 // (even, odd) pairs in column order, and a 16×16 transpose turns them into
 // 16 rows of the block, one per pair.
@@ -42,6 +46,7 @@ TESSERA_AVX512_BF16 void pack_block_avx512(const float* x, int64_t cols, int64_t
   }
   for (int64_t t = 0; t < tokens; ++t) pack_row_plain(x + t * cols + c, cols - c, dst + (c / 2) * kTileTokens + t);
 }
+#endif  // TESSERA_X86
 
 }  // namespace
 
@@ -64,9 +69,13 @@ void pack_bf16_blocks(Isa isa, const float* x, int64_t b_begin, int64_t b_end, B
     const int64_t tokens = std::min(kTileTokens, rows - b * kTileTokens);
     const float* xb = x + b * kTileTokens * cols;
     uint32_t* dst = out.pairs.data() + b * (cols / 2) * kTileTokens;
+#if TESSERA_X86
     if (isa == Isa::Amx) {
       pack_block_avx512(xb, cols, tokens, dst);
-    } else {
+      continue;
+    }
+#endif
+    {
       for (int64_t t = 0; t < tokens; ++t) pack_row_plain(xb + t * cols, cols, dst + t);
     }
   }

@@ -3,6 +3,11 @@
 #include <atomic>
 #include <cstdlib>
 
+#if defined(__linux__) && defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,8 +19,8 @@ namespace tessera {
 
 namespace {
 
-constexpr std::string_view kNames[] = {"scalar", "avx2", "avx512", "amx"};
-constexpr int kLevels = 4;
+constexpr std::string_view kNames[] = {"scalar", "avx2", "avx512", "amx", "neon"};
+constexpr int kLevels = 5;
 
 // Linux keeps the 8 KB AMX tile state off until a process asks for it; the
 // first tile instruction without this permission raises SIGILL.
@@ -44,6 +49,10 @@ Isa detect() {
   if (avx512 && avx2 && amx && os_grants_amx_tiles()) return Isa::Amx;
   if (avx512 && avx2) return Isa::Avx512;
   if (avx2) return Isa::Avx2;
+#elif defined(__aarch64__) && defined(__linux__)
+  // Advanced SIMD is part of AArch64; the dot product (sdot) is optional
+  // before ARMv8.4, so ask the kernel.
+  if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) return Isa::Neon;
 #endif
   return Isa::Scalar;
 }
@@ -52,7 +61,7 @@ Isa from_environment() {
   const char* env = std::getenv("TESSERA_ISA");
   if (env == nullptr || *env == '\0') return detected_isa();
   const std::optional<Isa> isa = isa_from_name(env);
-  if (!isa) fail("environment", "TESSERA_ISA", "unknown level '{}' (expected scalar, avx2, avx512 or amx)", env);
+  if (!isa) fail("environment", "TESSERA_ISA", "unknown level '{}' (expected scalar, avx2, avx512, amx or neon)", env);
   if (!isa_supported(*isa))
     fail("environment", "TESSERA_ISA", "this CPU does not support {} (best: {})", env, isa_name(detected_isa()));
   return *isa;
@@ -95,7 +104,13 @@ Isa detected_isa() {
   return isa;
 }
 
-bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
+// x86 levels nest (scalar < avx2 < avx512 < amx); neon stands beside them.
+bool isa_supported(Isa isa) {
+  const Isa best = detected_isa();
+  if (isa == Isa::Scalar || isa == best) return true;
+  if (isa == Isa::Neon || best == Isa::Neon) return false;
+  return static_cast<int>(isa) <= static_cast<int>(best);
+}
 
 Isa active_isa() {
   int v = g_active.load(std::memory_order_acquire);

@@ -29,6 +29,9 @@ namespace tessera::kernels {
 
 // Whether a vector kernel exists for this weight: an f32, f16 or bf16 matrix.
 bool float_linear_supported(const WeightView& w);
+// Whether `isa` has vector kernels for them (avx2, avx512, amx; at scalar and
+// neon float_linear runs the reference).
+bool float_linear_vectorized(Isa isa);
 
 // y[t * ldy + n] for t < tokens, n in [n_begin, n_end); x is [tokens][w.cols()].
 // Isa::Scalar runs ref::linear_any itself: the twin the others are tested against.

@@ -39,7 +39,9 @@ void quantize_int16_rows(Isa isa, const float* x, int64_t t_begin, int64_t t_end
     const float* xr = x + t * out.cols;
     int16_t* qr = out.q.data() + t * out.cols;
     float* sr = out.scale.data() + t * out.blocks;
+#if TESSERA_X86
     if (isa != Isa::Scalar && isa_supported(Isa::Avx2) && quantize_int16_row_avx2(xr, out.cols, qr, sr)) continue;
+#endif
     quantize_int16_row_scalar(xr, out.cols, qr, sr);
   }
 }

@@ -64,10 +64,12 @@ namespace {
 
 void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
                   float* sr, int32_t* br, float* residual) {
+#if TESSERA_X86
   if ((isa == Isa::Avx512 || isa == Isa::Amx) && qmax == kActQmax &&
       quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual))
     return;
   if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
+#endif
   quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual);
 }
 

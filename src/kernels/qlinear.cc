@@ -58,21 +58,32 @@ void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, cons
   if (acts.cols != w.cols() || acts.layout != w.layout())
     fail("", "qlinear", "activations ({} columns) do not match the weight ({} columns)", acts.cols, w.cols());
   switch (isa) {
+#if TESSERA_X86
     case Isa::Amx:
     case Isa::Avx512: return qlinear_avx512(w, acts, bias, n_begin, n_end, y, ldy);
     case Isa::Avx2: return qlinear_avx2(w, acts, bias, n_begin, n_end, y, ldy);
+#endif
+#if TESSERA_ARM64
+    case Isa::Neon: return qlinear_neon(w, acts, bias, n_begin, n_end, y, ldy);
+#endif
     case Isa::Scalar: return qlinear_scalar(w, acts, bias, n_begin, n_end, y, ldy);
+    default: break;
   }
+  fail("options", "isa", "{} kernels were not compiled into this build", isa_name(isa));
 }
 
 void qlinear_i16gemm(Isa isa, const QLinearWeights& w, const Int16Activations& acts, const float* bias,
                      int64_t n_begin, int64_t n_end, float* y, int64_t ldy) {
   switch (isa) {
+#if TESSERA_X86
     case Isa::Amx:
     case Isa::Avx512: return qlinear_i16gemm_avx512(w, acts, bias, n_begin, n_end, y, ldy);
     case Isa::Avx2: return qlinear_i16gemm_avx2(w, acts, bias, n_begin, n_end, y, ldy);
+#endif
     case Isa::Scalar: return qlinear_i16gemm_scalar(w, acts, bias, n_begin, n_end, y, ldy);
+    default: break;
   }
+  fail("options", "isa", "no int16 GEMM for {} in this build", isa_name(isa));
 }
 
 }  // namespace tessera::kernels

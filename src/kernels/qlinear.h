@@ -16,7 +16,7 @@
 // is multiplied by out_scale[n] (then the bias is added).
 //
 // Integer sums are exact and every f32 operation is specified, so the scalar
-// twin and the AVX2 and AVX-512 kernels give identical bits, for any row
+// twin and the AVX2, AVX-512 and NEON kernels give identical bits, for any row
 // split across threads and any number of tokens per call. Compared with the
 // f32 reference on the same bundle this differs only by the int8 rounding of
 // the activations (the residual's, with two passes) and of the palette
@@ -148,6 +148,8 @@ void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const fl
                   int64_t n_end, float* y, int64_t ldy);
 void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy);
+void qlinear_neon(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
+                  int64_t n_end, float* y, int64_t ldy);  // AArch64 builds only
 
 // The last step shared by every kernel: the sum of the 16 lane accumulators
 // (added as ref::reduce_lanes16 does) times out_scale, plus the bias.

@@ -18,6 +18,15 @@
 #include "core/aligned_vector.h"
 #include "kernels/qlinear_amx.h"
 
+#include "core/error.h"
+
+#if !TESSERA_X86
+namespace tessera::kernels {
+void qlinear_amx(const QLinearWeights&, const Bf16Activations&, const float*, int64_t, int64_t, float*, int64_t) {
+  fail("options", "isa", "the AMX kernel is not compiled into this build (best here: {})", isa_name(detected_isa()));
+}
+}  // namespace tessera::kernels
+#else
 #include <immintrin.h>
 
 #include <algorithm>
@@ -207,3 +216,4 @@ void qlinear_amx(const QLinearWeights& w, const Bf16Activations& acts, const flo
 }
 
 }  // namespace tessera::kernels
+#endif  // TESSERA_X86

@@ -84,6 +84,7 @@ TEST(Int16Activations, ScalarRowIsWithinHalfAStepAndTheAvx2RowHasItsBits) {
   }
 }
 
+#if TESSERA_X86
 TEST(QLinearI16Gemm, RowExpansionGivesTheWeightValues) {
   if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs avx2";
   std::mt19937 rng(31);
@@ -97,6 +98,7 @@ TEST(QLinearI16Gemm, RowExpansionGivesTheWeightValues) {
     }
   }
 }
+#endif  // TESSERA_X86
 
 class QLinearI16GemmLevels : public ::testing::TestWithParam<KernelLevel> {
  protected:

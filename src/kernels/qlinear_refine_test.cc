@@ -19,7 +19,7 @@ int64_t argmax(const float* y, int64_t n) { return std::max_element(y, y + n) - 
 // two-pass ones for whatever was recomputed), and most outputs are pruned.
 TEST(QLinearRefine, ArgmaxIsTheTwoPassArgmax) {
   std::mt19937 rng(4242);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
     if (!isa_supported(isa)) continue;
     int one_pass_misses = 0;
     for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Lut4}) {
@@ -104,7 +104,7 @@ TEST(QLinearRefine, RowNormsBoundTheRowsFromAbove) {
 // candidates, and each range's own best lower bound sits below the row's.
 TEST(QLinearRefine, AnySplitGivesTheSameBlocksAndBits) {
   std::mt19937 rng(99);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
     if (!isa_supported(isa)) continue;
     for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Lut4}) {
       const int64_t n = 1000, cols = 256, rows = 2;

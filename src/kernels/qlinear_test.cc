@@ -57,7 +57,7 @@ TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
         Int8Activations a;
         quantize_activations(Isa::Scalar, x.data(), s.tokens, s.cols, w.layout(), passes, a, qmax);
         const std::vector<float> want = run(Isa::Scalar, w, a, bias.data(), 0);
-        for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512})) {
+        for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})) {
           const AvxVnniScope vnni(level);
           for (int64_t split : {int64_t{0}, int64_t{1}, s.rows / 2, s.rows - 3}) {
             EXPECT_TRUE(same_bits(run(level.isa, w, a, bias.data(), split), want))
@@ -91,7 +91,7 @@ TEST(QLinear, NarrowActivationsNeverSaturateTheVectorDots) {
         Int8Activations a;
         quantize_activations(Isa::Scalar, x.data(), 1, cols, w.layout(), passes, a, kActQmaxNarrow);
         const std::vector<float> want = run(Isa::Scalar, w, a, nullptr, 0);
-        for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512})) {
+        for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Neon})) {
           const AvxVnniScope vnni(level);
           EXPECT_TRUE(same_bits(run(level.isa, w, a, nullptr, 0), want))
               << weight_format_name(f) << " " << level.name() << " sign " << sign << " passes " << passes;
@@ -110,7 +110,7 @@ TEST(QLinear, TokensOfOneCallMatchOneTokenCalls) {
     const std::vector<float> x = random_acts(rng, T, 320);
     Int8Activations all, one;
     quantize_activations(Isa::Scalar, x.data(), T, 320, w.layout(), 2, all);
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
       if (!isa_supported(isa)) continue;
       const std::vector<float> batched = run(isa, w, all, nullptr, 0);
       for (int64_t t = 0; t < T; ++t) {

@@ -1,10 +1,14 @@
 #include "kernels/read_sum.h"
 
+#if TESSERA_X86
 #include <immintrin.h>
+#endif
 
 namespace tessera::kernels {
 
 namespace {
+
+#if TESSERA_X86
 
 __attribute__((target("avx512f"))) uint64_t read_sum_avx512(const uint64_t* w, int64_t n) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
@@ -41,6 +45,7 @@ __attribute__((target("avx2"))) uint64_t read_sum_avx2(const uint64_t* w, int64_
   for (; i < n; ++i) s += w[i];
   return s;
 }
+#endif
 
 }  // namespace
 
@@ -57,10 +62,12 @@ uint64_t read_sum_scalar(const uint64_t* w, int64_t n) {
 
 uint64_t read_sum(Isa isa, const uint64_t* words, int64_t n) {
   switch (isa) {
+#if TESSERA_X86
     case Isa::Amx:
     case Isa::Avx512: return read_sum_avx512(words, n);
     case Isa::Avx2: return read_sum_avx2(words, n);
-    case Isa::Scalar: break;
+#endif
+    default: break;
   }
   return read_sum_scalar(words, n);
 }

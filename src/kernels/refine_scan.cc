@@ -8,7 +8,9 @@
 // be used uninitialized" inside the widening converts; they are don't-care inputs.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if TESSERA_X86
 #include <immintrin.h>
+#endif
 
 namespace tessera::kernels {
 
@@ -58,6 +60,7 @@ void candidates_from(const float* y, const float* scale, const float* norm, int6
   }
 }
 
+#if TESSERA_X86
 // output_bounds of 8 outputs (AVX-512) or 4 (AVX2) at once.
 struct Margins512 {
   __m512d e1, e2, q1, q2, rho;
@@ -178,6 +181,7 @@ __attribute__((target("avx2"))) void refine_candidates_avx2(const float* y, cons
   }
   candidates_from(y, scale, norm, m, n, g, bounds, blocks);
 }
+#endif  // TESSERA_X86
 
 }  // namespace
 
@@ -199,9 +203,11 @@ void refine_candidates_scalar(const float* y, const float* scale, const float* n
 RefineBounds refine_bounds(Isa isa, const float* y, const float* scale, const float* norm, int64_t n,
                            const RefineMargins& g) {
   switch (isa) {
+#if TESSERA_X86
     case Isa::Avx512:
     case Isa::Amx: return refine_bounds_avx512(y, scale, norm, n, g);
     case Isa::Avx2: return refine_bounds_avx2(y, scale, norm, n, g);
+#endif
     default: return refine_bounds_scalar(y, scale, norm, n, g);
   }
 }
@@ -209,9 +215,11 @@ RefineBounds refine_bounds(Isa isa, const float* y, const float* scale, const fl
 void refine_candidates(Isa isa, const float* y, const float* scale, const float* norm, int64_t n,
                        const RefineMargins& g, const RefineBounds& bounds, std::vector<int64_t>& blocks) {
   switch (isa) {
+#if TESSERA_X86
     case Isa::Avx512:
     case Isa::Amx: return refine_candidates_avx512(y, scale, norm, n, g, bounds, blocks);
     case Isa::Avx2: return refine_candidates_avx2(y, scale, norm, n, g, bounds, blocks);
+#endif
     default: return refine_candidates_scalar(y, scale, norm, n, g, bounds, blocks);
   }
 }

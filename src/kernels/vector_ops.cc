@@ -2,8 +2,8 @@
 //
 // This file is compiled once per target by hwy/foreach_target.h: the code
 // between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE lands in
-// tessera::kernels::N_AVX3 and N_AVX2, each with that target's function
-// attributes. Highway also insists on a pass for the baseline target
+// tessera::kernels::N_AVX3 and N_AVX2 (N_NEON on AArch64), each with that
+// target's function attributes. Highway also insists on a pass for the baseline target
 // (HWY_SCALAR with GCC < 12.3, else HWY_EMU128); the table never uses it, so
 // the scalar pass compiles nothing (HWY_SCALAR lacks the half-vector and
 // pair-swap ops used here). Nothing is built with global -m flags, so no
@@ -18,9 +18,11 @@
 // expressions keep the reference's association. Only Exp, Tanh and erf
 // differ from libm (see vector_ops.h).
 
-// Only the targets the table uses, plus the baseline Highway insists on.
+// Only the targets the table uses, plus the baseline Highway insists on
+// (on AArch64 NEON is the baseline and the only target: SVE's vectors have
+// no compile-time size, which the 16-lane sums here need).
 #ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL)
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -586,7 +588,13 @@ constexpr int64_t kTransposedMinRows = 8;
 // weighted sum ran at the L1's load rate (rdtsc per phase, SmolLM2's shape,
 // one layer's 512-row prefill at avx512: 5.0-5.9 cycles per query-key pair
 // against 2.4-3.3 with the load kept; docs/BENCHMARKING.md).
-HWY_INLINE void InRegister(V& v) { asm("" : "+v"(v.raw)); }
+HWY_INLINE void InRegister(V& v) {
+#if HWY_ARCH_ARM
+  asm("" : "+w"(v.raw));  // AArch64's constraint for a SIMD register
+#else
+  asm("" : "+v"(v.raw));
+#endif
+}
 
 // For G heads g at once: o_g[0 .. M·kN) += Σ_j probs_g[j] · v_j[0 ..] for
 // `count` rows v_j = v + j·stride in row order (o_g = o + g·o_stride, probs_g =
@@ -986,6 +994,14 @@ const VectorOps& vector_ops(Isa isa) {
 #if HWY_TARGETS & HWY_AVX3
       static const VectorOps avx512 = named(N_AVX3::kOps, "avx512");
       return avx512;
+#else
+      break;
+#endif
+    }
+    case Isa::Neon: {
+#if HWY_TARGETS & HWY_NEON
+      static const VectorOps neon = named(N_NEON::kOps, "neon");
+      return neon;
 #else
       break;
 #endif

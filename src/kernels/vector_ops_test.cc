@@ -69,7 +69,7 @@ TEST(VectorOpsTable, ScalarIsTheReference) {
 }
 
 TEST(VectorOpsTable, LevelsAreNamedOrRefused) {
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Neon}) {
     if (isa_supported(isa)) {
       const VectorOps& ops = vector_ops(isa);
       EXPECT_EQ(std::string(ops.isa), std::string(isa_name(isa)));
@@ -90,7 +90,7 @@ class VectorOpsIsa : public ::testing::TestWithParam<Isa> {
   const VectorOps& ops() const { return vector_ops(GetParam()); }
 };
 
-INSTANTIATE_TEST_SUITE_P(VectorOps, VectorOpsIsa, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+INSTANTIATE_TEST_SUITE_P(VectorOps, VectorOpsIsa, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
 TEST_P(VectorOpsIsa, RmsNormIsBitIdentical) {
@@ -616,7 +616,7 @@ TEST(VectorOpsBench, SmolLmAttention) {
   const std::vector<uint16_t> long_k16 = to_f16(long_k), long_v16 = to_f16(long_v);
   const ref::AttentionShape shape{kHeads, kKv, kDim, 0, 0.125f, 0.0f};
   std::vector<float> out(kPrefill * kHeads * kDim);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
     if (!isa_supported(isa)) continue;
     const VectorOps& ops = vector_ops(isa);
     // Cached rows in KvCache's head-major layout, or (token_major) as
@@ -689,7 +689,7 @@ TEST(VectorOpsBench, LogitsArgmax) {
   std::mt19937 rng(910);
   for (int64_t vocab : {49152, 151936, 262144}) {
     const auto logits = random_values(rng, vocab, -20.0f, 20.0f);
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
       if (!isa_supported(isa)) continue;
       const VectorOps& ops = vector_ops(isa);
       constexpr int kCalls = 200;

@@ -65,7 +65,7 @@ void bind_model(py::module_& m) {
              LoadOptions o;
              if (!isa.empty()) {
                o.isa = isa_from_name(isa);
-               if (!o.isa) fail("options", "isa", "unknown level '{}' (expected scalar, avx2, avx512 or amx)", isa);
+               if (!o.isa) fail("options", "isa", "unknown level '{}' (expected scalar, avx2, avx512, amx or neon)", isa);
              }
              o.threads = threads;
              o.chunks = chunks;

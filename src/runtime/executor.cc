@@ -154,7 +154,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           if (head && !entry.refine)
             entry.refine = std::make_shared<const kernels::RefineHead>(kernels::make_refine_head(*entry.weights));
           if (head) b.refine = entry.refine;
-        } else if (isa != Isa::Scalar && kernels::float_linear_supported(t)) {
+        } else if (kernels::float_linear_vectorized(isa) && kernels::float_linear_supported(t)) {
           b.float_linear = true;
         }
         break;

@@ -7,6 +7,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TESSERA_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+// An instruction barrier: a short, real delay per spin (the hint Rust's
+// spin_loop uses on AArch64; `yield` is a no-op on most Arm cores).
+#define TESSERA_CPU_RELAX() asm volatile("isb" ::: "memory")
 #else
 #define TESSERA_CPU_RELAX() std::this_thread::yield()
 #endif

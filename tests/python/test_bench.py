@@ -132,6 +132,28 @@ def test_random_gguf_loads_and_benches(tmp_path):
     assert abs(bench["peak_rss_mib"] - quiet["peak_rss_mib"]) < 32, (bench["peak_rss_mib"], quiet["peak_rss_mib"])
 
 
+def test_random_gguf_head_is_stored_as_llama_quantize_stores_it(tmp_path):
+    """The tied embedding of a Q4_0 file is Q8_0, as llama-quantize makes it
+    for these row lengths (Q6_K needs a multiple of 256 columns); --head-type
+    overrides it; layer matrices keep --type."""
+    import subprocess
+    import sys
+
+    import gguf
+    from conftest import REPO
+
+    def types(*extra):
+        path = tmp_path / f"smol{len(extra)}.gguf"
+        subprocess.run([sys.executable, str(REPO / "bench" / "make_random_gguf.py"), "--shape", "smollm2-135m",
+                        "--layers", "1", "-o", str(path), *extra], check=True, capture_output=True, timeout=120)
+        return {t.name: t.tensor_type.name for t in gguf.GGUFReader(path).tensors}
+
+    auto = types()
+    assert auto["token_embd.weight"] == "Q8_0" and auto["blk.0.ffn_up.weight"] == "Q4_0"
+    forced = types("--head-type", "q4_0")
+    assert forced["token_embd.weight"] == "Q4_0" and forced["blk.0.attn_q.weight"] == "Q4_0"
+
+
 def test_decode_rates_are_set_against_the_read_bandwidth_ceiling(tiny):
     """The bytes a decode step reads are every weight once (the embedding one
     row; the tied head its full matrix) plus the K and V rows attention sees

@@ -112,7 +112,12 @@ void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_d
 // Two clones with the same bits (std::fma is exactly rounded with or without
 // the instruction): where the CPU has FMA its clone issues it inline instead
 // of calling libm's fmaf for every term.
-__attribute__((target_clones("fma", "default"))) void attention(const float* q, int64_t rows, const KvSpan& kv,
+#if defined(__x86_64__)
+#define TESSERA_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define TESSERA_FMA_CLONES  // FMA is part of the base instruction set (AArch64)
+#endif
+TESSERA_FMA_CLONES void attention(const float* q, int64_t rows, const KvSpan& kv,
                                                                 const AttentionShape& shape, int64_t h_begin,
                                                                 int64_t h_end, int64_t t_begin, int64_t t_end,
                                                                 float* out) {
