@@ -70,6 +70,9 @@ void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int6
     return;
   if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
 #endif
+#if TESSERA_ARM64
+  if (isa == Isa::Neon && quantize_act_row_neon(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
+#endif
   quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual);
 }
 

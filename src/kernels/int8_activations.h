@@ -110,7 +110,7 @@ void activation_residual(Isa isa, const float* x, int64_t cols, float* residual)
 // reused when large enough), to |q| ≤ qmax (1..127). Deterministic: the
 // same bits on every machine and at every level; `isa` only picks the
 // implementation (Isa::Scalar: the plain one, the twin the others are tested
-// against; avx2, avx512 / amx: vector ones).
+// against; avx2, avx512 / amx, neon: vector ones).
 void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
                           Int8Activations& out, int qmax = kActQmax);
 
@@ -127,5 +127,10 @@ bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int6
                            float* sr, int32_t* br, float* residual);
 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
                              int32_t* br, float* residual);
+// The same bits with NEON (AArch64 builds only; any qmax); false for a row
+// holding a NaN or an infinity, or a block max so small that qmax / max
+// overflows.
+bool quantize_act_row_neon(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
+                           float* sr, int32_t* br, float* residual);
 
 }  // namespace tessera::kernels

@@ -1,4 +1,4 @@
-// The AVX2 and AVX-512 activation quantizers against their scalar twin: identical bytes,
+// The AVX2, AVX-512 and NEON activation quantizers against their scalar twin: identical bytes,
 // scales, corrections and residuals, in the full and the narrow range, on random rows of every shape class
 // (whole chunks, partial chunks, partial blocks), with all-zero blocks,
 // subnormals, huge values, exact ties of the rounding, and rows holding NaN
@@ -45,7 +45,7 @@ std::vector<float> random_row_set(std::mt19937& rng, int64_t rows, int64_t cols,
 // The vector levels this CPU has.
 std::vector<Isa> vector_levels() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Neon})
     if (isa_supported(isa)) out.push_back(isa);
   return out;
 }
