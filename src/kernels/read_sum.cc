@@ -3,6 +3,9 @@
 #if TESSERA_X86
 #include <immintrin.h>
 #endif
+#if TESSERA_ARM64
+#include <arm_neon.h>
+#endif
 
 namespace tessera::kernels {
 
@@ -47,6 +50,22 @@ __attribute__((target("avx2"))) uint64_t read_sum_avx2(const uint64_t* w, int64_
 }
 #endif
 
+#if TESSERA_ARM64
+uint64_t read_sum_neon(const uint64_t* w, int64_t n) {
+  uint64x2_t a0 = vdupq_n_u64(0), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {  // 64 bytes: one cache line
+    a0 = vaddq_u64(a0, vld1q_u64(w + i));
+    a1 = vaddq_u64(a1, vld1q_u64(w + i + 2));
+    a2 = vaddq_u64(a2, vld1q_u64(w + i + 4));
+    a3 = vaddq_u64(a3, vld1q_u64(w + i + 6));
+  }
+  uint64_t s = vaddvq_u64(vaddq_u64(vaddq_u64(a0, a1), vaddq_u64(a2, a3)));
+  for (; i < n; ++i) s += w[i];
+  return s;
+}
+#endif
+
 }  // namespace
 
 uint64_t read_sum_scalar(const uint64_t* w, int64_t n) {
@@ -66,6 +85,9 @@ uint64_t read_sum(Isa isa, const uint64_t* words, int64_t n) {
     case Isa::Amx:
     case Isa::Avx512: return read_sum_avx512(words, n);
     case Isa::Avx2: return read_sum_avx2(words, n);
+#endif
+#if TESSERA_ARM64
+    case Isa::Neon: return read_sum_neon(words, n);
 #endif
     default: break;
   }

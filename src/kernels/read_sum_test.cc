@@ -18,7 +18,7 @@ TEST(ReadSum, EveryLevelMatchesTheScalarTwin) {
     uint64_t expect = 0;
     for (int64_t i = 0; i < n; ++i) expect += words[i];
     ASSERT_EQ(read_sum_scalar(words.data(), n), expect) << n;
-    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}) {
       if (!isa_supported(isa)) continue;
       EXPECT_EQ(read_sum(isa, words.data(), n), expect) << isa_name(isa) << " n=" << n;
     }
