@@ -58,7 +58,7 @@ void register_bench(CLI::App& app) {
   static bool json = false, no_warmup = false, verify = false, no_bandwidth = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
-  cmd->add_option("-n,--gen", o.gen, "Decode steps per repetition")->capture_default_str();
+  cmd->add_option("-n,--gen", o.gen, "Decode steps per repetition (0: time prefill only)")->capture_default_str();
   cmd->add_option("-r,--reps", o.reps, "Repetitions (one session, reset before each)")->capture_default_str();
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")
@@ -94,6 +94,8 @@ void register_bench(CLI::App& app) {
     const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)
     const bool avx_vnni = runs_avx_vnni(m->isa());  // the avx2 kernels' AVX-VNNI variants
     const uint64_t disk = weights_on_disk(m->path());
+    const bool decoded = o.gen > 0;  // else no decode rate, TTFT or ceiling exists
+    const bool ceilings = o.bandwidth && decoded;
 
     if (json) {
       nlohmann::ordered_json out;
@@ -113,14 +115,15 @@ void register_bench(CLI::App& app) {
       out["context_length"] = r.context_length;
       out["pp_tok_s"] = r.pp_tok_s;
       out["pp_tok_s_sd"] = r.pp_tok_s_sd;
-      out["tg_tok_s"] = r.tg_tok_s;
-      out["tg_tok_s_sd"] = r.tg_tok_s_sd;
+      const auto decode_value = [&](double v) { return decoded ? nlohmann::ordered_json(v) : nullptr; };
+      out["tg_tok_s"] = decode_value(r.tg_tok_s);
+      out["tg_tok_s_sd"] = decode_value(r.tg_tok_s_sd);
       out["pp_runs"] = r.pp_runs;
       out["tg_runs"] = r.tg_runs;
-      out["ttft_ms"] = r.ttft_ms;
+      out["ttft_ms"] = decode_value(r.ttft_ms);
       out["prefill_ms"] = r.prefill_ms;
       out["peak_rss_mib"] = r.peak_rss_mib;
-      out["cpu_s_per_token"] = r.cpu_s_per_token;
+      out["cpu_s_per_token"] = decode_value(r.cpu_s_per_token);
       nlohmann::ordered_json programs = nlohmann::ordered_json::array();
       for (const ProgramTime& p : r.programs)
         programs.push_back({{"program", p.program}, {"ms_per_step", p.ms_per_call}, {"calls", p.calls}});
@@ -138,7 +141,7 @@ void register_bench(CLI::App& app) {
         depths.push_back(dj);
       }
       out["depths"] = depths;
-      if (o.bandwidth) out["bandwidth"] = ceiling_json(r.ceiling);
+      if (ceilings) out["bandwidth"] = ceiling_json(r.ceiling);
       out["bundle_bytes"] = disk;
       out["weight_bytes"] = m->weight_bytes();
       out["from_bundle"] = m->from_bundle();
@@ -155,7 +158,7 @@ void register_bench(CLI::App& app) {
                m->weight_bytes() / 1048576.0);
     fmt::print("{:<14} {:>22}\n", "test", "tok/s");
     fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("pp{}", o.prompt), r.pp_tok_s, r.pp_tok_s_sd);
-    fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("tg{}", o.gen), r.tg_tok_s, r.tg_tok_s_sd);
+    if (decoded) fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("tg{}", o.gen), r.tg_tok_s, r.tg_tok_s_sd);
     for (const DepthResult& d : r.depths)
       fmt::print("{:<14} {:>13.2f} ± {:<7.2f}\n", fmt::format("tg{} @ d{}", o.gen, d.depth), d.tg_tok_s,
                  d.tg_tok_s_sd);
@@ -163,13 +166,17 @@ void register_bench(CLI::App& app) {
       fmt::print("{:<14} reads {:.2f} MiB/token at {:.1f} GB/s: ceiling {:.1f} tok/s, decode at {:.1f}% of it\n",
                  what, c.bytes_per_token / 1048576.0, c.read_gb_s, c.ceiling_tok_s, 100.0 * c.efficiency);
     };
-    if (o.bandwidth) {
+    if (ceilings) {
       print_ceiling(fmt::format("tg{}", o.gen), r.ceiling);
       for (const DepthResult& d : r.depths) print_ceiling(fmt::format("tg{} @ d{}", o.gen, d.depth), d.ceiling);
     }
-    fmt::print("ttft {:.2f} ms (prefill {:.2f} ms + first decode step) | peak RSS {:.1f} MiB | "
-               "decode CPU {:.4f} s/token\n",
-               r.ttft_ms, r.prefill_ms, r.peak_rss_mib, r.cpu_s_per_token);
+    if (decoded)
+      fmt::print("ttft {:.2f} ms (prefill {:.2f} ms + first decode step) | peak RSS {:.1f} MiB | "
+                 "decode CPU {:.4f} s/token\n",
+                 r.ttft_ms, r.prefill_ms, r.peak_rss_mib, r.cpu_s_per_token);
+    else
+      fmt::print("prefill {:.2f} ms | peak RSS {:.1f} MiB (no decode steps: --gen 0)\n", r.prefill_ms,
+                 r.peak_rss_mib);
     fmt::print("{:<20} {:>8} {:>12}\n", "program", "calls", "ms/call");
     for (const ProgramTime& p : r.programs) fmt::print("{:<20} {:>8} {:>12.3f}\n", p.program, p.calls, p.ms_per_call);
   });

@@ -124,7 +124,8 @@ double peak_rss_mib() {
 void validate_bench_options(const BenchOptions& o) {
   if (o.reps < 1) fail("options", "--reps", "must be at least 1, got {}", o.reps);
   if (o.prompt < 1) fail("options", "--prompt", "must be at least 1, got {}", o.prompt);
-  if (o.gen < 1) fail("options", "--gen", "must be at least 1, got {}", o.gen);
+  if (o.gen < 0) fail("options", "--gen", "must be >= 0 (0: prefill only), got {}", o.gen);
+  if (o.gen == 0 && !o.depths.empty()) fail("options", "--depths", "times decode steps: needs --gen of at least 1");
   if (o.context_length < 0) fail("options", "--ctx", "must be >= 0, got {}", o.context_length);
   if (o.max_tokens_per_call < 0) fail("options", "--batch", "must be >= 0, got {}", o.max_tokens_per_call);
   for (int64_t d : o.depths)
@@ -177,21 +178,24 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
     const auto start = Clock::now();
     s.forward(prompt, LogitsWanted::Last, o.max_tokens_per_call);
     const double pp = seconds_since(start);
+    r.pp_runs.push_back(static_cast<double>(o.prompt) / pp);
+    prefill_sum += pp;
+    if (o.gen == 0) continue;
     const double cpu0 = cpu_seconds();
     double first = 0;
     const double tg = time_decode(s, tokens, o.gen, &first);
     decode_cpu += cpu_seconds() - cpu0;
-    r.pp_runs.push_back(static_cast<double>(o.prompt) / pp);
     r.tg_runs.push_back(static_cast<double>(o.gen) / tg);
-    prefill_sum += pp;
     ttft_sum += pp + first;
   }
   s.on_program_timed = nullptr;
   mean_sd(r.pp_runs, r.pp_tok_s, r.pp_tok_s_sd);
-  mean_sd(r.tg_runs, r.tg_tok_s, r.tg_tok_s_sd);
-  r.ttft_ms = ttft_sum / static_cast<double>(o.reps) * 1000.0;
   r.prefill_ms = prefill_sum / static_cast<double>(o.reps) * 1000.0;
-  r.cpu_s_per_token = decode_cpu / static_cast<double>(o.reps * o.gen);
+  if (o.gen > 0) {
+    mean_sd(r.tg_runs, r.tg_tok_s, r.tg_tok_s_sd);
+    r.ttft_ms = ttft_sum / static_cast<double>(o.reps) * 1000.0;
+    r.cpu_s_per_token = decode_cpu / static_cast<double>(o.reps * o.gen);
+  }
   for (const std::string& name : order) {
     const auto& [seconds, calls] = per_program[name];
     ProgramTime t;
@@ -217,7 +221,7 @@ BenchResult run_benchmark(const Model& model, const BenchOptions& o) {
   r.peak_rss_mib = peak_rss_mib();
   // After the peak RSS: the probe's buffer is as large as a decode step's
   // reads (the whole model) and would otherwise count as the model's memory.
-  if (o.bandwidth) {
+  if (o.bandwidth && o.gen > 0) {
     r.ceiling = ceiling_of(model, o.prompt + (o.gen - 1) / 2, r.tg_tok_s);
     for (DepthResult& d : r.depths) d.ceiling = ceiling_of(model, d.depth + (o.gen - 1) / 2, d.tg_tok_s);
   }

@@ -18,7 +18,7 @@ namespace tessera {
 
 struct BenchOptions {
   int64_t prompt = 512;             // prefill tokens (>= 1)
-  int64_t gen = 128;                // decode steps (>= 1)
+  int64_t gen = 128;                // decode steps (0: prefill only, as llama-bench -n 0)
   int64_t reps = 3;                 // repetitions (>= 1)
   std::vector<int64_t> depths;      // extra decode measurements at these context depths (>= 0)
   int64_t context_length = 0;       // Session context; 0: exactly what the runs need
@@ -64,12 +64,17 @@ struct BenchResult {
   BandwidthCeiling ceiling;              // of tg_tok_s, at its mean depth; zeros unless BenchOptions::bandwidth
 };
 
-// Throws Error naming the first bad option (reps, prompt, gen < 1; negative
-// context, batch or depth). run_benchmark calls it too.
+// Throws Error naming the first bad option (reps, prompt < 1; gen < 0;
+// depths without decode steps; negative context, batch or depth).
+// run_benchmark calls it too.
+//
+// With gen = 0 only prefill is timed: the decode fields of BenchResult
+// (tg_*, ttft_ms, cpu_s_per_token, ceiling) stay zero and the CLI reports
+// them as absent.
 void validate_bench_options(const BenchOptions& options);
 
-// Throws Error for bad options (reps < 1, prompt/gen < 1, negative depths,
-// a run that does not fit in the context).
+// Throws Error for bad options (as validate_bench_options) and for a run
+// that does not fit in the context.
 BenchResult run_benchmark(const Model& model, const BenchOptions& options);
 
 // The largest context a run of `options` needs: max(prompt, depths) + gen.

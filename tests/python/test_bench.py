@@ -76,9 +76,22 @@ def test_bundle_bytes_is_weights_bin(tiny, tmp_path):
     assert out["bundle_bytes"] == (bundle / "weights.bin").stat().st_size
 
 
+def test_gen_0_times_prefill_only(tiny):
+    """--gen 0 (llama-bench -n 0): prefill rates and programs, no decode
+    rate, TTFT, CPU per token or ceiling (null / absent), no decode program."""
+    out = bench_json(tiny, "--prompt", "8", "--gen", "0", "--reps", "2")
+    assert out["pp_tok_s"] > 0 and len(out["pp_runs"]) == 2
+    assert out["tg_tok_s"] is None and out["tg_runs"] == [] and out["ttft_ms"] is None
+    assert out["cpu_s_per_token"] is None and "bandwidth" not in out and out["prefill_ms"] > 0
+    assert out["chunk_ms"] and not any(p["program"].startswith("decode") for p in out["chunk_ms"])
+    table = run_tessera("bench", tiny, "--prompt", "8", "--gen", "0", "--reps", "1").stdout
+    assert "pp8" in table and "tg0" not in table and "no decode steps" in table
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--reps", "0"], "--reps"),
-    (["--gen", "0"], "--gen"),
+    (["--gen", "-1"], "--gen"),
+    (["--gen", "0", "--depths", "0"], "--depths"),
     (["--prompt", "0"], "--prompt"),
     (["--prompt", "500", "--gen", "20"], "context length 512"),
     (["--prompt", "8", "--gen", "8", "--depths", "0,600"], "context length 512"),
