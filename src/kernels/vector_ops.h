@@ -2,7 +2,8 @@
 //
 // vector_ops(Isa::Scalar) is the reference kernels themselves; Avx2 and Avx512
 // are Highway code compiled for HWY_AVX2 / HWY_AVX3 with per-function target
-// attributes (vector_ops.cc), so this header and its callers stay generic.
+// attributes (vector_ops.cc), Neon the same code for HWY_NEON (AArch64
+// builds), so this header and its callers stay generic.
 //
 // How each level relates to the reference (vector_ops_test.cc checks it):
 //   identical: argmax (the reference's index for every input, NaNs included)
@@ -36,7 +37,7 @@ namespace tessera::kernels {
 // One instruction set's elementwise and attention kernels. Same signatures and
 // semantics as the reference kernels in kernels/reference/kernels.h.
 struct VectorOps {
-  const char* isa;  // "scalar", "avx2", "avx512"
+  const char* isa;  // "scalar", "avx2", "avx512", "neon"
   void (*rms_norm)(const float* x, const float* w, int64_t rows, int64_t width, float eps, bool plus_one, float* y);
   void (*rope)(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot_dim, bool neox, const float* cos,
                const float* sin);
@@ -54,8 +55,8 @@ struct VectorOps {
   int64_t (*argmax)(const float* x, int64_t n);
 };
 
-// Isa::Scalar gives the reference kernels themselves; Avx2/Avx512 the Highway
-// code compiled for HWY_AVX2 / HWY_AVX3. Throws tessera::Error if the CPU
+// Isa::Scalar gives the reference kernels themselves; Avx2/Avx512/Neon the
+// Highway code compiled for HWY_AVX2 / HWY_AVX3 / HWY_NEON. Throws tessera::Error if the CPU
 // lacks the level (isa_supported).
 const VectorOps& vector_ops(Isa isa);
 
