@@ -10,6 +10,16 @@
 
 namespace tessera::kernels {
 
+void act_lane_terms(const int8_t* natural, const float* block_scale, ActLayout layout, float* sr16, int32_t* br16) {
+  const int per_lane = layout == ActLayout::Natural ? 4 : 8;
+  for (int j = 0; j < 16; ++j) {
+    int32_t sum = 0;
+    for (int k = 0; k < per_lane; ++k) sum += natural[j * per_lane + k];
+    br16[j] = -128 * sum;
+    sr16[j] = block_scale[(j * per_lane) / kActBlock];
+  }
+}
+
 void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
                              float* sr, int32_t* br, float* residual) {
   const float q = static_cast<float>(qmax);
@@ -50,13 +60,7 @@ void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, in
     }
     int8_t* dst = qr + m * cc;
     for (int64_t k = 0; k < cc; ++k) dst[act_position(layout, k)] = natural[k];
-    for (int j = 0; j < 16; ++j) {
-      const int per_lane = layout == ActLayout::Natural ? 4 : 8;
-      int32_t sum = 0;
-      for (int k = 0; k < per_lane; ++k) sum += natural[j * per_lane + k];
-      br[m * 16 + j] = -128 * sum;
-      sr[m * 16 + j] = block_scale[(j * per_lane) / kActBlock];
-    }
+    act_lane_terms(natural, block_scale, layout, sr + m * 16, br + m * 16);
   }
 }
 

@@ -114,6 +114,11 @@ void activation_residual(Isa isa, const float* x, int64_t cols, float* residual)
 void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
                           Int8Activations& out, int qmax = kActQmax);
 
+// A chunk's 16 lane scales and -128·Σq corrections (scale16 / bias16) from
+// its quantized bytes in column order and its block scales (the scalar and
+// NEON rows share it).
+void act_lane_terms(const int8_t* natural, const float* block_scale, ActLayout layout, float* sr16, int32_t* br16);
+
 // One pass over one row (the unit both implementations share): the row's
 // q bytes (`chunks` chunks of `layout`), scale16 and bias16 into qr / sr /
 // br, and x − s·q per column into `residual` when it is set.

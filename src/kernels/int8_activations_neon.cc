@@ -9,8 +9,8 @@
 // (the build has -ffp-contract=off, so they are not fused). The chunk's
 // natural-order bytes then move to the layout with LD2 (Lut4Pairs: even and
 // odd columns) or a 32-bit LD2 (BlockHalves: the first and the second four
-// columns of each block); the lane scales and -128·Σq corrections are
-// summed per lane as the scalar row does.
+// columns of each block); the lane scales and -128·Σq corrections come from
+// the scalar row's act_lane_terms.
 #include <arm_neon.h>
 
 #include <cmath>
@@ -77,13 +77,7 @@ bool quantize_act_row_neon(const float* xr, int64_t cols, ActLayout layout, int6
         }
         break;
     }
-    const int per_lane = layout == ActLayout::Natural ? 4 : 8;
-    for (int j = 0; j < 16; ++j) {
-      int32_t sum = 0;
-      for (int k = 0; k < per_lane; ++k) sum += natural[j * per_lane + k];
-      br[m * 16 + j] = -128 * sum;
-      sr[m * 16 + j] = block_scale[(j * per_lane) / kActBlock];
-    }
+    act_lane_terms(natural, block_scale, layout, sr + m * 16, br + m * 16);
   }
   return true;
 }
