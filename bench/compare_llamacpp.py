@@ -24,6 +24,12 @@ llama.cpp first in odd ones, so a drift in load hits both alike); the table
 then shows each side's median over the rounds (± the sd of the rounds'
 means), and the ratio column is the median of the N paired ratios, which are
 printed too.
+
+Each decode rate is also shown against Tessera's read-bandwidth ceiling (the
+bytes its decode step reads over the read rate `tessera bench` measures for
+that working set; with rounds, the median ceiling), for both sides, and with
+the ratio it bounds: ceiling / llama.cpp's rate, the most ours / llama.cpp
+can be on this machine while the peer runs as measured (JSON `ratio_bounds`).
 """
 
 import argparse
@@ -247,7 +253,8 @@ def sd_or_nan(values):
 
 def combine_rounds(results):
     """One side's rounds as one result: each rate the median of the rounds'
-    means, its sd the sd of those means (one round: that round unchanged)."""
+    means, its sd the sd of those means, and each read-bandwidth ceiling the
+    median of the rounds' (one round: that round unchanged)."""
     if len(results) == 1:
         return results[0]
     out = dict(results[0])
@@ -255,12 +262,27 @@ def combine_rounds(results):
         out[key] = median_or_nan([r[key] for r in results])
     for key in ("pp_tok_s", "tg_tok_s"):
         out[key + "_sd"] = sd_or_nan([r[key] for r in results])
+    out["bandwidth"] = median_band([r.get("bandwidth") for r in results], out["tg_tok_s"])
     depths = []
     for d in results[0].get("depths", []):
-        rates = [x["tg_tok_s"] for r in results for x in r.get("depths", []) if x["depth"] == d["depth"]]
-        depths.append({**d, "tg_tok_s": median_or_nan(rates), "tg_tok_s_sd": sd_or_nan(rates)})
+        same = [x for r in results for x in r.get("depths", []) if x["depth"] == d["depth"]]
+        rates = [x["tg_tok_s"] for x in same]
+        rate = median_or_nan(rates)
+        depths.append({**d, "tg_tok_s": rate, "tg_tok_s_sd": sd_or_nan(rates),
+                       "bandwidth": median_band([x.get("bandwidth") for x in same], rate)})
     out["depths"] = depths
     return out
+
+
+def median_band(bands, rate):
+    """The rounds' read-bandwidth ceilings of one decode rate as one: the
+    median read rate and ceiling, the efficiency of `rate` against that
+    ceiling (None where a round has none: `tessera bench --no-bandwidth`)."""
+    if not bands or any(not b for b in bands):
+        return None
+    ceiling = median_or_nan([b["ceiling_tok_s"] for b in bands])
+    return {**bands[0], "read_gb_s": median_or_nan([b["read_gb_s"] for b in bands]), "ceiling_tok_s": ceiling,
+            "efficiency": ratio(rate, ceiling)}
 
 
 def paired_ratios(rounds):
@@ -335,6 +357,10 @@ def report(args, ours, peer, paired=None):
             ceiling = band["ceiling_tok_s"]
             rows.append((f"tg{args.gen}{suffix} % of ceiling ({ceiling:.0f} tok/s)", fmt_num(100 * rate / ceiling, 1),
                          fmt_num(100 * peer_rate / ceiling, 1), rate_ratio(rate, peer_rate, *key)))
+            # The most this decode ratio can be on this machine while the
+            # peer runs as measured: ours at 100% of the ceiling.
+            rows.append((f"tg{args.gen}{suffix} ratio if ours ran at the ceiling", "", "",
+                         ratio(ceiling, peer_rate)))
     for key, label, digits in (("ttft_ms", "TTFT ms", 1), ("peak_rss_mib", "peak RSS MiB", 1),
                                ("cpu_s_per_token", "decode CPU s/token", 4)):
         rows.append((label, fmt_num(ours[key], digits), fmt_num(peer[key], digits), ratio(ours[key], peer[key])))
@@ -344,6 +370,22 @@ def report(args, ours, peer, paired=None):
     for name, a, b, r in rows:
         lines.append(f"| {name:<{widths[0]}} | {a:>{widths[1]}} | {b:>{widths[2]}} | {fmt_num(r, 3):>14} |")
     return "\n".join(lines), rows
+
+
+def ratio_bounds(ours, peer):
+    """Per decode rate with a measured ceiling: the ratio ours / llama.cpp
+    would have if Tessera decoded at 100% of its read-bandwidth ceiling and
+    llama.cpp at its measured rate (the upper bound of that ratio on this
+    machine while decode reads its weights at the probe's rate)."""
+    out = {}
+    if ours.get("bandwidth"):
+        out["tg"] = ratio(ours["bandwidth"]["ceiling_tok_s"], peer["tg_tok_s"])
+    peer_depths = {d["depth"]: d["tg_tok_s"] for d in peer.get("depths", [])}
+    at_depth = {str(d["depth"]): ratio(d["bandwidth"]["ceiling_tok_s"], peer_depths[d["depth"]])
+                for d in ours.get("depths", []) if d.get("bandwidth") and d["depth"] in peer_depths}
+    if at_depth:
+        out["tg_at_depth"] = at_depth
+    return out
 
 
 def plot(path, args, ours, peer, machine):
@@ -440,6 +482,7 @@ def main():
                              "tg_at_depth": {str(d["depth"]): ratio(d["tg_tok_s"], p["tg_tok_s"])
                                              for d in ours.get("depths", []) for p in peer.get("depths", [])
                                              if p["depth"] == d["depth"]}},
+                  "ratio_bounds": ratio_bounds(ours, peer),
                   "table": [dict(zip(("metric", "tessera", "llama_cpp", "ratio"), r)) for r in rows]}
         if paired:
             # With rounds, "ratios" are the medians of the paired ones.

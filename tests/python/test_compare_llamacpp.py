@@ -82,6 +82,13 @@ def test_one_round_table_json_and_plot(tiny, fake_llama_bench, tmp_path):
     assert result["ratios"]["pp"] == pytest.approx(ours["pp_tok_s"] / 100.0)
     assert result["ratios"]["tg_at_depth"]["16"] == pytest.approx(ours["depths"][1]["tg_tok_s"] / 9.0)
     assert "rounds" not in result
+    # The bound on each decode ratio: ours at its read-bandwidth ceiling
+    # against the peer as measured.
+    assert "| tg4 ratio if ours ran at the ceiling" in proc.stdout
+    assert "| tg4 @ depth 16 ratio if ours ran at the ceiling" in proc.stdout
+    bounds = result["ratio_bounds"]
+    assert bounds["tg"] == pytest.approx(ours["bandwidth"]["ceiling_tok_s"] / 9.0)
+    assert bounds["tg_at_depth"]["16"] == pytest.approx(ours["depths"][1]["bandwidth"]["ceiling_tok_s"] / 9.0)
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -103,6 +110,12 @@ def test_rounds_alternate_and_report_median_paired_ratios(tiny, fake_llama_bench
         assert result["ratios"][key] == pytest.approx(statistics.median(per_round))
     per_round = [r["tessera"]["depths"][1]["tg_tok_s"] / (10.0 * (i + 1) - 1) for i, r in enumerate(rounds)]
     assert result["ratios"]["tg_at_depth"]["16"] == pytest.approx(statistics.median(per_round))
+    # Each ceiling is the median of the rounds', and its bound uses it.
+    ceilings = [r["tessera"]["bandwidth"]["ceiling_tok_s"] for r in rounds]
+    assert result["tessera"]["bandwidth"]["ceiling_tok_s"] == pytest.approx(statistics.median(ceilings))
+    assert result["ratio_bounds"]["tg"] == pytest.approx(statistics.median(ceilings) / result["llama_cpp"]["tg_tok_s"])
+    depth_ceilings = [r["tessera"]["depths"][1]["bandwidth"]["ceiling_tok_s"] for r in rounds]
+    assert result["tessera"]["depths"][1]["bandwidth"]["ceiling_tok_s"] == pytest.approx(statistics.median(depth_ceilings))
     assert "ratios per round (ours / llama.cpp), 3 rounds" in proc.stdout
     assert "median" in proc.stdout
     # Each command is listed once, however many rounds ran it.
