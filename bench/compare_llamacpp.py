@@ -262,16 +262,25 @@ def combine_rounds(results):
         out[key] = median_or_nan([r[key] for r in results])
     for key in ("pp_tok_s", "tg_tok_s"):
         out[key + "_sd"] = sd_or_nan([r[key] for r in results])
-    out["bandwidth"] = median_band([r.get("bandwidth") for r in results], out["tg_tok_s"])
+    set_band(out, median_band([r.get("bandwidth") for r in results], out["tg_tok_s"]))
     depths = []
     for d in results[0].get("depths", []):
         same = [x for r in results for x in r.get("depths", []) if x["depth"] == d["depth"]]
         rates = [x["tg_tok_s"] for x in same]
         rate = median_or_nan(rates)
-        depths.append({**d, "tg_tok_s": rate, "tg_tok_s_sd": sd_or_nan(rates),
-                       "bandwidth": median_band([x.get("bandwidth") for x in same], rate)})
+        depth = {**d, "tg_tok_s": rate, "tg_tok_s_sd": sd_or_nan(rates)}
+        set_band(depth, median_band([x.get("bandwidth") for x in same], rate))
+        depths.append(depth)
     out["depths"] = depths
     return out
+
+
+def set_band(result, band):
+    """result["bandwidth"] = band, or no such key when there is none (the peer's side)."""
+    if band:
+        result["bandwidth"] = band
+    else:
+        result.pop("bandwidth", None)
 
 
 def median_band(bands, rate):
