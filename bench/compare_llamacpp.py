@@ -361,6 +361,7 @@ def report(args, ours, peer, paired=None):
     bands += [(f" @ depth {d['depth']}", d.get("bandwidth"), d["tg_tok_s"],
                peer_depths.get(d["depth"], {}).get("tg_tok_s", float("nan")), ("tg_at_depth", str(d["depth"])))
               for d in ours.get("depths", [])]
+    bounds = ratio_bounds(ours, peer)
     for suffix, band, rate, peer_rate, key in bands:
         if band:
             ceiling = band["ceiling_tok_s"]
@@ -368,8 +369,8 @@ def report(args, ours, peer, paired=None):
                          fmt_num(100 * peer_rate / ceiling, 1), rate_ratio(rate, peer_rate, *key)))
             # The most this decode ratio can be on this machine while the
             # peer runs as measured: ours at 100% of the ceiling.
-            rows.append((f"tg{args.gen}{suffix} ratio if ours ran at the ceiling", "", "",
-                         ratio(ceiling, peer_rate)))
+            bound = bounds.get("tg") if len(key) == 1 else bounds.get("tg_at_depth", {}).get(key[1])
+            rows.append((f"tg{args.gen}{suffix} ratio if ours ran at the ceiling", "", "", bound))
     for key, label, digits in (("ttft_ms", "TTFT ms", 1), ("peak_rss_mib", "peak RSS MiB", 1),
                                ("cpu_s_per_token", "decode CPU s/token", 4)):
         rows.append((label, fmt_num(ours[key], digits), fmt_num(peer[key], digits), ratio(ours[key], peer[key])))
