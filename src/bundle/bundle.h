@@ -12,7 +12,7 @@
 #include <string>
 
 #include "bundle/manifest.h"
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "core/mapped_file.h"
 
 namespace tessera {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bundle/manifest.h"
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 
 namespace tessera {
 

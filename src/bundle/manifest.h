@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "core/model_spec.h"
 
 namespace tessera {

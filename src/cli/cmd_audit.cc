@@ -1,7 +1,7 @@
 // tessera audit MODEL [--max-fallback 5] [--steps 8] [-t N] [--chunks N] [--act-passes 1|2] [--kv-type f32|f16] [--json]
 //
 // Prints, per program, the ops by kernel and the share of ops and of measured
-// time on reference (fallback) kernels (runtime/audit.h). Exits 1 when any
+// time on reference (fallback) kernels (eval/audit.h). Exits 1 when any
 // program, or the whole, exceeds --max-fallback percent on either; 0 otherwise.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "core/error.h"
-#include "runtime/audit.h"
+#include "eval/audit.h"
 
 namespace tessera::cli {
 

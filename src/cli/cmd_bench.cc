@@ -1,6 +1,6 @@
 // tessera bench MODEL [--prompt 512] [--gen 128] [--reps 3] [-t N] [--chunks N] [--depths 0,256,1024] [--act-passes 1|2] [--kv-type f32|f16] [--json]
 //
-// Throughput benchmark (runtime/benchmark.h), in the manner of llama-bench:
+// Throughput benchmark (eval/benchmark.h), in the manner of llama-bench:
 // prefill of --prompt pseudo-random token ids, then --gen decode steps, per
 // repetition on one session reset in between; mean ± sample sd of the rates, TTFT, the wall
 // ms of each program per call, peak RSS and decode CPU-seconds per token.
@@ -21,7 +21,7 @@
 #include "cli/generation_flags.h"
 #include "core/error.h"
 #include "kernels/cpu_isa.h"
-#include "runtime/benchmark.h"
+#include "eval/benchmark.h"
 
 namespace tessera::cli {
 

@@ -1,6 +1,6 @@
 // tessera oracle MODEL --record FILE | --check FILE [--corpus prompts.json] [--threads N] [--chunks N] [--act-passes 1|2] [--kv-type f32|f16]
 //
-// Determinism oracle (runtime/oracle.h). --record writes the token ids and
+// Determinism oracle (eval/oracle.h). --record writes the token ids and
 // their sha256 for the corpus (atomically). --check reruns it and exits 0 if
 // every id matches, 1 on the first divergence (printed), 2 on an error.
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include "cli/generation_flags.h"
 #include "core/error.h"
 #include "core/json_file.h"
-#include "runtime/oracle.h"
+#include "eval/oracle.h"
 
 #ifndef TESSERA_SOURCE_DIR
 #define TESSERA_SOURCE_DIR "."

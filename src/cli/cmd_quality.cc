@@ -2,7 +2,7 @@
 //
 // Compares a model (typically a converted bundle) with a reference (the GGUF
 // or HF checkpoint it came from) on a text, both teacher-forced over the same
-// token ids (runtime/quality.h): per-layer residual cosine, next-token top-1
+// token ids (eval/quality.h): per-layer residual cosine, next-token top-1
 // agreement, KL(ref || test), perplexity of each and the final-logits cosine.
 // The text is tokenized with the tested model's tokenizer.
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "core/error.h"
-#include "runtime/quality.h"
+#include "eval/quality.h"
 #include "sources/model_source.h"
 
 namespace tessera::cli {

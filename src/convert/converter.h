@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-// Palettization (lut4 / lut3 / lut2 weights, bundle/weight_format.h): every
+// Palettization (lut4 / lut3 / lut2 weights, core/weight_format.h): every
 // group of `group_size` consecutive rows shares one palette of K = 2^bits f32
 // values found by 1-D k-means over all of the group's rows × cols values, and
 // each weight is stored as the bits-wide index of its palette entry.
@@ -54,7 +54,7 @@ struct PalettizeOptions {
 };
 
 struct Palettized {
-  std::vector<uint8_t> data;   // rows × cols indices, packed as bundle/weight_format.h says
+  std::vector<uint8_t> data;   // rows × cols indices, packed as core/weight_format.h says
   std::vector<float> palette;  // (rows / group_size) × 2^bits, each group's ascending
   double mse = 0;              // mean squared error of the decoded weight against the input
 };

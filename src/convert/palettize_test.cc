@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "core/error.h"
 
 namespace tessera {

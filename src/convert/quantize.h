@@ -1,5 +1,5 @@
 // Quantizes one f32 weight into a bundle storage format
-// (bundle/weight_format.h):
+// (core/weight_format.h):
 //   f32        copied;
 //   f16, bf16  rounded to nearest, ties to even (core/half.h); a finite value
 //              that would round to infinity (|w| ≥ 65520 for f16) is an error;
@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 
 namespace tessera {
 

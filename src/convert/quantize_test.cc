@@ -159,7 +159,7 @@ TEST(Quantize, Int8RoundsHalfAwayFromZeroAndHandlesZeroRows) {
 }
 
 // Index c of a LUT row: bits [c·bits, (c+1)·bits) of the row's little-endian
-// bit string (bundle/weight_format.h), read one bit at a time.
+// bit string (core/weight_format.h), read one bit at a time.
 int lut_index(const uint8_t* row, int64_t c, int bits) {
   int x = 0;
   for (int b = 0; b < bits; ++b) {

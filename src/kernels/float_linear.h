@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "kernels/cpu_isa.h"
 
 namespace tessera::kernels {

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 
 namespace tessera::kernels {
 namespace {

@@ -1,7 +1,7 @@
 // Unpacking lut3 / lut2 indices into looked-up int8 weights, AVX2.
 //
 // 32 columns take 4·B bytes of a row's little-endian bit string
-// (bundle/weight_format.h). Without byte-granular shifts the indices go
+// (core/weight_format.h). Without byte-granular shifts the indices go
 // through 16-bit words:
 //   1. the 4·B bytes are loaded exactly and copied to both 128-bit lanes;
 //   2. vpshufb builds one word per column from the byte holding the low bit

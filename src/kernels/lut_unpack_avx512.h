@@ -1,7 +1,7 @@
 // Unpacking lut3 / lut2 indices into looked-up weight bytes, AVX-512 (VBMI).
 //
 // A row's indices are one little-endian bit string, `B` bits per column
-// (bundle/weight_format.h), so the 8 columns of one activation block take
+// (core/weight_format.h), so the 8 columns of one activation block take
 // exactly B bytes and 64 columns 8·B bytes. Three byte shuffles turn those
 // into the 64 columns' table bytes, in column order:
 //   1. vpermb puts block q's B bytes at the bottom of qword q (the qword's

@@ -29,7 +29,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/int8_activations.h"
 
@@ -69,7 +69,7 @@ class QLinearWeights {
   const int8_t* table(int64_t n) const { return table_.data() + (n / group_size_) * 64; }
   int64_t group_size() const { return group_size_; }
   // The palette index of column c of row n (lut formats): bits [c·bits,
-  // (c+1)·bits) of the row's little-endian bit string (bundle/weight_format.h).
+  // (c+1)·bits) of the row's little-endian bit string (core/weight_format.h).
   int index(int64_t n, int64_t c) const {
     const uint8_t* r = row(n);
     const int64_t bit = c * bits_, byte = bit / 8;

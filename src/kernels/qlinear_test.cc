@@ -205,7 +205,7 @@ TEST(QLinear, ActivationLayoutsHoldTheRoundedValuesWhereTheDocSays) {
 // The kernels' weight values are the stored weight's: for every column,
 // table entry index(n, c) times out_scale is decode_row's value (up to the
 // palette's rounding to the int8 grid), and index(n, c) reads the bit string
-// the format defines (bundle/weight_format.h), checked on hand-set bits.
+// the format defines (core/weight_format.h), checked on hand-set bits.
 TEST(QLinear, LutIndicesFollowTheStoredBitString) {
   std::mt19937 rng(12);
   for (WeightFormat f : {WeightFormat::Lut4, WeightFormat::Lut3, WeightFormat::Lut2}) {

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "kernels/qlinear.h"
 #include "kernels/reference/kernels.h"
 

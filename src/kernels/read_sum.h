@@ -1,4 +1,4 @@
-// The read pass of the bandwidth probe (runtime/read_bandwidth.h): the sum
+// The read pass of the bandwidth probe (eval/read_bandwidth.h): the sum
 // (mod 2⁶⁴) of an array of 64-bit words, with the widest loads the level
 // has and four independent accumulators, so it is limited by how fast the
 // bytes arrive, not by the adds. The sum is returned so the compiler

@@ -17,7 +17,7 @@
 
 #include "core/error.h"
 #include "core/model_spec_json.h"
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 #include "sources/gguf.h"
 #include "sources/gguf_spec.h"
 

@@ -1,5 +1,5 @@
 // The weights a model's programs read, by HF parameter name, each as a
-// WeightView (bundle/weight_format.h): either f32 tensors the store owns
+// WeightView (core/weight_format.h): either f32 tensors the store owns
 // (models loaded straight from GGUF / safetensors) or views into a mapped
 // bundle file that `keep_alive` holds open.
 #pragma once
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "sources/weight_loader.h"
 
 namespace tessera {

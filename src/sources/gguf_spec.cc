@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 
 namespace tessera {
 namespace {

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 #include "sources/gguf_writer_for_tests.h"
 
 namespace tessera {

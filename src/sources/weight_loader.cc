@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 
 namespace tessera {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 #include "core/model_spec.h"
 
 namespace tessera::ref {

@@ -36,7 +36,7 @@ struct ProgramTime {
 
 // A decode rate against its memory ceiling: the bytes one step reads at
 // that context (decode_step_bytes) over the read bandwidth measured for a
-// working set of that size (runtime/read_bandwidth.h).
+// working set of that size (eval/read_bandwidth.h).
 struct BandwidthCeiling {
   int64_t bytes_per_token = 0;
   double read_gb_s = 0;

@@ -1,4 +1,4 @@
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 
 #include <bit>
 #include <cstring>

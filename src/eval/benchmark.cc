@@ -1,4 +1,4 @@
-#include "runtime/benchmark.h"
+#include "eval/benchmark.h"
 
 #include <sys/resource.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "runtime/read_bandwidth.h"
+#include "eval/read_bandwidth.h"
 #include "runtime/session.h"
 
 namespace tessera {

@@ -1,4 +1,4 @@
-#include "runtime/quality.h"
+#include "eval/quality.h"
 
 #include <algorithm>
 #include <cmath>

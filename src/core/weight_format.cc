@@ -1,11 +1,11 @@
-#include "bundle/weight_format.h"
+#include "core/weight_format.h"
 
 #include <bit>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/half.h"
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 
 namespace tessera {
 

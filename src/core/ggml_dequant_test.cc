@@ -1,4 +1,4 @@
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "runtime/oracle.h"
+#include "eval/oracle.h"
 
 #include <fstream>
 

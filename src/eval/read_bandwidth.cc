@@ -1,4 +1,4 @@
-#include "runtime/read_bandwidth.h"
+#include "eval/read_bandwidth.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "runtime/audit.h"
+#include "eval/audit.h"
 
 #include <algorithm>
 #include <map>

@@ -12,7 +12,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 
 #include <bit>
 #include <cstring>
