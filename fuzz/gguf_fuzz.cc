@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "sources/ggml_dequant.h"
+#include "core/ggml_dequant.h"
 #include "sources/gguf.h"
 #include "sources/gguf_spec.h"
 
