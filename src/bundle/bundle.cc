@@ -39,13 +39,7 @@ Bundle Bundle::open(const std::string& directory, Manifest manifest, bool verify
          b.manifest_.weights_bytes);
   const uint8_t* base = b.file_->data();
   for (const TensorEntry& t : b.manifest_.tensors) {
-    WeightView v;
-    v.format = t.format;
-    v.shape = t.shape;
-    v.group_size = t.group_size;
-    v.data = base + t.data.offset;
-    if (t.scales.bytes) v.scales = reinterpret_cast<const float*>(base + t.scales.offset);
-    if (t.palette.bytes) v.palette = reinterpret_cast<const float*>(base + t.palette.offset);
+    WeightView v = entry_view(t, base);
     if (verify) {
       const std::string got = sha256_hex_of({{base + t.data.offset, t.data.bytes},
                                              {base + t.scales.offset, t.scales.bytes},

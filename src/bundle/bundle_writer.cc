@@ -51,15 +51,20 @@ void BundleWriter::add_tensor(const std::string& name, const WeightView& w) {
   t.format = w.format;
   t.shape = w.shape;
   t.group_size = is_lut(w.format) ? w.group_size : 0;
+  if (is_blocked(w.format)) {
+    t.block_cols = w.block_cols;
+    t.block_f32 = w.block_f32;
+    t.block_offsets = w.block_offsets;
+  }
   const uint64_t data_bytes = weight_data_bytes(w.format, rows, cols);
-  const uint64_t scale_bytes = (w.format == WeightFormat::Int8 || is_lut(w.format)) ? rows * sizeof(float) : 0;
-  const uint64_t palette_bytes =
-      is_lut(w.format) ? (rows / w.group_size) * (uint64_t{1} << lut_bits(w.format)) * sizeof(float) : 0;
+  const uint64_t scale_bytes = scales_section_bytes(w);
+  const uint64_t palette_bytes = palette_section_bytes(w);
+  const void* scales = scales_section(w);
   t.data = write_section(w.data, data_bytes);
-  t.scales = write_section(w.scales, scale_bytes);
+  t.scales = write_section(scales, scale_bytes);
   t.palette = write_section(w.palette, palette_bytes);
   auto span = [](const void* p, uint64_t n) { return std::span<const uint8_t>(static_cast<const uint8_t*>(p), n); };
-  t.sha256 = sha256_hex_of({span(w.data, data_bytes), span(w.scales, scale_bytes), span(w.palette, palette_bytes)});
+  t.sha256 = sha256_hex_of({span(w.data, data_bytes), span(scales, scale_bytes), span(w.palette, palette_bytes)});
   manifest.tensors.push_back(std::move(t));
 }
 

@@ -56,6 +56,8 @@ nlohmann::ordered_json manifest_to_json(const Manifest& m) {
     e["format"] = std::string(weight_format_name(t.format));
     e["shape"] = t.shape;
     if (t.group_size) e["group_size"] = t.group_size;
+    if (is_blocked(t.format))
+      e["block"] = {{"cols", t.block_cols}, {"scale_type", t.block_f32 ? "f32" : "f16"}, {"offsets", t.block_offsets}};
     e["data"] = section_json(t.data);
     if (t.scales.bytes) e["scales"] = section_json(t.scales);
     if (t.palette.bytes) e["palette"] = section_json(t.palette);
@@ -65,6 +67,24 @@ nlohmann::ordered_json manifest_to_json(const Manifest& m) {
   j["tensors"] = std::move(tensors);
   j["programs"] = m.programs;
   return j;
+}
+
+WeightView entry_view(const TensorEntry& t, const uint8_t* base) {
+  WeightView v;
+  v.format = t.format;
+  v.shape = t.shape;
+  v.group_size = t.group_size;
+  v.block_cols = t.block_cols;
+  v.block_f32 = t.block_f32;
+  v.block_offsets = t.block_offsets;
+  if (base == nullptr) return v;
+  v.data = base + t.data.offset;
+  if (t.scales.bytes) {
+    if (is_blocked(t.format)) v.block_params = base + t.scales.offset;
+    else v.scales = reinterpret_cast<const float*>(base + t.scales.offset);
+  }
+  if (t.palette.bytes) v.palette = reinterpret_cast<const float*>(base + t.palette.offset);
+  return v;
 }
 
 Manifest parse_manifest(const nlohmann::json& j, const std::string& file) {
@@ -123,6 +143,17 @@ Manifest parse_manifest(const nlohmann::json& j, const std::string& file) {
       t.shape.push_back(static_cast<int64_t>(v));
     }
     if (e.contains("group_size")) t.group_size = static_cast<int64_t>(u64(e["group_size"], file, where + ".group_size"));
+    if (is_blocked(t.format)) {
+      const nlohmann::json& block = field(e, "block", file, where);
+      if (!block.is_object()) fail(file, where + ".block", "must be an object");
+      t.block_cols = static_cast<int64_t>(u64(field(block, "cols", file, where + ".block"), file, where + ".block.cols"));
+      const nlohmann::json& st = field(block, "scale_type", file, where + ".block");
+      if (!st.is_string() || (st != "f16" && st != "f32")) fail(file, where + ".block.scale_type", "must be \"f16\" or \"f32\"");
+      t.block_f32 = st == "f32";
+      const nlohmann::json& off = field(block, "offsets", file, where + ".block");
+      if (!off.is_boolean()) fail(file, where + ".block.offsets", "must be true or false");
+      t.block_offsets = off.get<bool>();
+    }
     t.data = parse_section(e, "data", file, where);
     t.scales = parse_section(e, "scales", file, where);
     t.palette = parse_section(e, "palette", file, where);
@@ -141,10 +172,15 @@ Manifest parse_manifest(const nlohmann::json& j, const std::string& file) {
     }
     if (t.format == WeightFormat::Q4_0 && cols % 32 != 0)
       fail(file, where, "q4_0 needs a multiple of 32 columns, found {}", cols);
+    if (is_blocked(t.format) && (t.block_cols != 16 && t.block_cols != 32))
+      fail(file, where + ".block.cols", "must be 16 or 32, found {}", t.block_cols);
+    if (is_blocked(t.format) && cols % t.block_cols != 0)
+      fail(file, where, "{} columns are not a whole number of {}-column blocks", cols, t.block_cols);
+    if (t.format == WeightFormat::Blk4 && t.block_cols != 32) fail(file, where + ".block.cols", "blk4 blocks are 32 columns");
+    const WeightView shape_of = entry_view(t, nullptr);
     const uint64_t want_data = weight_data_bytes(t.format, rows, cols);
-    const uint64_t want_scales = (t.format == WeightFormat::Int8 || is_lut(t.format)) ? rows * sizeof(float) : 0;
-    const uint64_t want_palette =
-        is_lut(t.format) ? (rows / t.group_size) * (uint64_t{1} << lut_bits(t.format)) * sizeof(float) : 0;
+    const uint64_t want_scales = scales_section_bytes(shape_of);
+    const uint64_t want_palette = palette_section_bytes(shape_of);
     for (auto [sec, want, label] : {std::tuple{t.data, want_data, "data"}, std::tuple{t.scales, want_scales, "scales"},
                                     std::tuple{t.palette, want_palette, "palette"}}) {
       if (sec.bytes != want)

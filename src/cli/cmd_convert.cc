@@ -5,7 +5,10 @@
 //
 // SRC is a GGUF file, an HF checkpoint directory or a pulled model name. The
 // bundle is written to a temporary directory and renamed into place when
-// complete (convert/converter.h has the format rules).
+// complete (convert/converter.h has the format rules). A quantized GGUF's
+// block-quantized matrices keep their values (blk4 / blk8) unless a format
+// is given with --weights, --embeddings or --lm-head, which then applies to
+// every matrix of its kind (quantizing the source's values a second time).
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -18,7 +21,7 @@ namespace {
 
 WeightFormat format_option(const std::string& flag, const std::string& value) {
   const auto f = weight_format_from_name(value);
-  if (!f) fail("options", flag, "unknown format '{}' (f32, f16, bf16, int8, lut4, lut3, lut2, q4_0)", value);
+  if (!f || is_blocked(*f)) fail("options", flag, "unknown format '{}' (f32, f16, bf16, int8, lut4, lut3, lut2, q4_0)", value);
   return *f;
 }
 
@@ -49,7 +52,9 @@ void register_convert(CLI::App& app) {
   cmd->add_option("--calibration-tokens", o.calibration_tokens, "Tokens of the calibration text used")
       ->capture_default_str();
   cmd->add_flag("--force", o.force, "Replace an existing bundle");
-  cmd->callback([] {
+  cmd->callback([cmd] {
+    o.keep_source_quant = default_convert_options(source).keep_source_quant && cmd->count("--weights") == 0 &&
+                          cmd->count("--embeddings") == 0 && cmd->count("--lm-head") == 0;
     o.weights = format_option("--weights", weights);
     o.embeddings = format_option("--embeddings", embeddings);
     o.lm_head = format_option("--lm-head", lm_head);

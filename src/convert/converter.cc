@@ -3,12 +3,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <numeric>
 #include <regex>
 
 #include "bundle/bundle_writer.h"
 #include "convert/calibration.h"
+#include "convert/gguf_transcode.h"
 #include "convert/quantize.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -29,6 +32,7 @@ std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule) {
   if (eq == std::string::npos || eq == 0) fail("--keep", rule, "expected REGEX=FORMAT");
   const auto f = weight_format_from_name(rule.substr(eq + 1));
   if (!f) fail("--keep", rule, "unknown format '{}' (f32, f16, bf16, int8, lut4, lut3, lut2, q4_0)", rule.substr(eq + 1));
+  if (is_blocked(*f)) fail("--keep", rule, "{} is what a quantized GGUF's tensors become by default; it cannot be asked for", rule.substr(eq + 1));
   try {
     std::regex re(rule.substr(0, eq));
   } catch (const std::regex_error& e) {
@@ -38,6 +42,19 @@ std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule) {
 }
 
 namespace {
+
+// The stored GGUF tensor behind `name` when rule 2 applies to it.
+std::optional<GgufStoredTensor> transcodable(const ModelSource& src, const std::string& name) {
+  std::optional<GgufStoredTensor> t = gguf_stored_tensor(src, name);
+  if (t && t->view->shape.size() == 2 && can_transcode(t->view->dtype)) return t;
+  return std::nullopt;
+}
+
+bool kept_by_rule(const std::string& name, const std::vector<std::regex>& keep) {
+  for (const std::regex& re : keep)
+    if (std::regex_match(name, re)) return true;
+  return false;
+}
 
 WeightFormat choose_format(const std::string& name, const F32Tensor& t, const ConvertOptions& o,
                            const std::vector<std::regex>& keep) {
@@ -64,6 +81,15 @@ std::vector<uint8_t> gguf_metadata_only(const GgufFile& g) {
 
 }  // namespace
 
+ConvertOptions default_convert_options(const std::string& source) {
+  ConvertOptions o;
+  const ModelSource src = open_model_source(source);
+  if (src.format != SourceFormat::Gguf) return o;
+  for (const TensorView& t : src.tensors)
+    if (t.shape.size() == 2 && can_transcode(t.dtype)) o.keep_source_quant = true;
+  return o;
+}
+
 void convert_model(const std::string& source, const std::string& out, const ConvertOptions& o) {
   if (o.group_size < 1) fail("options", "--group-size", "must be at least 1, got {}", o.group_size);
   if (o.calibration_tokens < 1)
@@ -77,10 +103,19 @@ void convert_model(const std::string& source, const std::string& out, const Conv
   std::vector<std::regex> keep;
   for (const auto& [re, f] : o.keep) keep.emplace_back(re);
 
+  // Rule 2: the matrices transcoded as they are stored.
+  std::map<std::string, GgufStoredTensor> transcoded;
+  if (o.keep_source_quant)
+    for (const std::string& name : names)
+      if (!kept_by_rule(name, keep))
+        if (auto t = transcodable(src, name)) transcoded.emplace(name, std::move(*t));
+
   // Activation-aware palettes: input moments of every linear, when any
   // weight may become a LUT.
-  bool any_lut = is_lut(o.weights) || is_lut(o.embeddings) || is_lut(o.lm_head);
+  bool any_lut = false;
   for (const auto& [re, f] : o.keep) any_lut = any_lut || is_lut(f);
+  if (is_lut(o.weights) || is_lut(o.embeddings) || is_lut(o.lm_head))
+    for (const std::string& name : names) any_lut = any_lut || !transcoded.count(name);
   std::optional<Calibration> cal;
   nlohmann::ordered_json cal_json = {{"text", "none"}};
   if (any_lut && o.calibration != "none") {
@@ -115,6 +150,7 @@ void convert_model(const std::string& source, const std::string& out, const Conv
                     {"seed", o.seed},                              {"kmeans_iterations", o.kmeans_iterations},
                     {"palette_grid", "int8"},  // palettes snapped to q·m/127 (PalettizeOptions::int8_grid)
                     {"keep", keep_json},
+                    {"source_blocks_kept", o.keep_source_quant},
                     {"calibration", cal_json}};
 
   // Weights, one tensor at a time (dequantize, quantize, append), so memory
@@ -130,6 +166,18 @@ void convert_model(const std::string& source, const std::string& out, const Conv
   nlohmann::ordered_json errors = nlohmann::ordered_json::object();
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
+    if (const auto it = transcoded.find(name); it != transcoded.end()) {
+      QuantizedWeight w;
+      try {
+        w = transcode_ggml_blocks(*it->second.view, it->second.row_source);
+      } catch (const Error& e) {
+        fail(src.path, it->second.view->name, "{}", e.problem());
+      }
+      writer.add_tensor(name, w.view());
+      errors[name] = 0.0;  // the source's values, exactly
+      if (bar) bar->update(i + 1);
+      continue;
+    }
     F32Weights one = load_f32_weights(src, {name});
     const F32Tensor& t = one.at(name);
     const WeightFormat f = choose_format(name, t, o, keep);

@@ -5,11 +5,15 @@
 //
 // Format rules (first match wins):
 //   1. --keep REGEX=FORMAT rules, matched against the full HF name;
-//   2. vectors (norms, biases): f32;
-//   3. model.embed_tokens.weight: `embeddings` (it is also the output
+//   2. with keep_source_quant (the default for a quantized GGUF): a matrix
+//      the GGUF stores in a ggml block format is transcoded losslessly into
+//      blk4 / blk8 (convert/gguf_transcode.h): the source's own values, run
+//      by the integer kernels;
+//   3. vectors (norms, biases): f32;
+//   4. model.embed_tokens.weight: `embeddings` (it is also the output
 //      projection when embeddings are tied — one tensor, one format);
-//   4. lm_head.weight: `lm_head`;
-//   5. every other matrix (attention and MLP projections): `weights`.
+//   5. lm_head.weight: `lm_head`;
+//   6. every other matrix (attention and MLP projections): `weights`.
 // LUT formats need rows divisible by the group size; a matrix whose rows are
 // not uses the largest divisor of its rows below the group size (recorded per
 // tensor in the manifest).
@@ -30,6 +34,9 @@
 namespace tessera {
 
 struct ConvertOptions {
+  // Rule 2 above: a quantized GGUF's block-quantized matrices keep their
+  // values (default_convert_options turns it on for such a source).
+  bool keep_source_quant = false;
   WeightFormat weights = WeightFormat::Lut4;
   WeightFormat embeddings = WeightFormat::Int8;
   WeightFormat lm_head = WeightFormat::Int8;
@@ -48,6 +55,13 @@ struct ConvertOptions {
   int threads = 1;
   bool progress = true;
 };
+
+// The defaults for `source` (a GGUF file, HF directory or pulled name):
+// ConvertOptions{} with keep_source_quant set when the source is a GGUF
+// holding block-quantized matrices: converting it then changes no weight
+// value (a second quantization of 4-bit weights to lut4 measurably hurts
+// answers, docs/QUANTIZATION.md). The one place that decides the defaults.
+ConvertOptions default_convert_options(const std::string& source);
 
 // Parses "REGEX=FORMAT" (for --keep). Throws Error on a bad format or regex.
 std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule);

@@ -136,12 +136,19 @@ WeightView QuantizedWeight::view() const {
   v.scales = scales.empty() ? nullptr : scales.data();
   v.palette = palette.empty() ? nullptr : palette.data();
   v.group_size = group_size;
+  v.block_params = block_params.empty() ? nullptr : block_params.data();
+  v.block_cols = block_cols;
+  v.block_f32 = block_f32;
+  v.block_offsets = block_offsets;
   return v;
 }
 
 QuantizedWeight quantize_weight(const float* w, std::vector<int64_t> shape, WeightFormat format,
                                 const QuantizeOptions& o) {
   const std::string_view name = weight_format_name(format);
+  if (is_blocked(format))
+    fail("", kSubject, "{} holds a quantized GGUF tensor as it is (convert/gguf_transcode.h); f32 values cannot become one",
+         name);
   const bool matrix_only = format == WeightFormat::Int8 || format == WeightFormat::Q4_0 || is_lut(format);
   if (shape.empty() || shape.size() > 2 || (matrix_only && shape.size() != 2))
     fail("", kSubject, "shape [{}] cannot be stored as {} (needs {})", fmt::join(shape, ", "), name,
@@ -223,6 +230,8 @@ QuantizedWeight quantize_weight(const float* w, std::vector<int64_t> shape, Weig
       q.mse = sse / static_cast<double>(rows * cols);
       break;
     }
+    case WeightFormat::Blk4:
+    case WeightFormat::Blk8: break;  // refused above
   }
   return q;
 }

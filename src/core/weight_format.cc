@@ -24,7 +24,8 @@ struct FormatInfo {
 constexpr FormatInfo kFormats[] = {
     {WeightFormat::F32, "f32", 0},   {WeightFormat::F16, "f16", 0},   {WeightFormat::BF16, "bf16", 0},
     {WeightFormat::Int8, "int8", 0}, {WeightFormat::Lut4, "lut4", 4}, {WeightFormat::Lut3, "lut3", 3},
-    {WeightFormat::Lut2, "lut2", 2}, {WeightFormat::Q4_0, "q4_0", 0},
+    {WeightFormat::Lut2, "lut2", 2}, {WeightFormat::Q4_0, "q4_0", 0}, {WeightFormat::Blk4, "blk4", 0},
+    {WeightFormat::Blk8, "blk8", 0},
 };
 
 const FormatInfo& info(WeightFormat f) {
@@ -73,6 +74,29 @@ int lut_bits(WeightFormat f) { return info(f).lut_bits; }
 
 bool is_lut(WeightFormat f) { return lut_bits(f) != 0; }
 
+bool is_blocked(WeightFormat f) { return f == WeightFormat::Blk4 || f == WeightFormat::Blk8; }
+
+uint64_t block_section_bytes(int64_t rows, int64_t cols, int64_t block_cols, bool f32, bool offsets) {
+  if (rows < 0 || cols < 0 || block_cols < 1) fail("", "weight", "bad block shape [{}, {}] / {}", rows, cols, block_cols);
+  const uint64_t blocks = static_cast<uint64_t>(rows) * static_cast<uint64_t>((cols + block_cols - 1) / block_cols);
+  return blocks * (f32 ? 4 : 2) * (offsets ? 2 : 1);
+}
+
+namespace {
+
+float block_value(const WeightView& w, int64_t index) {
+  if (w.block_f32) return static_cast<const float*>(w.block_params)[index];
+  return f16_to_f32(load_u16(static_cast<const uint8_t*>(w.block_params) + 2 * index));
+}
+
+}  // namespace
+
+float WeightView::block_scale(int64_t r, int64_t b) const { return block_value(*this, r * blocks_per_row() + b); }
+
+float WeightView::block_offset(int64_t r, int64_t b) const {
+  return block_offsets ? block_value(*this, (rows() + r) * blocks_per_row() + b) : 0.0f;
+}
+
 uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
   if (rows < 0 || cols < 0) fail("", "weight", "negative dimensions [{}, {}]", rows, cols);
   const uint64_t r = static_cast<uint64_t>(rows), c = static_cast<uint64_t>(cols);
@@ -80,7 +104,9 @@ uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
     case WeightFormat::F32: return r * c * 4;
     case WeightFormat::F16:
     case WeightFormat::BF16: return r * c * 2;
-    case WeightFormat::Int8: return r * c;
+    case WeightFormat::Int8:
+    case WeightFormat::Blk8: return r * c;
+    case WeightFormat::Blk4: return r * ((c * 4 + 7) / 8);
     case WeightFormat::Lut4:
     case WeightFormat::Lut3:
     case WeightFormat::Lut2:
@@ -93,13 +119,23 @@ uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
   fail("", "weight format", "unknown weight format {}", static_cast<int>(f));
 }
 
+uint64_t scales_section_bytes(const WeightView& w) {
+  if (w.shape.size() != 2) return 0;
+  if (is_blocked(w.format)) return block_section_bytes(w.rows(), w.cols(), w.block_cols, w.block_f32, w.block_offsets);
+  return w.format == WeightFormat::Int8 || is_lut(w.format) ? static_cast<uint64_t>(w.rows()) * sizeof(float) : 0;
+}
+
+uint64_t palette_section_bytes(const WeightView& w) {
+  if (w.format == WeightFormat::Blk4) return 16 * sizeof(float);
+  if (!is_lut(w.format) || w.group_size < 1) return 0;
+  return static_cast<uint64_t>(w.rows() / w.group_size) * (uint64_t{1} << lut_bits(w.format)) * sizeof(float);
+}
+
+const void* scales_section(const WeightView& w) { return is_blocked(w.format) ? w.block_params : w.scales; }
+
 uint64_t weight_view_bytes(const WeightView& w) {
-  const int64_t rows = w.rows();
-  uint64_t n = weight_data_bytes(w.format, rows, w.cols());
-  if (w.scales) n += static_cast<uint64_t>(rows) * sizeof(float);
-  if (w.palette && w.group_size > 0)
-    n += static_cast<uint64_t>(rows / w.group_size) * (uint64_t{1} << lut_bits(w.format)) * sizeof(float);
-  return n;
+  return weight_data_bytes(w.format, w.rows(), w.cols()) + (scales_section(w) ? scales_section_bytes(w) : 0) +
+         (w.palette ? palette_section_bytes(w) : 0);
 }
 
 void decode_row(const WeightView& w, int64_t r, float* out) {
@@ -131,6 +167,25 @@ void decode_row(const WeightView& w, int64_t r, float* out) {
       const int8_t* q = static_cast<const int8_t*>(w.data) + r * cols;
       const float s = w.scales[r];
       for (int64_t c = 0; c < cols; ++c) out[c] = s * static_cast<float>(q[c]);  // one rounding
+      return;
+    }
+    case WeightFormat::Blk4:
+    case WeightFormat::Blk8: {
+      const bool four = w.format == WeightFormat::Blk4;
+      if (w.block_params == nullptr || w.block_cols < 1 || cols % w.block_cols != 0)
+        fail("", "decode_row", "{} weight without its block section", weight_format_name(w.format));
+      if (four && (w.palette == nullptr || cols % 2 != 0))
+        fail("", "decode_row", "blk4 weight without a codebook");
+      const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * static_cast<int64_t>(weight_data_bytes(w.format, 1, cols));
+      for (int64_t b = 0; b < cols / w.block_cols; ++b) {
+        const float s = w.block_scale(r, b), o = w.block_offset(r, b);
+        for (int64_t c = b * w.block_cols; c < (b + 1) * w.block_cols; ++c) {
+          const float code = four ? w.palette[(row[c / 2] >> (4 * (c % 2))) & 0xf]
+                                  : static_cast<float>(static_cast<int8_t>(row[c]));
+          const float product = s * code;  // rounded to f32 first, as ggml's reference does
+          out[c] = w.block_offsets ? product + o : product;
+        }
+      }
       return;
     }
     case WeightFormat::Lut4:

@@ -22,6 +22,25 @@
 //                            (rows is a multiple of group_size);
 //                            w[r][c] = scales[r] · palette[r / group_size][index(r, c)].
 //
+//   blk4            data:    per row, cols 4-bit codes packed as lut4's indices
+//                            (two per byte, low nibble first).
+//                   palette: 16 f32 entries, each an integer in [-128, 127]:
+//                            the tensor's codebook (Q4_0: q - 8; Q4_1 / Q4_K:
+//                            q; IQ4_NL: its non-linear levels).
+//                   block:   per row and block of block_cols (32) columns a
+//                            scale s_b and, with offsets, an offset o_b:
+//                            w[r][c] = s_b · palette[code(r, c)] (+ o_b),
+//                            the product rounded to f32, then the sum.
+//   blk8            data:    rows × cols int8 codes, row-major.
+//                   block:   as blk4 with block_cols 16 or 32:
+//                            w[r][c] = s_b · code(r, c) (+ o_b).
+//     The block section holds every row's scales, [rows][cols / block_cols],
+//     then (with offsets) every row's offsets, in f16 (block_f32 false) or
+//     f32. blk4 / blk8 carry a quantized GGUF's values exactly: every ggml
+//     block format Tessera reads (Q4_0 ... Q6_K, IQ4_NL) is, per block of
+//     16 or 32 columns, an integer code times a scale plus an offset, each
+//     rounded to f32 as the ggml reference does (convert/gguf_transcode.h).
+//
 //   q4_0            data:    llama.cpp's Q4_0 blocks along each row: per 32
 //                            values an f16 scale d and 16 bytes of 4-bit q
 //                            (w = d · (q - 8)); cols is a multiple of 32.
@@ -39,12 +58,15 @@
 
 namespace tessera {
 
-enum class WeightFormat { F32, F16, BF16, Int8, Lut4, Lut3, Lut2, Q4_0 };
+enum class WeightFormat { F32, F16, BF16, Int8, Lut4, Lut3, Lut2, Q4_0, Blk4, Blk8 };
 
-std::string_view weight_format_name(WeightFormat f);  // "f32", "f16", "bf16", "int8", "lut4", "lut3", "lut2", "q4_0"
+std::string_view weight_format_name(WeightFormat f);  // "f32", "f16", "bf16", "int8", "lut4", "lut3", "lut2", "q4_0", "blk4", "blk8"
 std::optional<WeightFormat> weight_format_from_name(std::string_view name);
 int lut_bits(WeightFormat f);                        // 4 / 3 / 2; 0 for non-LUT formats
 bool is_lut(WeightFormat f);
+bool is_blocked(WeightFormat f);                     // blk4, blk8
+// Bytes of the block section of a rows × cols blk4 / blk8 weight.
+uint64_t block_section_bytes(int64_t rows, int64_t cols, int64_t block_cols, bool f32, bool offsets);
 // Bytes of the data section of a rows × cols matrix in format f.
 uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols);
 
@@ -57,13 +79,32 @@ struct WeightView {
   const float* scales = nullptr;  // int8, lut*: one per row
   const float* palette = nullptr; // lut*
   int64_t group_size = 0;         // lut*: rows per palette
+  // blk4 / blk8: the block section (layout above), its block width and
+  // storage; palette holds blk4's 16 codebook entries.
+  const void* block_params = nullptr;
+  int64_t block_cols = 0;
+  bool block_f32 = false;
+  bool block_offsets = false;
 
   int64_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
   int64_t cols() const { return shape.back(); }
+  int64_t blocks_per_row() const { return block_cols > 0 ? cols() / block_cols : 0; }
+  // blk4 / blk8: block b of row r's scale and offset (0 without offsets).
+  float block_scale(int64_t r, int64_t b) const;
+  float block_offset(int64_t r, int64_t b) const;
 };
 
 // Bytes of every section of w (data, scales, palettes): what reading it all takes.
 uint64_t weight_view_bytes(const WeightView& w);
+
+// The bytes of a weight's second and third sections as a bundle stores them
+// (bundle/manifest.h): "scales" (int8, lut*: rows f32; blk4 / blk8: the
+// block section) and "palette" (lut*: the palettes; blk4: the codebook).
+// Only the shape, format, group_size and block fields of w are read.
+uint64_t scales_section_bytes(const WeightView& w);
+uint64_t palette_section_bytes(const WeightView& w);
+// The first byte of each (null when the format has none).
+const void* scales_section(const WeightView& w);
 
 // The f32 values of row r (exact for f32/f16/bf16/lut; int8: scale · q
 // rounded once to f32). The reference every format kernel is tested against.

@@ -2,15 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/dot.h"
 
 namespace tessera::kernels {
 
-bool QLinearWeights::supported(const WeightView& w) {
-  if (w.shape.size() != 2 || w.cols() % 64 != 0 || w.data == nullptr || w.scales == nullptr) return false;
+bool QLinearWeights::supported(const WeightView& w, Isa isa) {
+  if (w.shape.size() != 2 || w.cols() % 64 != 0 || w.data == nullptr) return false;
+  if (is_blocked(w.format)) {
+    if (isa == Isa::Neon || w.block_params == nullptr) return false;
+    if (w.format == WeightFormat::Blk4) return w.palette != nullptr && w.block_cols == 32;
+    return w.block_cols == 16 || w.block_cols == 32;
+  }
+  if (w.scales == nullptr) return false;
   if (w.format == WeightFormat::Int8) return true;
   return is_lut(w.format) && w.palette != nullptr && w.group_size >= 1 && w.rows() % w.group_size == 0;
 }
@@ -22,6 +30,26 @@ QLinearWeights::QLinearWeights(const WeightView& w)
       cols_(w.cols()),
       row_bytes_(static_cast<int64_t>(weight_data_bytes(w.format, 1, w.cols()))) {
   if (!supported(w)) fail("", "qlinear", "no integer kernel for a {} weight of shape [{}, {}]", weight_format_name(w.format), rows_, cols_);
+  if (is_blocked(format_)) {
+    // The codes are the values the kernels multiply; scales come per block.
+    out_scale_.assign(static_cast<size_t>(rows_), 1.0f);
+    block_params_ = static_cast<const uint8_t*>(w.block_params);
+    block_cols_ = w.block_cols;
+    block_f32_ = w.block_f32;
+    block_offsets_ = w.block_offsets;
+    block_row_bytes_ = (cols_ / block_cols_) * (block_f32_ ? 4 : 2);
+    if (format_ == WeightFormat::Blk8) return;
+    bits_ = 4;
+    group_size_ = rows_;
+    table_.resize(64);
+    for (int j = 0; j < 64; ++j) {
+      const float v = w.palette[j % 16];
+      if (!(v >= -128.0f && v <= 127.0f) || v != std::nearbyint(v))
+        fail("", "qlinear", "blk4 codebook entry {} is not an int8", v);
+      table_[j] = static_cast<int8_t>(v);
+    }
+    return;
+  }
   out_scale_.assign(w.scales, w.scales + rows_);
   if (!is_lut(format_)) return;
   // Palette entries (row-normalized values) as int8: per group, the largest
@@ -43,6 +71,15 @@ QLinearWeights::QLinearWeights(const WeightView& w)
     }
   }
   for (int64_t n = 0; n < rows_; ++n) out_scale_[n] = out_scale_[n] * group_factor[n / group_size_];
+}
+
+float QLinearWeights::block_value(const uint8_t* p, int64_t b) const {
+  if (block_f32_) {
+    float v;
+    std::memcpy(&v, p + 4 * b, 4);
+    return v;
+  }
+  return f16_to_f32(static_cast<uint16_t>(p[2 * b] | (p[2 * b + 1] << 8)));
 }
 
 float qlinear_finish(float* lanes16, float out_scale, const float* bias, int64_t n) {

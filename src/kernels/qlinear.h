@@ -15,6 +15,16 @@
 // the 16 lanes are then added as reference::reduce_lanes16 does, and the sum
 // is multiplied by out_scale[n] (then the bias is added).
 //
+// blk4 / blk8 weights (a quantized GGUF's own values, core/weight_format.h)
+// have a scale (and offset) per block of 16 or 32 columns; a lane never
+// spans two blocks. Their lanes take, per chunk, with q_sum the lane's
+// Σ a_q of a pass (−bias16 / 128):
+//   t    = s_act[0] · Σ w_q·a_q[0]   (then t = fma(s_act[1], Σ w_q·a_q[1], t))
+//   lane = fma(block scale, t, lane)
+//   u    = s_act[0] · q_sum[0]       (then u = fma(s_act[1], q_sum[1], u))
+//   lane = fma(block offset, u, lane)            (formats with offsets)
+// and out_scale is 1. w_q are the codes (blk4: the codebook entry).
+//
 // Integer sums are exact and every f32 operation is specified, so the scalar
 // twin and the AVX2, AVX-512 and NEON kernels give identical bits, for any row
 // split across threads and any number of tokens per call. Compared with the
@@ -39,9 +49,9 @@ namespace tessera::kernels {
 // owns only small per-group / per-row tables (no second copy of the weights).
 class QLinearWeights {
  public:
-  // Whether a kernel exists for this weight (int8, lut4, lut3 or lut2; cols
-  // a multiple of 64).
-  static bool supported(const WeightView& w);
+  // Whether a kernel exists for this weight (int8, lut4, lut3, lut2, blk4
+  // or blk8; cols a multiple of 64) at `isa` (blk4 / blk8: not at neon yet).
+  static bool supported(const WeightView& w, Isa isa = Isa::Scalar);
   explicit QLinearWeights(const WeightView& w);  // Error if !supported(w)
 
   WeightFormat format() const { return format_; }
@@ -51,8 +61,10 @@ class QLinearWeights {
   // kernels/lut_unpack_*.h), int8 in column order.
   ActLayout layout() const {
     switch (format_) {
-      case WeightFormat::Int8: return ActLayout::Natural;
-      case WeightFormat::Lut4: return ActLayout::Lut4Pairs;
+      case WeightFormat::Int8:
+      case WeightFormat::Blk8: return ActLayout::Natural;
+      case WeightFormat::Lut4:
+      case WeightFormat::Blk4: return ActLayout::Lut4Pairs;
       default: return ActLayout::BlockHalves;
     }
   }
@@ -78,9 +90,21 @@ class QLinearWeights {
   }
   // The int8 weight value w_q[n][c] the kernels multiply (scalar twins, tests).
   int8_t value(int64_t n, int64_t c) const {
-    if (format_ == WeightFormat::Int8) return static_cast<int8_t>(row(n)[c]);
+    if (bits_ == 8) return static_cast<int8_t>(row(n)[c]);
     return table(n)[index(n, c)];
   }
+
+  // blk4 / blk8: columns per block, scale storage, offsets; the first
+  // scale / offset of row n in the storage type (f16 bits or f32).
+  bool blocked() const { return block_cols_ > 0; }
+  int64_t block_cols() const { return block_cols_; }
+  bool block_f32() const { return block_f32_; }
+  bool block_offsets() const { return block_offsets_; }
+  const uint8_t* block_scales(int64_t n) const { return block_params_ + n * block_row_bytes_; }
+  const uint8_t* block_offsets(int64_t n) const { return block_params_ + (rows_ + n) * block_row_bytes_; }
+  // Block b of row n's scale / offset as f32 (scalar twin).
+  float block_scale(int64_t n, int64_t b) const { return block_value(block_scales(n), b); }
+  float block_offset(int64_t n, int64_t b) const { return block_value(block_offsets(n), b); }
 
  private:
   WeightFormat format_;
@@ -89,6 +113,10 @@ class QLinearWeights {
   int bits_ = 8;
   std::vector<float> out_scale_;
   std::vector<int8_t> table_;
+  const uint8_t* block_params_ = nullptr;
+  int64_t block_cols_ = 0, block_row_bytes_ = 0;
+  bool block_f32_ = false, block_offsets_ = false;
+  float block_value(const uint8_t* p, int64_t b) const;
 };
 
 // Tokens per tile in the prefill loops of the vector kernels.

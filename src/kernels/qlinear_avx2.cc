@@ -18,9 +18,14 @@
 //   — the same lanes as the AVX-512 kernel's vpdpbusd. With AVX-VNNI one
 //   VEX vpdpbusd does all three (same sums). One cvt + FMA per half and
 //   activation pass applies the activation scales.
+// blk4 / blk8 (a quantized GGUF's own values): lut4's / int8's steps over
+//   the codes, then per half the passes form t and the half's one or two
+//   block scales (and offsets, against the lanes' Σq) are applied per lane
+//   (kernels/qlinear.h).
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/lane_reduce.h"
 #include "kernels/lut_unpack_avx2.h"
@@ -53,6 +58,39 @@ TESSERA_AVX2 inline __m256i dot4_add(__m256i acc, __m256i p, __m256i a, __m256i 
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, b), ones16));
 }
 
+// Per-block weight scales (blk4 / blk8): KH block values per half chunk (0:
+// none, the per-row formats), stored as f32 (F) or f16, offsets (O).
+template <int KH, bool F, bool O>
+struct Blocks {
+  static constexpr int kh = KH;
+  static constexpr bool f32 = F, offsets = O;
+  static constexpr int64_t bytes = KH * (F ? 4 : 2);  // one half's values per row
+};
+using NoBlocks = Blocks<0, false, false>;
+
+// A half chunk's KH block values at p spread over its 8 lanes (lane j takes
+// value j·KH/8).
+template <int KH, bool F>
+TESSERA_AVX2 inline __m256 half_lane_values(const uint8_t* p) {
+  if constexpr (KH == 1) {
+    if constexpr (F) return _mm256_broadcast_ss(reinterpret_cast<const float*>(p));
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+  } else {
+    static_assert(KH == 2);
+    __m128 v;
+    if constexpr (F) {
+      v = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)));
+    } else {
+      uint32_t two;
+      std::memcpy(&two, p, 4);
+      v = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(two)));
+    }
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0));
+  }
+}
+
 // One token's q bytes, lane scales and (narrow activations) lane biases per
 // activation pass.
 template <int P>
@@ -65,13 +103,26 @@ struct TokenPasses {
 // One half H (lanes 8H..8H+7) of chunk m, for R rows and P activation passes.
 // B: bits per weight (8: int8, 4: lut4, 3: lut3, 2: lut2). U: narrow
 // activations, unsigned weights (tbl then holds u = p + 128). V: AVX-VNNI.
-template <int R, int P, int B, bool U, bool V, int H>
+// Bk: the blocks of a blk4 / blk8 weight (rows n .. n + R - 1 of w).
+template <int R, int P, int B, bool U, bool V, int H, class Bk>
 TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t* const* row, const __m256i* tbl,
                                                                    const TokenPasses<P>& a, int64_t m,
-                                                                   __m256 (*acc)[2]) {
+                                                                   __m256 (*acc)[2], const QLinearWeights& w,
+                                                                   int64_t n) {
   constexpr bool lut = B <= 4;  // two weight vectors per 128-column chunk
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
+  // Blocks with offsets: u = Σ_p s_p · (lane's Σq), Σq = bias16 · (−1/128) exactly.
+  __m256 u = _mm256_setzero_ps();
+  if constexpr (Bk::offsets) {
+    const __m256 k = _mm256_set1_ps(-1.0f / 128.0f);
+    for (int p = 0; p < P; ++p) {
+      const __m256 qs = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.b[p] + 16 * m + 8 * H))), k);
+      const __m256 sp = _mm256_loadu_ps(a.s[p] + 16 * m + 8 * H);
+      u = p == 0 ? _mm256_mul_ps(sp, qs) : _mm256_fmadd_ps(sp, qs, u);
+    }
+  }
   for (int r = 0; r < R; ++r) {
     // This half's bytes: 32 (int8: 32 columns) or 8·B (lut: 64 columns).
     const uint8_t* p = row[r] + (lut ? (64 * m + 32 * H) * B / 4 : 64 * m + 32 * H);
@@ -92,6 +143,7 @@ TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t
       v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
       if constexpr (U) v = _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80)));
     }
+    __m256 t = _mm256_setzero_ps();
     for (int k = 0; k < P; ++k) {
       // The lane bias (narrow activations) first: integer sums, so the
       // order of the additions does not change them.
@@ -106,12 +158,19 @@ TESSERA_AVX2 __attribute__((always_inline)) inline void half_chunk(const uint8_t
         d = dot4_add<U, V>(d, v, av, ones16);
       }
       const __m256 s = _mm256_loadu_ps(a.s[k] + 16 * m + 8 * H);
-      acc[r][H] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][H]);
+      if constexpr (Bk::kh == 0) acc[r][H] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r][H]);
+      else t = k == 0 ? _mm256_mul_ps(_mm256_cvtepi32_ps(d), s) : _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, t);
+    }
+    if constexpr (Bk::kh > 0) {
+      const int64_t at = Bk::bytes * (2 * m + H);
+      acc[r][H] = _mm256_fmadd_ps(half_lane_values<Bk::kh, Bk::f32>(w.block_scales(n + r) + at), t, acc[r][H]);
+      if constexpr (Bk::offsets)
+        acc[r][H] = _mm256_fmadd_ps(half_lane_values<Bk::kh, Bk::f32>(w.block_offsets(n + r) + at), u, acc[r][H]);
     }
   }
 }
 
-template <int R, int P, int B, bool U, bool V>
+template <int R, int P, int B, bool U, bool V, class Bk = NoBlocks>
 TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts, int64_t t, int64_t n,
                             const float* bias, float* y) {
   __m256i tbl[R];
@@ -132,12 +191,30 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts
   // Whole chunks, then (lut rows of 64 columns past the last whole chunk) a first half.
   const int64_t whole = w.cols() / act_chunk_cols(acts.layout);
   for (int64_t m = 0; m < whole; ++m) {
-    half_chunk<R, P, B, U, V, 0>(row, tbl, a, m, acc);
-    half_chunk<R, P, B, U, V, 1>(row, tbl, a, m, acc);
+    half_chunk<R, P, B, U, V, 0, Bk>(row, tbl, a, m, acc, w, n);
+    half_chunk<R, P, B, U, V, 1, Bk>(row, tbl, a, m, acc, w, n);
   }
-  if (whole < acts.chunks) half_chunk<R, P, B, U, V, 0>(row, tbl, a, whole, acc);
+  if (whole < acts.chunks) half_chunk<R, P, B, U, V, 0, Bk>(row, tbl, a, whole, acc, w, n);
   for (int r = 0; r < R; ++r)
     y[n + r] = qlinear_output(reduce_lanes16_avx2(acc[r][0], acc[r][1]), w.out_scale(n + r), bias, n + r);
+}
+
+// f(Blocks<KH, F, O>{}) for w's blocks: KH per half chunk (blk4: 2 of 32
+// columns per 64; blk8: 32 / block_cols per 32), scale storage, offsets.
+template <class Fn>
+void with_blocks(const QLinearWeights& w, Fn&& f) {
+  auto storage = [&](auto kh) {
+    constexpr int KH = decltype(kh)::value;
+    if (w.block_f32()) {
+      if (w.block_offsets()) f(Blocks<KH, true, true>{});
+      else f(Blocks<KH, true, false>{});
+    } else {
+      if (w.block_offsets()) f(Blocks<KH, false, true>{});
+      else f(Blocks<KH, false, false>{});
+    }
+  };
+  if (w.block_cols() == 16 || w.bits() == 4) storage(std::integral_constant<int, 2>{});
+  else storage(std::integral_constant<int, 1>{});
 }
 
 }  // namespace
@@ -153,6 +230,13 @@ void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const fl
       constexpr bool V = decltype(vnni)::value;
       for_each_row_block<2>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
         constexpr int R = decltype(rows)::value;
+        if (w.blocked())
+          return with_blocks(w, [&](auto blocks) {
+            using Bk = decltype(blocks);
+            if constexpr (Bk::kh == 2)  // blk4: two 32-column blocks per 64
+              if (bits == 4) return rows_avx2<R, P, 4, U, V, Bk>(w, acts, t, n, bias, y + t * ldy);
+            rows_avx2<R, P, 8, U, V, Bk>(w, acts, t, n, bias, y + t * ldy);
+          });
         switch (bits) {
           case 4: return rows_avx2<R, P, 4, U, V>(w, acts, t, n, bias, y + t * ldy);
           case 3: return rows_avx2<R, P, 3, U, V>(w, acts, t, n, bias, y + t * ldy);

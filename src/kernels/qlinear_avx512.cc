@@ -17,6 +17,12 @@
 //   table's biased bytes as two vectors, each block's first 4 columns and
 //   its last 4 (kernels/lut_unpack_avx512.h), against the BlockHalves
 //   activations: the same two vpdpbusd and one cvt + FMA per chunk as lut4.
+// blk4 / blk8 (a quantized GGUF's own values): the same steps over the
+//   codes (blk4: lut4's with the tensor's codebook as the table; blk8:
+//   int8's), then per chunk the activation scales form t and the blocks'
+//   scales (and offsets, against the lanes' Σq) are applied per lane: K
+//   block values per chunk, loaded (f16 converted) and spread over the 16
+//   lanes with one vpermps.
 // Rows are processed eight at a time (then 4, 2, 1) so the activation
 // vectors are loaded once per eight rows and eight independent accumulator
 // chains hide the dot products' latency (four rows: 12.6 GB/s on 576-column
@@ -30,12 +36,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/lane_reduce.h"
 #include "kernels/lut_unpack_avx512.h"
 #include "kernels/qlinear.h"
 
-#define TESSERA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+#define TESSERA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,f16c")))
 
 namespace tessera::kernels {
 
@@ -66,24 +73,97 @@ TESSERA_AVX512 inline __m512i high_nibbles(__m512i v) {
   return _mm512_multishift_epi64_epi8(ctl, v);
 }
 
-// A chunk's activations, every pass: even / odd columns, corrections, scales.
+// Per-block weight scales (blk4 / blk8, kernels/qlinear.h): K blocks per
+// chunk (0: none, the per-row formats), stored as f32 (F) or f16, with
+// offsets (O) or without.
+template <int K, bool F, bool O>
+struct Blocks {
+  static constexpr int k = K;
+  static constexpr bool f32 = F, offsets = O;
+  static constexpr int64_t bytes = K * (F ? 4 : 2);  // one chunk's values per row
+};
+using NoBlocks = Blocks<0, false, false>;
+
+// The first V of a chunk's K block values at p spread over the 16 lanes
+// (lane j takes value j·K/16; values past V are 0: the lanes past a row's
+// end in its last half chunk).
+template <int K, int V, bool F>
+TESSERA_AVX512 inline __m512 lane_values(const uint8_t* p) {
+  static_assert((K == 2 || K == 4) && (V == 2 || V == 4) && V <= K);
+  __m128 v;
+  if constexpr (F) {
+    v = V == 4 ? _mm_loadu_ps(reinterpret_cast<const float*>(p))
+               : _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)));
+  } else {
+    uint32_t lo, hi = 0;
+    std::memcpy(&lo, p, 4);
+    if constexpr (V == 4) std::memcpy(&hi, p + 4, 4);
+    v = _mm_cvtph_ps(_mm_set_epi32(0, 0, static_cast<int>(hi), static_cast<int>(lo)));
+  }
+  const __m512i idx = K == 4 ? _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0)
+                             : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
+}
+
+// A chunk's activations, every pass: even / odd columns, corrections, scales;
+// for blocks with offsets, u = Σ_p s_p · (lane's Σq of pass p).
 template <int P>
 struct ChunkActs {
   __m512i lo[P], hi[P], b[P];
   __m512 s[P];
+  __m512 u;
 };
+
+// u of a chunk's passes: bias16 = −128·Σq, so Σq = bias16 · (−1/128) exactly.
+template <int P>
+TESSERA_AVX512 inline __m512 lane_act_sums(const __m512i (&b)[P], const __m512 (&s)[P]) {
+  const __m512 k = _mm512_set1_ps(-1.0f / 128.0f);
+  __m512 u = _mm512_mul_ps(s[0], _mm512_mul_ps(_mm512_cvtepi32_ps(b[0]), k));
+  for (int p = 1; p < P; ++p) u = _mm512_fmadd_ps(s[p], _mm512_mul_ps(_mm512_cvtepi32_ps(b[p]), k), u);
+  return u;
+}
+
+// The exact lane sums d[p] of every pass into acc: per pass one FMA with the
+// activation scales, or (blocked) t from the passes, then the block scale
+// ws and offset wo.
+template <int P, class Bk>
+TESSERA_AVX512 inline __m512 apply_passes(const __m512i (&d)[P], const __m512 (&s)[P], __m512 acc, __m512 ws,
+                                         __m512 wo, __m512 u) {
+  if constexpr (Bk::k == 0) {
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[p]), s[p], acc);
+    return acc;
+  } else {
+    __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(d[0]), s[0]);
+    for (int p = 1; p < P; ++p) t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[p]), s[p], t);
+    acc = _mm512_fmadd_ps(ws, t, acc);
+    if constexpr (Bk::offsets) acc = _mm512_fmadd_ps(wo, u, acc);
+    return acc;
+  }
+}
 
 // One 128-column chunk of a row's two looked-up weight vectors (lut4: low /
 // high nibbles, against the Lut4Pairs activations; lut3 / lut2: first / second
 // block halves, against BlockHalves) with every pass.
-template <int P>
-TESSERA_AVX512 inline __m512 pair_step(__m512i lo, __m512i hi, const ChunkActs<P>& a, __m512 acc) {
+template <int P, class Bk>
+TESSERA_AVX512 inline __m512 pair_step(__m512i lo, __m512i hi, const ChunkActs<P>& a, __m512 acc, __m512 ws,
+                                       __m512 wo) {
+  __m512i d[P];
 #pragma GCC unroll 2
-  for (int p = 0; p < P; ++p) {
-    const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.b[p], lo, a.lo[p]), hi, a.hi[p]);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), a.s[p], acc);
+  for (int p = 0; p < P; ++p) d[p] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.b[p], lo, a.lo[p]), hi, a.hi[p]);
+  return apply_passes<P, Bk>(d, a.s, acc, ws, wo, a.u);
+}
+
+// Row n's block scales and offsets of chunk m as lane values (zeros for the
+// per-row formats); V of the chunk's K values are in the row.
+template <class Bk, int V = Bk::k>
+TESSERA_AVX512 inline void block_lanes(const QLinearWeights& w, int64_t n, int64_t m, __m512& ws, __m512& wo) {
+  if constexpr (Bk::k == 0) {
+    ws = wo = _mm512_setzero_ps();
+  } else {
+    ws = lane_values<Bk::k, V, Bk::f32>(w.block_scales(n) + Bk::bytes * m);
+    wo = Bk::offsets ? lane_values<Bk::k, V, Bk::f32>(w.block_offsets(n) + Bk::bytes * m) : _mm512_setzero_ps();
   }
-  return acc;
 }
 
 // The two weight vectors of the 128 columns whose 16·B index bytes start at
@@ -116,8 +196,9 @@ inline void prefetch_ahead(const uint8_t* p, int64_t begin, int64_t end) {
 
 constexpr __mmask64 first_bytes(int n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; }
 
-// Rows of a lut weight (B bits per index) against the two-vector layouts.
-template <int R, int P, int B>
+// Rows of a lut weight (B bits per index) against the two-vector layouts
+// (blk4: B = 4 with its blocks Bk).
+template <int R, int P, int B, class Bk = NoBlocks>
 TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
                              const float* bias, float* y) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -131,6 +212,7 @@ TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, 
       c.b[p] = _mm512_loadu_si512(a.bias_row(t, p) + 16 * m);
       c.s[p] = _mm512_loadu_ps(a.scale_row(t, p) + 16 * m);
     }
+    c.u = Bk::offsets ? lane_act_sums<P>(c.b, c.s) : _mm512_setzero_ps();
     return c;
   };
   constexpr int64_t kChunkBytes = 16 * B;  // index bytes per 128 columns
@@ -155,7 +237,9 @@ TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, 
       const uint8_t* p = row0 + r * rb + kChunkBytes * m;
       __m512i lo, hi;
       unpack_pair<B>(p, first_bytes(kChunkBytes), tbl[r], lo, hi);
-      acc[r] = pair_step(lo, hi, c, acc[r]);
+      __m512 ws, wo;
+      block_lanes<Bk>(w, n + r, m, ws, wo);
+      acc[r] = pair_step<P, Bk>(lo, hi, c, acc[r], ws, wo);
     }
   }
   if (w.cols() % 128 != 0) {  // the last 64 columns: half a chunk's index bytes
@@ -164,14 +248,17 @@ TESSERA_AVX512 void lut_rows(const QLinearWeights& w, const Int8Activations& a, 
     for (int r = 0; r < R; ++r) {
       __m512i lo, hi;
       unpack_pair<B>(row0 + r * rb + kChunkBytes * full, first_bytes(kChunkBytes / 2), tbl[r], lo, hi);
-      acc[r] = pair_step(lo, hi, c, acc[r]);
+      __m512 ws, wo;
+      block_lanes<Bk, Bk::k / 2>(w, n + r, full, ws, wo);
+      acc[r] = pair_step<P, Bk>(lo, hi, c, acc[r], ws, wo);
     }
   }
   finish<R>(acc, w, bias, n, y);
 }
 
-// int8 rows, 64 columns per step: the weight bytes biased by +128.
-template <int R, int P>
+// int8 rows, 64 columns per step: the weight bytes biased by +128 (blk8:
+// the same with its blocks Bk).
+template <int R, int P, class Bk = NoBlocks>
 TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a, int64_t t, int64_t n,
                               const float* bias, float* y) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -190,19 +277,40 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
       b[p] = _mm512_loadu_si512(a.bias_row(t, p) + 16 * m);
       s[p] = _mm512_loadu_ps(a.scale_row(t, p) + 16 * m);
     }
+    const __m512 u = Bk::offsets ? lane_act_sums<P>(b, s) : _mm512_setzero_ps();
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = row[r] + 64 * m;
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL1), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchL2), _MM_HINT_T1);
       const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
+      __m512i d[P];
 #pragma GCC unroll 2
-      for (int k = 0; k < P; ++k) {
-        const __m512i d = _mm512_dpbusd_epi32(b[k], v, av[k]);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s[k], acc[r]);
-      }
+      for (int k = 0; k < P; ++k) d[k] = _mm512_dpbusd_epi32(b[k], v, av[k]);
+      __m512 ws, wo;
+      block_lanes<Bk>(w, n + r, m, ws, wo);
+      acc[r] = apply_passes<P, Bk>(d, s, acc[r], ws, wo, u);
     }
   }
   finish<R>(acc, w, bias, n, y);
+}
+
+// f(Blocks<K, F, O>{}) for w's blocks: K per chunk (blk4: 4 of 32 columns
+// per 128; blk8: 64 / block_cols per 64), scale storage, offsets.
+template <class Fn>
+void with_blocks(const QLinearWeights& w, Fn&& f) {
+  const bool four = w.block_cols() == 16 || w.bits() == 4;
+  auto storage = [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    if (w.block_f32()) {
+      if (w.block_offsets()) f(Blocks<K, true, true>{});
+      else f(Blocks<K, true, false>{});
+    } else {
+      if (w.block_offsets()) f(Blocks<K, false, true>{});
+      else f(Blocks<K, false, false>{});
+    }
+  };
+  if (four) storage(std::integral_constant<int, 4>{});
+  else storage(std::integral_constant<int, 2>{});
 }
 
 }  // namespace
@@ -215,6 +323,13 @@ void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const 
     // Each row has its own palette register, so any eight rows can go together.
     for_each_row_block<8>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
       constexpr int R = decltype(rows)::value;
+      if (w.blocked())
+        return with_blocks(w, [&](auto blocks) {
+          using Bk = decltype(blocks);
+          if constexpr (Bk::k == 4)  // blk4: four 32-column blocks per 128
+            if (bits == 4) return lut_rows<R, P, 4, Bk>(w, acts, t, n, bias, y + t * ldy);
+          int8_rows<R, P, Bk>(w, acts, t, n, bias, y + t * ldy);
+        });
       switch (bits) {
         case 4: return lut_rows<R, P, 4>(w, acts, t, n, bias, y + t * ldy);
         case 3: return lut_rows<R, P, 3>(w, acts, t, n, bias, y + t * ldy);

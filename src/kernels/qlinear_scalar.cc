@@ -27,15 +27,36 @@ void qlinear_scalar(const QLinearWeights& w, const Int8Activations& acts, const 
       float lanes[16] = {};
       for (int64_t m = 0; m < acts.chunks; ++m) {
         for (int j = 0; j < 16; ++j) {
-          // Per chunk and lane: pass 0's sum, then pass 1's (the residual).
+          // Per chunk and lane: pass 0's sum, then pass 1's (the residual);
+          // the lane's Σ a_q per pass too (blocked formats' offsets).
+          const int64_t c0 = m * cc + j * per_lane;
+          float t_sum = 0.0f, u_sum = 0.0f;
           for (int pass = 0; pass < acts.passes; ++pass) {
             const int8_t* q = acts.q_row(t, pass);
-            int32_t sum = 0;
+            int32_t sum = 0, q_sum = 0;
             for (int64_t k = 0; k < per_lane; ++k) {
-              const int64_t c = m * cc + j * per_lane + k;
+              const int64_t c = c0 + k;
               if (c < cols) sum += w.value(n, c) * act_value(acts, q, c);
+              if (c < cols) q_sum += act_value(acts, q, c);
             }
-            lanes[j] = std::fma(acts.scale_row(t, pass)[m * 16 + j], static_cast<float>(sum), lanes[j]);
+            const float s = acts.scale_row(t, pass)[m * 16 + j];
+            if (!w.blocked()) {
+              lanes[j] = std::fma(s, static_cast<float>(sum), lanes[j]);
+            } else if (pass == 0) {
+              t_sum = s * static_cast<float>(sum);
+              u_sum = s * static_cast<float>(q_sum);
+            } else {
+              t_sum = std::fma(s, static_cast<float>(sum), t_sum);
+              u_sum = std::fma(s, static_cast<float>(q_sum), u_sum);
+            }
+          }
+          if (w.blocked()) {
+            // A lane past the row's end (the zero half of a last chunk) has
+            // no block: scale and offset 0, as the vector kernels load them.
+            const int64_t b = c0 / w.block_cols();
+            const bool in_row = c0 < cols;
+            lanes[j] = std::fma(in_row ? w.block_scale(n, b) : 0.0f, t_sum, lanes[j]);
+            if (w.block_offsets()) lanes[j] = std::fma(in_row ? w.block_offset(n, b) : 0.0f, u_sum, lanes[j]);
           }
         }
       }

@@ -28,6 +28,8 @@ using test_fixtures::expect_within_rounding_bound;
 using test_fixtures::AvxVnniScope;
 using test_fixtures::KernelLevel;
 using test_fixtures::supported_levels;
+using test_fixtures::kBlockF32;
+using test_fixtures::kBlockOffsets;
 
 std::vector<float> run(Isa isa, const QLinearWeights& w, const Int8Activations& a, const float* bias, int64_t split) {
   const int64_t n = w.rows();
@@ -43,6 +45,16 @@ const LinearShape kShapes[] = {
     {WeightFormat::Int8, 9, 128, 0, 33},   {WeightFormat::Lut3, 16, 64, 16, 1},   {WeightFormat::Lut3, 37, 576, 1, 1},
     {WeightFormat::Lut3, 48, 640, 16, 3},  {WeightFormat::Lut3, 12, 1536, 4, 37}, {WeightFormat::Lut2, 16, 64, 8, 1},
     {WeightFormat::Lut2, 37, 576, 1, 2},   {WeightFormat::Lut2, 64, 960, 64, 1},  {WeightFormat::Lut2, 12, 192, 4, 33},
+    // blk4 / blk8 (a quantized GGUF's values): every block width and storage,
+    // with and without offsets; 192 / 576 / 640 columns end on half a lut4 chunk.
+    {WeightFormat::Blk4, 16, 64, 32, 1, 0},
+    {WeightFormat::Blk4, 37, 576, 32, 1, kBlockOffsets},
+    {WeightFormat::Blk4, 19, 640, 32, 3, kBlockF32 | kBlockOffsets},
+    {WeightFormat::Blk4, 12, 192, 32, 33, kBlockF32},
+    {WeightFormat::Blk8, 13, 576, 32, 1, 0},
+    {WeightFormat::Blk8, 21, 640, 16, 2, kBlockF32},
+    {WeightFormat::Blk8, 9, 128, 16, 33, kBlockOffsets | kBlockF32},
+    {WeightFormat::Blk8, 40, 64, 32, 5, kBlockOffsets},
 };
 
 TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
@@ -240,6 +252,24 @@ TEST(QLinear, UnsupportedWeightsAreRefused) {
   WeightView f32 = ok.view;
   f32.format = WeightFormat::F32;
   EXPECT_FALSE(QLinearWeights::supported(f32));
+  RandomWeight blk4(rng, WeightFormat::Blk4, 4, 128, 32);
+  EXPECT_TRUE(QLinearWeights::supported(blk4.view));
+  EXPECT_FALSE(QLinearWeights::supported(blk4.view, Isa::Neon));  // no NEON kernel yet: the reference runs
+  WeightView blk4_16 = blk4.view;
+  blk4_16.block_cols = 16;  // blk4 blocks are 32 columns
+  EXPECT_FALSE(QLinearWeights::supported(blk4_16));
+  WeightView no_blocks = blk4.view;
+  no_blocks.block_params = nullptr;
+  EXPECT_FALSE(QLinearWeights::supported(no_blocks));
+}
+
+TEST(QLinear, BlockedCodebookEntriesMustBeInt8) {
+  std::mt19937 rng(12);
+  RandomWeight rw(rng, WeightFormat::Blk4, 4, 128, 32);
+  rw.palette[3] = 0.5f;
+  EXPECT_THROW(QLinearWeights{rw.view}, Error);
+  rw.palette[3] = 128.0f;
+  EXPECT_THROW(QLinearWeights{rw.view}, Error);
 }
 
 }  // namespace

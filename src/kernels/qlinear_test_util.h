@@ -14,19 +14,25 @@
 
 #include <gtest/gtest.h>
 
+#include "core/half.h"
 #include "core/weight_format.h"
 #include "kernels/qlinear.h"
 #include "kernels/reference/kernels.h"
 
 namespace tessera::kernels::test_fixtures {
 
-// A random stored weight (int8 or lut4 / lut3 / lut2) and its buffers.
+// The blocks of a random blk4 / blk8 weight (RandomWeight's `block`).
+constexpr int kBlockF32 = 1, kBlockOffsets = 2;
+
+// A random stored weight (int8, lut4 / lut3 / lut2, or blk4 / blk8 with
+// `group` columns per block and `block` = kBlockF32 | kBlockOffsets flags)
+// and its buffers.
 struct RandomWeight {
-  std::vector<uint8_t> data;
+  std::vector<uint8_t> data, block_params;
   std::vector<float> scales, palette;
   WeightView view;
 
-  RandomWeight(std::mt19937& rng, WeightFormat f, int64_t rows, int64_t cols, int64_t group) {
+  RandomWeight(std::mt19937& rng, WeightFormat f, int64_t rows, int64_t cols, int64_t group, int block = 0) {
     std::uniform_int_distribution<int> byte(0, 255);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f), pos(0.01f, 2.0f);
     data.resize(weight_data_bytes(f, rows, cols));
@@ -38,6 +44,30 @@ struct RandomWeight {
     view.format = f;
     view.shape = {rows, cols};
     view.data = data.data();
+    if (is_blocked(f)) {
+      // Scales of a few magnitudes, offsets of either sign, each exactly an
+      // f16 value (and stored as f32 when asked); a codebook like IQ4_NL's.
+      view.block_cols = group;
+      view.block_f32 = block & kBlockF32;
+      view.block_offsets = block & kBlockOffsets;
+      const int64_t n = rows * (cols / group) * ((block & kBlockOffsets) ? 2 : 1);
+      block_params.resize(static_cast<size_t>(n) * ((block & kBlockF32) ? 4 : 2));
+      for (int64_t i = 0; i < n; ++i) {
+        const bool offset = i >= rows * (cols / group);
+        const float v = f16_to_f32(f32_to_f16(offset ? u(rng) * 0.5f : pos(rng) * 0.01f));
+        if (block & kBlockF32) std::memcpy(block_params.data() + 4 * i, &v, 4);
+        else {
+          const uint16_t h = f32_to_f16(v);
+          std::memcpy(block_params.data() + 2 * i, &h, 2);
+        }
+      }
+      view.block_params = block_params.data();
+      if (f == WeightFormat::Blk4) {
+        for (int i = 0; i < 16; ++i) palette.push_back(static_cast<float>(std::uniform_int_distribution<int>(-128, 127)(rng)));
+        view.palette = palette.data();
+      }
+      return;
+    }
     view.scales = scales.data();
     if (is_lut(f)) {
       palette.resize(rows / group * (1 << lut_bits(f)));
@@ -68,7 +98,8 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 // A test case: a weight of this format and shape, called with `tokens` rows.
 struct LinearShape {
   WeightFormat format;
-  int64_t rows, cols, group, tokens;
+  int64_t rows, cols, group, tokens;  // blk4 / blk8: group = columns per block
+  int block = 0;                      // blk4 / blk8: kBlockF32 | kBlockOffsets
 };
 
 // One random case of a shape: the stored weight, its kernel form,
@@ -79,7 +110,7 @@ struct RandomCase {
   std::vector<float> x, bias;
 
   RandomCase(std::mt19937& rng, const LinearShape& s)
-      : rw(rng, s.format, s.rows, s.cols, s.group), w(rw.view), x(random_acts(rng, s.tokens, s.cols)), bias(s.rows) {
+      : rw(rng, s.format, s.rows, s.cols, s.group, s.block), w(rw.view), x(random_acts(rng, s.tokens, s.cols)), bias(s.rows) {
     for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
   }
   RandomCase(const RandomCase&) = delete;

@@ -133,7 +133,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           expect_shape(p, weight(1), op.weights[1], {cols(op.outputs[0])});
           b.w1 = f32_vector(1);
         }
-        if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t)) {
+        if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t, isa)) {
           QLinearEntry& entry = cache[op.weights[0]];
           if (!entry.weights) entry.weights = std::make_shared<const kernels::QLinearWeights>(t);
           b.qw = entry.weights;
@@ -147,13 +147,17 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           // layers' two passes take the narrow range (kernels::layer_act_qmax);
           // the head keeps the full one, which the refinement's bound and its
           // one pass rely on.
+          // A blocked head (a quantized GGUF's own values, blk4 / blk8) has
+          // no refinement bound yet (its bound would need the per-block
+          // scales): it runs both passes.
           const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
-          b.act_passes = head ? 1 : act_passes;
+          const bool refine = head && !entry.weights->blocked();
+          b.act_passes = refine ? 1 : head ? 2 : act_passes;
           b.act_qmax = head ? kernels::kActQmax : kernels::layer_act_qmax(isa, b.act_passes);
-          b.refine_top = head;
-          if (head && !entry.refine)
+          b.refine_top = refine;
+          if (refine && !entry.refine)
             entry.refine = std::make_shared<const kernels::RefineHead>(kernels::make_refine_head(*entry.weights));
-          if (head) b.refine = entry.refine;
+          if (refine) b.refine = entry.refine;
         } else if (kernels::float_linear_vectorized(isa) && kernels::float_linear_supported(t)) {
           b.float_linear = true;
         }
@@ -208,6 +212,8 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
 BoundProgram::LinearPath BoundProgram::linear_path(const BoundOp& b, int64_t rows) const {
   if (b.float_linear) return LinearPath::Float;
   if (!b.qw) return LinearPath::Reference;
+  // The GEMMs take one scale per row; blocked weights scale per block.
+  if (b.qw->blocked()) return LinearPath::IntegerDot;
   if (isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) return LinearPath::Amx;
   if (uses_i16gemm(isa_) && rows >= kernels::kI16GemmMinTokens) return LinearPath::I16Gemm;
   return LinearPath::IntegerDot;

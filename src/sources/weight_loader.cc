@@ -86,15 +86,29 @@ F32Tensor to_f32(const TensorView& v, const std::string& origin) {
 }
 
 // GGUF llama attn_q/attn_k: HF row h·d + s·d/2 + i  <-  GGUF row h·d + 2i + s.
-void unpermute_rows(F32Tensor& t, int64_t heads) {
-  const int64_t rows = t.shape[0], cols = t.elements() / rows;
+std::vector<int64_t> unpermuted_order(int64_t rows, int64_t heads) {
   const int64_t d = rows / heads, half = d / 2;
-  std::vector<float> out(t.data.size());
+  std::vector<int64_t> order(static_cast<size_t>(rows));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t s = 0; s < 2; ++s)
-      for (int64_t i = 0; i < half; ++i)
-        std::memcpy(&out[(h * d + s * half + i) * cols], &t.data[(h * d + 2 * i + s) * cols], cols * sizeof(float));
+      for (int64_t i = 0; i < half; ++i) order[h * d + s * half + i] = h * d + 2 * i + s;
+  return order;
+}
+
+void unpermute_rows(F32Tensor& t, int64_t heads) {
+  const int64_t rows = t.shape[0], cols = t.elements() / rows;
+  const std::vector<int64_t> order = unpermuted_order(rows, heads);
+  std::vector<float> out(t.data.size());
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(&out[r * cols], &t.data[order[r] * cols], cols * sizeof(float));
   t.data = std::move(out);
+}
+
+// The heads whose rows llama.cpp permuted in tensor g (0: none).
+int64_t permuted_heads(const ModelSpec& s, const std::string& g) {
+  if (s.arch != Architecture::Llama) return 0;
+  if (g.find(".attn_q.") != std::string::npos) return s.num_heads;
+  if (g.find(".attn_k.") != std::string::npos) return s.num_kv_heads;
+  return 0;
 }
 
 const TensorView* find_hf(const ModelSource& src, const std::string& name) {
@@ -119,8 +133,7 @@ F32Weights load_f32_weights(const ModelSource& src, const std::vector<std::strin
       const TensorView* v = g.empty() ? nullptr : src.find(g);
       if (!v) fail(src.path, g.empty() ? name : g, "tensor not found in the GGUF (needed for {})", name);
       t = to_f32(*v, src.path);
-      if (s.arch == Architecture::Llama && (g.find(".attn_q.") != std::string::npos || g.find(".attn_k.") != std::string::npos))
-        unpermute_rows(t, g.find(".attn_q.") != std::string::npos ? s.num_heads : s.num_kv_heads);
+      if (const int64_t heads = permuted_heads(s, g)) unpermute_rows(t, heads);
       if (s.arch == Architecture::Gemma3 && g.size() >= 11 && g.compare(g.size() - 11, 11, "norm.weight") == 0)
         for (float& x : t.data) x -= 1.0f;
     } else {
@@ -132,6 +145,17 @@ F32Weights load_f32_weights(const ModelSource& src, const std::vector<std::strin
     if (progress) progress(++done, names.size());
   }
   return store;
+}
+
+std::optional<GgufStoredTensor> gguf_stored_tensor(const ModelSource& src, const std::string& name) {
+  if (src.format != SourceFormat::Gguf) return std::nullopt;
+  const std::string g = gguf_tensor_name(src.spec.arch, name);
+  const TensorView* v = g.empty() ? nullptr : src.find(g);
+  if (!v) fail(src.path, g.empty() ? name : g, "tensor not found in the GGUF (needed for {})", name);
+  GgufStoredTensor t{v, {}};
+  if (const int64_t heads = permuted_heads(src.spec, g); heads && v->shape.size() == 2)
+    t.row_source = unpermuted_order(static_cast<int64_t>(v->shape[0]), heads);
+  return t;
 }
 
 }  // namespace tessera

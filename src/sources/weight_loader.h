@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,17 @@ using F32Weights = std::map<std::string, F32Tensor>;
 // set, is called with (done, total) after each tensor.
 F32Weights load_f32_weights(const ModelSource& src, const std::vector<std::string>& names,
                              const std::function<void(size_t, size_t)>& progress = {});
+
+// The tensor a GGUF stores for HF name `name`, as it is stored (rows in
+// GGUF order), and the GGUF row behind each HF row (empty: the same order).
+// Only shape-preserving changes apply to matrices (llama's attn_q / attn_k
+// row permutation), so a matrix's stored values are the HF weight's values.
+// nullopt for other sources; throws Error when the tensor is missing.
+struct GgufStoredTensor {
+  const TensorView* view = nullptr;
+  std::vector<int64_t> row_source;
+};
+std::optional<GgufStoredTensor> gguf_stored_tensor(const ModelSource& src, const std::string& name);
 
 // The GGUF tensor name llama.cpp uses for an HF parameter name of a model of
 // `arch` ("" when there is none).
