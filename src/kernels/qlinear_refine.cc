@@ -8,10 +8,52 @@
 
 namespace tessera::kernels {
 
+namespace {
+
+// x rounded up to a float.
+float float_up(double x) {
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) < x) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+// Blocked rows (w = s_b · code + o_b): exact integer Σ code and Σ code² per
+// block, then the norm and the largest magnitude in double.
+void blocked_refine_head(const QLinearWeights& w, RefineHead& head) {
+  const int64_t n = w.rows(), cols = w.cols(), bc = w.block_cols();
+  for (int64_t r = 0; r < n; ++r) {
+    double sq = 0, biggest = 0;
+    for (int64_t b = 0; b < cols / bc; ++b) {
+      int64_t sum = 0, sum_sq = 0, max_abs = 0;
+      for (int64_t c = b * bc; c < (b + 1) * bc; ++c) {
+        const int64_t v = w.value(r, c);
+        sum += v;
+        sum_sq += v * v;
+        max_abs = std::max<int64_t>(max_abs, v < 0 ? -v : v);
+      }
+      const double s = w.block_scale(r, b), o = w.block_offsets() ? w.block_offset(r, b) : 0.0;
+      sq += s * s * static_cast<double>(sum_sq) + 2 * s * o * static_cast<double>(sum) + o * o * static_cast<double>(bc);
+      biggest = std::max(biggest, std::fabs(s) * static_cast<double>(max_abs) + std::fabs(o));
+    }
+    // sq is a sum of squares, ≥ 0 up to the double roundings; 1e-12 covers them.
+    head.norms[static_cast<size_t>(r)] = float_up(std::sqrt(std::max(sq, 0.0)) * (1 + 1e-12));
+    const float scale = float_up(biggest / 127.0 * (1 + 1e-12));
+    head.scales[static_cast<size_t>(r)] = scale;
+    head.max_scale = std::max(head.max_scale, static_cast<double>(scale));
+  }
+}
+
+}  // namespace
+
 RefineHead make_refine_head(const QLinearWeights& w) {
   const int64_t n = w.rows(), cols = w.cols();
   RefineHead head;
   head.norms.resize(static_cast<size_t>(n));
+  head.scales.resize(static_cast<size_t>(n));
+  if (w.blocked()) {
+    blocked_refine_head(w, head);
+    return head;
+  }
   for (int64_t r = 0; r < n; ++r) {
     int64_t sq = 0;  // Σ w_q², exact
     const uint8_t* row = w.row(r);
@@ -38,10 +80,8 @@ RefineHead make_refine_head(const QLinearWeights& w) {
       for (int64_t c = 0; c < cols; ++c) sq += w.value(r, c) * w.value(r, c);
     }
     const double scale = std::fabs(static_cast<double>(w.out_scale(r)));
-    const double norm = scale * std::sqrt(static_cast<double>(sq));
-    float f = static_cast<float>(norm);
-    if (static_cast<double>(f) < norm) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-    head.norms[static_cast<size_t>(r)] = f;
+    head.norms[static_cast<size_t>(r)] = float_up(scale * std::sqrt(static_cast<double>(sq)));
+    head.scales[static_cast<size_t>(r)] = w.out_scale(r);
     head.max_scale = std::max(head.max_scale, scale);
   }
   return head;
@@ -89,7 +129,7 @@ void refine_scan_range(Isa isa, const QLinearWeights& w, const RefineHead& head,
   r.bounds.resize(static_cast<size_t>(rows));
   r.candidates.clear();
   const int64_t len = n_end - n_begin, blocks_per_row = (w.rows() + 3) / 4;
-  const float* scale = w.out_scale_data() + n_begin;
+  const float* scale = head.scales.data() + n_begin;
   const float* norm = head.norms.data() + n_begin;
   for (int64_t t = 0; t < rows; ++t) {
     const float* yt = y + t * ldy + n_begin;
@@ -127,7 +167,7 @@ int64_t refine_plan_row(Isa isa, const QLinearWeights& w, const RefineHead& head
       const int64_t b0 = (c % blocks_per_row) * 4;
       bool any = false;
       for (int64_t m = b0; m < std::min(n, b0 + 4); ++m)
-        any |= refine_is_candidate(yt[m], w.out_scale(m), head.norms[static_cast<size_t>(m)], g, all);
+        any |= refine_is_candidate(yt[m], head.scales[static_cast<size_t>(m)], head.norms[static_cast<size_t>(m)], g, all);
       if (any) s.blocks.push_back(b0 / 4);
     }
   }

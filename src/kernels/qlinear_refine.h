@@ -4,8 +4,9 @@
 // exactly the two-pass argmax, for about the cost of one pass over the
 // head's weights (a third of a small model's bytes per token).
 //
-// Why it is exact. Let w_n be row n's weights (out_scale[n] · int8 values),
-// W_n = 127 · |out_scale[n]| ≥ max |w_n|, N_n ≥ ‖w_n‖₂ (RefineHead),
+// Why it is exact. Let w_n be row n's weights (out_scale[n] · int8 values,
+// or a blocked format's s_b · code + o_b), W_n = 127 · |S_n| ≥ max |w_n|
+// (RefineHead), N_n ≥ ‖w_n‖₂ (RefineHead),
 // e1 / e2 the rounding residuals of one / two activation passes, and ρ_n a
 // bound on the kernel's f32 rounding. Against the exact dot product z_n,
 // Hölder (‖w‖∞·‖e‖₁) and Cauchy-Schwarz (‖w‖₂·‖e‖₂) both bound |w_n · e|, so
@@ -24,6 +25,7 @@
 // SmolLM2's decode recomputed 378 blocks of 4 per token with the 1-norm
 // bound alone, 22 with both (docs/BENCHMARKING.md). The scans over all
 // outputs are vector code (kernels/refine_scan.h).
+// Works on every format the integer kernels run (int8, lut*, blk4, blk8).
 //
 // The refined outputs get the two-pass kernel's bits (each row's
 // activations quantized alone, which gives a row the bits it gets in any
@@ -44,12 +46,19 @@
 
 namespace tessera::kernels {
 
-// What the refinement keeps per bound head: its row norms N_n =
-// |out_scale[n]| · sqrt(Σ_c w_q[n][c]²) (the integer sum exact, rounded up to
-// float) and max_n |out_scale[n]|. Built once, when a head is bound: one
-// pass over its weights.
+// What the refinement keeps per bound head: its row norms N_n ≥ ‖w_n‖₂
+// (rounded up to float), its bound scales S_n with W_n = 127 · |S_n| ≥
+// max |w_n|, and max_n |S_n|. Per-row formats: S_n = out_scale[n] and N_n =
+// |out_scale[n]| · sqrt(Σ_c w_q[n][c]²) (the integer sum exact). Blocked
+// formats (blk4 / blk8: w = s_b · code + o_b per block b): S_n = max_b
+// (|s_b| · max |code| + |o_b|) / 127 and N_n² = Σ_b (s_b² Σ code² + 2 s_b o_b
+// Σ code + o_b² · block_cols) from exact integer sums; the kernel's sums
+// are Σ w · x̃ in exact arithmetic, the f32 rounding of its per-lane terms
+// bounded by W_n · ‖x̃‖₁ as for the per-row formats, so the same ρ holds.
+// Built once, when a head is bound: one pass over its weights.
 struct RefineHead {
   std::vector<float> norms;
+  std::vector<float> scales;  // S_n
   double max_scale = 0;
 };
 RefineHead make_refine_head(const QLinearWeights& w);

@@ -1,6 +1,7 @@
 #include "kernels/qlinear_refine.h"
 
 #include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -22,10 +23,12 @@ TEST(QLinearRefine, ArgmaxIsTheTwoPassArgmax) {
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
     if (!isa_supported(isa)) continue;
     int one_pass_misses = 0;
-    for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Lut4}) {
+    for (const auto& [f, group, block] : {std::tuple{WeightFormat::Int8, 16, 0}, std::tuple{WeightFormat::Lut4, 16, 0},
+                                          std::tuple{WeightFormat::Blk4, 32, kBlockOffsets},
+                                          std::tuple{WeightFormat::Blk8, 16, kBlockF32}}) {
       for (int trial = 0; trial < 40; ++trial) {
         const int64_t n = 512, cols = 192, rows = 3;
-        RandomCase c(rng, {f, n, cols, 16, rows});
+        RandomCase c(rng, {f, n, cols, group, rows, block});
         // Spread the logits, then tie the best two of row 0 within 1e-3.
         std::normal_distribution<float> spread(0.0f, 30.0f);
         for (float& b : c.bias) b = spread(rng);
@@ -96,6 +99,35 @@ TEST(QLinearRefine, RowNormsBoundTheRowsFromAbove) {
   }
 }
 
+// Blocked rows (w = s_b · code + o_b): N_n bounds the exact 2-norm of those
+// values from above within float rounding, and 127 · S_n bounds every |w|.
+TEST(QLinearRefine, BlockedRowNormsAndScalesBoundTheRows) {
+  std::mt19937 rng(78);
+  for (const LinearShape& s : {LinearShape{WeightFormat::Blk4, 40, 192, 32, 1, kBlockOffsets},
+                               LinearShape{WeightFormat::Blk8, 40, 192, 16, 1, kBlockF32 | kBlockOffsets},
+                               LinearShape{WeightFormat::Blk8, 40, 192, 32, 1, 0}}) {
+    RandomCase c(rng, s);
+    const RefineHead head = make_refine_head(c.w);
+    double max_scale = 0;
+    for (int64_t r = 0; r < c.w.rows(); ++r) {
+      long double sq = 0, biggest = 0;
+      for (int64_t col = 0; col < c.w.cols(); ++col) {
+        const int64_t b = col / c.w.block_cols();
+        const long double v = static_cast<long double>(c.w.block_scale(r, b)) * c.w.value(r, col) +
+                              (c.w.block_offsets() ? c.w.block_offset(r, b) : 0.0f);
+        sq += v * v;
+        biggest = std::max(biggest, std::fabs(v));
+      }
+      const long double want = std::sqrt(sq);
+      EXPECT_GE(static_cast<long double>(head.norms[r]), want) << weight_format_name(s.format) << " row " << r;
+      EXPECT_LE(static_cast<long double>(head.norms[r]), want * (1 + 1e-6L)) << weight_format_name(s.format);
+      EXPECT_GE(127.0L * head.scales[r], biggest) << weight_format_name(s.format) << " row " << r;
+      max_scale = std::max<double>(max_scale, head.scales[r]);
+    }
+    EXPECT_EQ(head.max_scale, max_scale);
+  }
+}
+
 // The scans run over output ranges in any split and order (the head's
 // parallel pass, each range's slot taken as it comes) and the recomputation
 // in any split: the planned blocks and the refined bits are those of one
@@ -106,9 +138,10 @@ TEST(QLinearRefine, AnySplitGivesTheSameBlocksAndBits) {
   std::mt19937 rng(99);
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
     if (!isa_supported(isa)) continue;
-    for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Lut4}) {
+    for (const auto& [f, group, block] : {std::tuple{WeightFormat::Int8, 8, 0}, std::tuple{WeightFormat::Lut4, 8, 0},
+                                          std::tuple{WeightFormat::Blk4, 32, kBlockOffsets | kBlockF32}}) {
       const int64_t n = 1000, cols = 256, rows = 2;
-      RandomCase c(rng, {f, n, cols, 8, rows});
+      RandomCase c(rng, {f, n, cols, group, rows, block});
       Int8Activations one;
       quantize_activations(Isa::Scalar, c.x.data(), rows, cols, c.w.layout(), 1, one);
       std::vector<float> y0(rows * n), y1(rows * n);

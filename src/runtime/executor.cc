@@ -147,17 +147,13 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           // layers' two passes take the narrow range (kernels::layer_act_qmax);
           // the head keeps the full one, which the refinement's bound and its
           // one pass rely on.
-          // A blocked head (a quantized GGUF's own values, blk4 / blk8) has
-          // no refinement bound yet (its bound would need the per-block
-          // scales): it runs both passes.
           const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
-          const bool refine = head && !entry.weights->blocked();
-          b.act_passes = refine ? 1 : head ? 2 : act_passes;
+          b.act_passes = head ? 1 : act_passes;
           b.act_qmax = head ? kernels::kActQmax : kernels::layer_act_qmax(isa, b.act_passes);
-          b.refine_top = refine;
-          if (refine && !entry.refine)
+          b.refine_top = head;
+          if (head && !entry.refine)
             entry.refine = std::make_shared<const kernels::RefineHead>(kernels::make_refine_head(*entry.weights));
-          if (refine) b.refine = entry.refine;
+          if (head) b.refine = entry.refine;
         } else if (kernels::float_linear_vectorized(isa) && kernels::float_linear_supported(t)) {
           b.float_linear = true;
         }
