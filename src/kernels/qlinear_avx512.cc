@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/aligned_vector.h"
 #include "kernels/lane_reduce.h"
 #include "kernels/lut_unpack_avx512.h"
 #include "kernels/qlinear.h"
@@ -294,6 +295,71 @@ TESSERA_AVX512 void int8_rows(const QLinearWeights& w, const Int8Activations& a,
   finish<R>(acc, w, bias, n, y);
 }
 
+// Calls of several tokens (prefill) on blocked weights: a block of R rows
+// has its weight vectors (blk4: the looked-up codes; blk8: the bytes; both
+// biased by +128) and its lane scales and offsets formed once, into `buf`,
+// and then every token of the call streams them from L1 / L2, instead of
+// redoing the lookups and block loads per token. Per token the operations
+// are lut_rows' / int8_rows' own, so the bits are too.
+template <int R, int P, int B, class Bk>
+TESSERA_AVX512 void blocked_rows_all_tokens(const QLinearWeights& w, const Int8Activations& a, int64_t n,
+                                            const float* bias, float* y, int64_t ldy, AlignedVector<__m512i>& buf) {
+  constexpr int V = B == 4 ? 2 : 1;  // weight vectors per chunk
+  constexpr int E = V + 2;           // then the lane scales and offsets
+  const int64_t chunks = a.chunks, full = w.cols() / (B == 4 ? 128 : 64);
+  buf.resize(static_cast<size_t>(R * chunks * E));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int r = 0; r < R; ++r) {
+    const __m512i tbl = B == 4 ? _mm512_xor_si512(_mm512_loadu_si512(w.table(n + r)), flip) : _mm512_setzero_si512();
+    for (int64_t m = 0; m < chunks; ++m) {
+      __m512i* e = buf.data() + (r * chunks + m) * E;
+      __m512 ws, wo;
+      if constexpr (B == 4) {
+        unpack_pair<4>(w.row(n + r) + 64 * m, first_bytes(m < full ? 64 : 32), tbl, e[0], e[1]);
+      } else {
+        e[0] = _mm512_xor_si512(_mm512_loadu_si512(w.row(n + r) + 64 * m), flip);
+      }
+      if constexpr (B == 4) {  // blk4 rows may end on half a chunk: its two blocks
+        if (m == full) block_lanes<Bk, Bk::k / 2>(w, n + r, m, ws, wo);
+        else block_lanes<Bk>(w, n + r, m, ws, wo);
+      } else {
+        block_lanes<Bk>(w, n + r, m, ws, wo);
+      }
+      e[V] = _mm512_castps_si512(ws);
+      e[V + 1] = _mm512_castps_si512(wo);
+    }
+  }
+  for (int64_t t = 0; t < a.rows; ++t) {
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t m = 0; m < chunks; ++m) {
+      ChunkActs<P> c;
+      for (int p = 0; p < P; ++p) {
+        const int8_t* q = a.q_row(t, p);
+        c.lo[p] = _mm512_loadu_si512(q + V * 64 * m);
+        if constexpr (B == 4) c.hi[p] = _mm512_loadu_si512(q + 128 * m + 64);
+        c.b[p] = _mm512_loadu_si512(a.bias_row(t, p) + 16 * m);
+        c.s[p] = _mm512_loadu_ps(a.scale_row(t, p) + 16 * m);
+      }
+      c.u = Bk::offsets ? lane_act_sums<P>(c.b, c.s) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i* e = buf.data() + (r * chunks + m) * E;
+        const __m512 ws = _mm512_castsi512_ps(e[V]), wo = _mm512_castsi512_ps(e[V + 1]);
+        if constexpr (B == 4) {
+          acc[r] = pair_step<P, Bk>(e[0], e[1], c, acc[r], ws, wo);
+        } else {
+          __m512i d[P];
+#pragma GCC unroll 2
+          for (int p = 0; p < P; ++p) d[p] = _mm512_dpbusd_epi32(c.b[p], e[0], c.lo[p]);
+          acc[r] = apply_passes<P, Bk>(d, c.s, acc[r], ws, wo, c.u);
+        }
+      }
+    }
+    finish<R>(acc, w, bias, n, y + t * ldy);
+  }
+}
+
 // f(Blocks<K, F, O>{}) for w's blocks: K per chunk (blk4: 4 of 32 columns
 // per 128; blk8: 64 / block_cols per 64), scale storage, offsets.
 template <class Fn>
@@ -320,6 +386,20 @@ void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const 
   const int bits = w.bits();
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
+    if (w.blocked() && acts.rows > 1) {
+      thread_local AlignedVector<__m512i> buf;
+      return with_blocks(w, [&](auto blocks) {
+        using Bk = decltype(blocks);
+        int64_t n = n_begin;
+        auto block = [&](auto rows, int64_t, int64_t n0) {
+          constexpr int R = decltype(rows)::value;
+          if constexpr (Bk::k == 4)
+            if (bits == 4) return blocked_rows_all_tokens<R, P, 4, Bk>(w, acts, n0, bias, y, ldy, buf);
+          blocked_rows_all_tokens<R, P, 8, Bk>(w, acts, n0, bias, y, ldy, buf);
+        };
+        row_blocks_of<8>(0, 1, n, n_end, block);  // one call per row block: it runs every token
+      });
+    }
     // Each row has its own palette register, so any eight rows can go together.
     for_each_row_block<8>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
       constexpr int R = decltype(rows)::value;
