@@ -7,7 +7,7 @@
 #      dot product, so the neon level is detected and its kernels are
 #      checked bit for bit against their scalar twins), then the scalar-only
 #      CPU test under `-cpu cortex-a53` (no dot product: the level is refused);
-#   3. end to end: the default SmolLM2 bundle, converted by the host's
+#   3. end to end: the SmolLM2 lut4 bundle, converted by the host's
 #      tessera, must reproduce the committed determinism oracle (greedy ids
 #      of tests/data/oracle) at the neon level, with 2 threads.
 # Timings under the emulator mean nothing; this checks correctness only.
@@ -32,7 +32,7 @@ qemu-aarch64 -cpu cortex-a53 "$ARM/tessera_tests" --gtest_brief=1 --gtest_filter
 
 model=smollm2-135m-instruct
 "$BUILD/tessera" pull "$model" >/dev/null
-"$BUILD/tessera" convert "$model" -o "$ARM/$model.lut4" --force >/dev/null
+"$BUILD/tessera" convert "$model" -o "$ARM/$model.lut4" --weights lut4 --force >/dev/null
 TESSERA_ISA=neon "${QEMU[@]}" "$ARM/tessera" oracle "$ARM/$model.lut4" -t 2 \
   --check "tests/data/oracle/$model.lut4.json"
 echo "[test-arm64] passed"

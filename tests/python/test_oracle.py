@@ -1,9 +1,9 @@
-"""Determinism oracle in CI: both real models are converted with the default
-options (lut4 layers, int8 embeddings) and must reproduce the committed
+"""Determinism oracle in CI: both real models are converted with lut4 layers
+(--weights lut4; int8 embeddings) and must reproduce the committed
 oracle files (tests/data/oracle/*.lut4.json: 3 prompts x 32 greedy tokens,
 ids + sha256) for threads 1 and 2 and chunk counts 1-4. Re-record only with
 the numbers that justify it in the commit message:
-    tessera convert MODEL -o B && tessera oracle B --record tests/data/oracle/NAME.lut4.json"""
+    tessera convert MODEL -o B --weights lut4 && tessera oracle B --record tests/data/oracle/NAME.lut4.json"""
 
 import json
 from pathlib import Path
