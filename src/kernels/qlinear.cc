@@ -11,10 +11,10 @@
 
 namespace tessera::kernels {
 
-bool QLinearWeights::supported(const WeightView& w, Isa isa) {
+bool QLinearWeights::supported(const WeightView& w) {
   if (w.shape.size() != 2 || w.cols() % 64 != 0 || w.data == nullptr) return false;
   if (is_blocked(w.format)) {
-    if (isa == Isa::Neon || w.block_params == nullptr) return false;
+    if (w.block_params == nullptr) return false;
     if (w.format == WeightFormat::Blk4) return w.palette != nullptr && w.block_cols == 32;
     return w.block_cols == 16 || w.block_cols == 32;
   }

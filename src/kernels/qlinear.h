@@ -50,8 +50,8 @@ namespace tessera::kernels {
 class QLinearWeights {
  public:
   // Whether a kernel exists for this weight (int8, lut4, lut3, lut2, blk4
-  // or blk8; cols a multiple of 64) at `isa` (blk4 / blk8: not at neon yet).
-  static bool supported(const WeightView& w, Isa isa = Isa::Scalar);
+  // or blk8; cols a multiple of 64), at every level.
+  static bool supported(const WeightView& w);
   explicit QLinearWeights(const WeightView& w);  // Error if !supported(w)
 
   WeightFormat format() const { return format_; }

@@ -21,6 +21,8 @@
 //         block's 8 indices as 8 vectors, TBL looks them up, and ST4
 //         interleaves columns 0..3 of each block into the first 64 bytes of
 //         the chunk and 4..7 into the second: the BlockHalves layout.
+//   blk4: as lut4, the table being the tensor's codebook; blk8 rows are
+//         used in place, as int8 rows are.
 // The expanded row (cols bytes, in L1) is then multiplied with every token
 // of a 16-token tile, so prefill expands each row once per tile and decode
 // once per call. The last, partial 128-column chunk of a lut row (cols a
@@ -108,17 +110,31 @@ void expand_row(const QLinearWeights& w, int64_t n, int64_t chunks, int8_t* dst)
     }
     int8_t* out = dst + m * 128;
     switch (w.format()) {
-      case WeightFormat::Lut4: expand_lut4_chunk(pal, src, out); break;
+      case WeightFormat::Lut4:
+      case WeightFormat::Blk4: expand_lut4_chunk(pal, src, out); break;
       case WeightFormat::Lut3: expand_lut3_chunk(pal, src, out); break;
       default: expand_lut2_chunk(pal, src, out); break;
     }
   }
 }
 
+// Blocked weights (blk4 / blk8): the block scale (or offset) of each q
+// register's four lanes of chunk m of row n — one block per register, the
+// lanes past the row's end 0.
+template <bool kOffset>
+inline float32x4_t register_block_value(const QLinearWeights& w, int64_t n, int64_t m, int64_t chunk_cols, int r) {
+  const int64_t c = m * chunk_cols + r * (chunk_cols / 4);
+  if (c >= w.cols()) return vdupq_n_f32(0.0f);
+  const int64_t b = c / w.block_cols();
+  return vdupq_n_f32(kOffset ? w.block_offset(n, b) : w.block_scale(n, b));
+}
+
 // Output n of token t from the row's int8 weights wq (in the layout of acts):
 // per chunk and pass the 16 exact lane sums, each scaled into its f32 lane
 // with one fused multiply-add (pass 0, then pass 1), then qlinear_finish.
-template <int kPasses, int kVectors>
+// Blocked weights (kBlocked): the passes form t, then the block scales and
+// offsets apply as kernels/qlinear.h says.
+template <int kPasses, int kVectors, bool kBlocked = false>
 TESSERA_NEON_DOT float dot_token(const int8_t* wq, const Int8Activations& a, int64_t t, const QLinearWeights& w,
                                  const float* bias, int64_t n) {
   constexpr int64_t kChunk = 16 * kVectors;
@@ -133,6 +149,7 @@ TESSERA_NEON_DOT float dot_token(const int8_t* wq, const Int8Activations& a, int
   for (int64_t m = 0; m < a.chunks; ++m) {
     int8x16_t wv[kVectors];
     for (int r = 0; r < kVectors; ++r) wv[r] = vld1q_s8(wq + m * kChunk + 16 * r);
+    float32x4_t tsum[4], usum[4];
     for (int p = 0; p < kPasses; ++p) {
       const int8_t* qm = q[p] + m * kChunk;
       int32x4_t sum[4];
@@ -140,8 +157,23 @@ TESSERA_NEON_DOT float dot_token(const int8_t* wq, const Int8Activations& a, int
       if constexpr (kVectors == 8)
         for (int r = 0; r < 4; ++r) sum[r] = vdotq_s32(sum[r], wv[4 + r], vld1q_s8(qm + 64 + 16 * r));
       const float* sm = s[p] + m * 16;
-      for (int r = 0; r < 4; ++r) lanes[r] = vfmaq_f32(lanes[r], vld1q_f32(sm + 4 * r), vcvtq_f32_s32(sum[r]));
+      for (int r = 0; r < 4; ++r) {
+        const float32x4_t sr = vld1q_f32(sm + 4 * r);
+        if constexpr (!kBlocked) {
+          lanes[r] = vfmaq_f32(lanes[r], sr, vcvtq_f32_s32(sum[r]));
+        } else {
+          // The lane's Σq of this pass: bias16 = −128·Σq, exactly.
+          const float32x4_t qs = vmulq_n_f32(vcvtq_f32_s32(vld1q_s32(a.bias_row(t, p) + m * 16 + 4 * r)), -1.0f / 128.0f);
+          tsum[r] = p == 0 ? vmulq_f32(sr, vcvtq_f32_s32(sum[r])) : vfmaq_f32(tsum[r], sr, vcvtq_f32_s32(sum[r]));
+          usum[r] = p == 0 ? vmulq_f32(sr, qs) : vfmaq_f32(usum[r], sr, qs);
+        }
+      }
     }
+    if constexpr (kBlocked)
+      for (int r = 0; r < 4; ++r) {
+        lanes[r] = vfmaq_f32(lanes[r], register_block_value<false>(w, n, m, kChunk, r), tsum[r]);
+        if (w.block_offsets()) lanes[r] = vfmaq_f32(lanes[r], register_block_value<true>(w, n, m, kChunk, r), usum[r]);
+      }
   }
   alignas(16) float out[16];
   for (int r = 0; r < 4; ++r) vst1q_f32(out + 4 * r, lanes[r]);
@@ -151,7 +183,7 @@ TESSERA_NEON_DOT float dot_token(const int8_t* wq, const Int8Activations& a, int
 template <int kPasses>
 void qlinear_passes(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy) {
-  const bool lut = w.format() != WeightFormat::Int8;
+  const bool lut = w.bits() != 8;  // int8 and blk8 rows are used in place
   thread_local AlignedVector<int8_t> expanded;
   if (lut && expanded.size() < static_cast<size_t>(acts.chunks * 128))
     expanded.resize(static_cast<size_t>(acts.chunks * 128));
@@ -163,8 +195,12 @@ void qlinear_passes(const QLinearWeights& w, const Int8Activations& acts, const 
         expand_row(w, n, acts.chunks, expanded.data());
         wq = expanded.data();
       }
-      for (int64_t t = t0; t < t1; ++t)
-        y[t * ldy + n] = lut ? dot_token<kPasses, 8>(wq, acts, t, w, bias, n) : dot_token<kPasses, 4>(wq, acts, t, w, bias, n);
+      for (int64_t t = t0; t < t1; ++t) {
+        float& out = y[t * ldy + n];
+        if (w.blocked()) out = lut ? dot_token<kPasses, 8, true>(wq, acts, t, w, bias, n)
+                                   : dot_token<kPasses, 4, true>(wq, acts, t, w, bias, n);
+        else out = lut ? dot_token<kPasses, 8>(wq, acts, t, w, bias, n) : dot_token<kPasses, 4>(wq, acts, t, w, bias, n);
+      }
     }
   }
 }

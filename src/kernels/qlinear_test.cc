@@ -254,7 +254,6 @@ TEST(QLinear, UnsupportedWeightsAreRefused) {
   EXPECT_FALSE(QLinearWeights::supported(f32));
   RandomWeight blk4(rng, WeightFormat::Blk4, 4, 128, 32);
   EXPECT_TRUE(QLinearWeights::supported(blk4.view));
-  EXPECT_FALSE(QLinearWeights::supported(blk4.view, Isa::Neon));  // no NEON kernel yet: the reference runs
   WeightView blk4_16 = blk4.view;
   blk4_16.block_cols = 16;  // blk4 blocks are 32 columns
   EXPECT_FALSE(QLinearWeights::supported(blk4_16));

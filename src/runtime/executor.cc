@@ -133,7 +133,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           expect_shape(p, weight(1), op.weights[1], {cols(op.outputs[0])});
           b.w1 = f32_vector(1);
         }
-        if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t, isa)) {
+        if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t)) {
           QLinearEntry& entry = cache[op.weights[0]];
           if (!entry.weights) entry.weights = std::make_shared<const kernels::QLinearWeights>(t);
           b.qw = entry.weights;
