@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/ggml_dequant.h"
 #include "core/half.h"
 
 namespace tessera {
@@ -77,15 +78,6 @@ void five_bit(const uint8_t* qh_bytes, const uint8_t* qs, int bias, uint8_t* cod
   }
 }
 
-void k_scale_min(const uint8_t* s, int sc[8], int mn[8]) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = s[j] & 63;
-    mn[j] = s[4 + j] & 63;
-    sc[4 + j] = (s[8 + j] & 0x0f) | ((s[j] >> 6) << 4);
-    mn[4 + j] = (s[8 + j] >> 4) | ((s[4 + j] >> 6) << 4);
-  }
-}
-
 // The block layouts are core/ggml_dequant.cc's; products are formed as
 // there (d · scale, dmin · min in f32) so the parts give its values exactly.
 void split_block(DType t, const uint8_t* b, BlockParts& p) {
@@ -154,7 +146,7 @@ void split_block(DType t, const uint8_t* b, BlockParts& p) {
     case DType::Q5_K: {
       const float d = half_at(b), dmin = half_at(b + 2);
       int sc[8], mn[8];
-      k_scale_min(b + 4, sc, mn);
+      ggml_k_scale_min(b + 4, sc, mn);
       const bool five = t == DType::Q5_K;
       const uint8_t* qh = b + 16;
       const uint8_t* qs = five ? b + 48 : b + 16;

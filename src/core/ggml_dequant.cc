@@ -171,14 +171,6 @@ void q3_k(const uint8_t* b, float* y) {
 //   bytes 0..3 : scale[0..3] in bits 0..5, bits 6..7 = high bits of scale[4..7]
 //   bytes 4..7 : min[0..3]   in bits 0..5, bits 6..7 = high bits of min[4..7]
 //   bytes 8..11: low 4 bits of scale[4..7] (low nibble) and min[4..7] (high nibble)
-void k_scale_min(const uint8_t* s, int sc[8], int mn[8]) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = s[j] & 63;
-    mn[j] = s[4 + j] & 63;
-    sc[4 + j] = (s[8 + j] & 0x0f) | ((s[j] >> 6) << 4);
-    mn[4 + j] = (s[8 + j] >> 4) | ((s[4 + j] >> 6) << 4);
-  }
-}
 
 // Q4_K (144 bytes): f16 d | f16 dmin | u8 scales[12] | u8 qs[128].
 // Sub-block s (32 elements) takes the low (s even) or high (s odd) nibbles of
@@ -187,7 +179,7 @@ void q4_k(const uint8_t* b, float* y) {
   const float d = half_at(b);
   const float dmin = half_at(b + 2);
   int sc[8], mn[8];
-  k_scale_min(b + 4, sc, mn);
+  ggml_k_scale_min(b + 4, sc, mn);
   const uint8_t* qs = b + 16;
   for (int s = 0; s < 8; ++s) {
     const float dl = d * static_cast<float>(sc[s]);
@@ -206,7 +198,7 @@ void q5_k(const uint8_t* b, float* y) {
   const float d = half_at(b);
   const float dmin = half_at(b + 2);
   int sc[8], mn[8];
-  k_scale_min(b + 4, sc, mn);
+  ggml_k_scale_min(b + 4, sc, mn);
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + 48;
   for (int s = 0; s < 8; ++s) {
@@ -260,6 +252,15 @@ BlockFn block_fn(DType t) {
 }
 
 }  // namespace
+
+void ggml_k_scale_min(const uint8_t* s, int sc[8], int mn[8]) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = s[j] & 63;
+    mn[j] = s[4 + j] & 63;
+    sc[4 + j] = (s[8 + j] & 0x0f) | ((s[j] >> 6) << 4);
+    mn[4 + j] = (s[8 + j] >> 4) | ((s[4 + j] >> 6) << 4);
+  }
+}
 
 bool can_dequantize(DType t) {
   switch (t) {

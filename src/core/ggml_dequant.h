@@ -28,6 +28,10 @@ bool can_dequantize(DType t);
 // supported format.
 void dequantize_row(DType t, const uint8_t* src, float* dst, uint64_t elems);
 
+// The 12-byte scale block of Q4_K / Q5_K: eight 6-bit scales and eight
+// 6-bit mins of the eight 32-element sub-blocks (layout in the .cc).
+void ggml_k_scale_min(const uint8_t* block_scales, int scale[8], int min[8]);
+
 // Decodes a whole tensor (row-major, in the order of its bytes). Throws Error
 // naming the tensor when its byte size does not match its shape and format.
 std::vector<float> dequantize(const TensorView& t);

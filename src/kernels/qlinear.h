@@ -154,6 +154,27 @@ void with_act_passes(const Int8Activations& acts, F&& f) {
   else f(std::integral_constant<int, 1>{});
 }
 
+// f(Blocks<K, F, O>{}) for a blocked weight w, the vector kernels'
+// per-ISA block policies: K = KFour when w's blocks come four to a
+// 64-column vector (blk4's 32-column blocks, as lut4 pairs its nibbles, or
+// blk8's 16-column ones), else KTwo (blk8's 32-column blocks); F: f32
+// scales (else f16); O: offsets.
+template <template <int, bool, bool> class Blocks, int KFour, int KTwo, class Fn>
+void with_blocks(const QLinearWeights& w, Fn&& f) {
+  auto storage = [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    if (w.block_f32()) {
+      if (w.block_offsets()) f(Blocks<K, true, true>{});
+      else f(Blocks<K, true, false>{});
+    } else {
+      if (w.block_offsets()) f(Blocks<K, false, true>{});
+      else f(Blocks<K, false, false>{});
+    }
+  };
+  if (w.block_cols() == 16 || w.bits() == 4) storage(std::integral_constant<int, KFour>{});
+  else storage(std::integral_constant<int, KTwo>{});
+}
+
 // The activation range (qmax) of the layers' linears at `isa` with `passes`
 // passes: kActQmaxNarrow for two passes at Isa::Avx2, whose kernel then
 // takes the weights unsigned and skips the signed dot's sign fix-ups

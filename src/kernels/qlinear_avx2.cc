@@ -199,24 +199,6 @@ TESSERA_AVX2 void rows_avx2(const QLinearWeights& w, const Int8Activations& acts
     y[n + r] = qlinear_output(reduce_lanes16_avx2(acc[r][0], acc[r][1]), w.out_scale(n + r), bias, n + r);
 }
 
-// f(Blocks<KH, F, O>{}) for w's blocks: KH per half chunk (blk4: 2 of 32
-// columns per 64; blk8: 32 / block_cols per 32), scale storage, offsets.
-template <class Fn>
-void with_blocks(const QLinearWeights& w, Fn&& f) {
-  auto storage = [&](auto kh) {
-    constexpr int KH = decltype(kh)::value;
-    if (w.block_f32()) {
-      if (w.block_offsets()) f(Blocks<KH, true, true>{});
-      else f(Blocks<KH, true, false>{});
-    } else {
-      if (w.block_offsets()) f(Blocks<KH, false, true>{});
-      else f(Blocks<KH, false, false>{});
-    }
-  };
-  if (w.block_cols() == 16 || w.bits() == 4) storage(std::integral_constant<int, 2>{});
-  else storage(std::integral_constant<int, 1>{});
-}
-
 }  // namespace
 
 void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
@@ -231,7 +213,7 @@ void qlinear_avx2(const QLinearWeights& w, const Int8Activations& acts, const fl
       for_each_row_block<2>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
         constexpr int R = decltype(rows)::value;
         if (w.blocked())
-          return with_blocks(w, [&](auto blocks) {
+          return with_blocks<Blocks, 2, 1>(w, [&](auto blocks) {
             using Bk = decltype(blocks);
             if constexpr (Bk::kh == 2)  // blk4: two 32-column blocks per 64
               if (bits == 4) return rows_avx2<R, P, 4, U, V, Bk>(w, acts, t, n, bias, y + t * ldy);

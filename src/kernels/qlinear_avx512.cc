@@ -360,25 +360,6 @@ TESSERA_AVX512 void blocked_rows_all_tokens(const QLinearWeights& w, const Int8A
   }
 }
 
-// f(Blocks<K, F, O>{}) for w's blocks: K per chunk (blk4: 4 of 32 columns
-// per 128; blk8: 64 / block_cols per 64), scale storage, offsets.
-template <class Fn>
-void with_blocks(const QLinearWeights& w, Fn&& f) {
-  const bool four = w.block_cols() == 16 || w.bits() == 4;
-  auto storage = [&](auto k) {
-    constexpr int K = decltype(k)::value;
-    if (w.block_f32()) {
-      if (w.block_offsets()) f(Blocks<K, true, true>{});
-      else f(Blocks<K, true, false>{});
-    } else {
-      if (w.block_offsets()) f(Blocks<K, false, true>{});
-      else f(Blocks<K, false, false>{});
-    }
-  };
-  if (four) storage(std::integral_constant<int, 4>{});
-  else storage(std::integral_constant<int, 2>{});
-}
-
 }  // namespace
 
 void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
@@ -388,7 +369,7 @@ void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const 
     constexpr int P = decltype(passes)::value;
     if (w.blocked() && acts.rows > 1) {
       thread_local AlignedVector<__m512i> buf;
-      return with_blocks(w, [&](auto blocks) {
+      return with_blocks<Blocks, 4, 2>(w, [&](auto blocks) {
         using Bk = decltype(blocks);
         int64_t n = n_begin;
         auto block = [&](auto rows, int64_t, int64_t n0) {
@@ -404,7 +385,7 @@ void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const 
     for_each_row_block<8>(acts.rows, n_begin, n_end, [&](auto rows, int64_t t, int64_t n) {
       constexpr int R = decltype(rows)::value;
       if (w.blocked())
-        return with_blocks(w, [&](auto blocks) {
+        return with_blocks<Blocks, 4, 2>(w, [&](auto blocks) {
           using Bk = decltype(blocks);
           if constexpr (Bk::k == 4)  // blk4: four 32-column blocks per 128
             if (bits == 4) return lut_rows<R, P, 4, Bk>(w, acts, t, n, bias, y + t * ldy);
