@@ -143,8 +143,8 @@ TESSERA_AVX512 void expand_pair(const QLinearWeights& w, int64_t n, int64_t n_en
 // sums; then each sum goes to f32 and one FMA with its token's block scale
 // into the lanes. Twelve independent sums because a vpdpwssd has a latency
 // of about 6 cycles and two issue per cycle here: the 2 × 4 tile's eight
-// chains bound it to 8 / 6 per cycle (docs/BENCHMARKING.md, fourteenth
-// session). In asm because GCC's code for the same intrinsics copies the
+// chains bound it to 8 / 6 per cycle (docs/BENCHMARKING.md, "Prefill
+// without AMX"). In asm because GCC's code for the same intrinsics copies the
 // sums through other registers every step and keeps the lanes on the
 // stack; the lanes stay in registers across the blocks.
 TESSERA_AVX512 inline void tile_2x6(const int16_t* w0, int64_t pair_stride, const int16_t* x0, int64_t token_stride,

@@ -73,7 +73,7 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
     // into huge pages, all of weights.bin is resident as soon as it is
     // opened, so loading the tokenizer after it stacked the two (Gemma 3
     // lut4: peak RSS 301 MiB, over the bundle + KV + 64 MiB bound of 292;
-    // docs/BENCHMARKING.md, thirteenth session).
+    // docs/BENCHMARKING.md, "Memory").
     Manifest man = Bundle::read_manifest(name_or_path);
     m->spec_ = man.spec;
     const std::string kind = man.tokenizer.value("kind", "none");
