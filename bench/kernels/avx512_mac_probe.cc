@@ -16,7 +16,7 @@
 //      to the first pass's, s/128: a different numeric contract), and one
 //      pass (what the agreement bound rules out);
 //   3. the int16 GEMM's former 2-pair x 4-token tile (kernels/qlinear_i16gemm_avx512
-//      runs a 2 x 6 asm tile since 2026-12-01)
+//      runs a 2 x 6 asm tile since 2026-12-02, 9a0d731)
 //      over rows of 576, 1024 and 4864 columns: its inner loop alone and with
 //      the per-128-column cvt + FMA, showing what the block scales cost and
 //      where the tile's operands stop fitting L1.
