@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "convert/bundle_cache.h"
 #include "core/error.h"
 
 namespace tessera::cli {
@@ -26,6 +27,7 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
   cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
+  cmd.add_flag("--reference", reference, kReferenceHelp);
   kernels.add_to(cmd);
 }
 
@@ -60,7 +62,7 @@ std::unique_ptr<Model> GenerationFlags::load_model() const {
   o.chunks = chunks;
   o.verify = verify;
   kernels.apply(o);
-  return Model::load(model, o);
+  return load_model_for_running(model, o, reference);
 }
 
 GenerateOptions GenerationFlags::options() const {

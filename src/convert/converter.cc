@@ -24,6 +24,13 @@ namespace tessera {
 
 namespace fs = std::filesystem;
 
+ConvertOptions default_convert_options(const std::string& source, int threads) {
+  (void)source;  // the same defaults for every source, for now
+  ConvertOptions o;
+  o.threads = threads;
+  return o;
+}
+
 std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule) {
   const size_t eq = rule.rfind('=');
   if (eq == std::string::npos || eq == 0) fail("--keep", rule, "expected REGEX=FORMAT");

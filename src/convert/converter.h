@@ -49,6 +49,14 @@ struct ConvertOptions {
   bool progress = true;
 };
 
+// The options of the default bundle of `source` (a resolved GGUF file or HF
+// directory): what `tessera run` / `chat` / `bench` and tessera.Model convert
+// a source to on first use (convert/bundle_cache.h). The single place that
+// decides those defaults; the cache keys each bundle on a fingerprint of what
+// this returns, so a change here converts again. `threads` is the caller's
+// (the output is identical for any count).
+ConvertOptions default_convert_options(const std::string& source, int threads = 1);
+
 // Parses "REGEX=FORMAT" (for --keep). Throws Error on a bad format or regex.
 std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule);
 

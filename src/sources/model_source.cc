@@ -135,29 +135,36 @@ TokenizerSummary summarize_tokenizer(const std::string& gguf_or_directory) {
   return gguf_tokenizer(GgufFile::open(gguf_or_directory));
 }
 
-ModelSource open_model_source(const std::string& name_or_path) {
+std::string resolve_model_path(const std::string& name_or_path) {
   std::error_code ec;
   const fs::path p(name_or_path);
-  ModelSource src;
-  if (fs::is_directory(p, ec)) {
-    src = open_hf_directory(p);
-  } else if (fs::is_regular_file(p, ec)) {
-    if (p.extension() == ".safetensors" || p.filename() == "config.json") {
-      src = open_hf_directory(p.parent_path().empty() ? fs::path(".") : p.parent_path());
-    } else if (starts_with_gguf_magic(name_or_path)) {
-      src = open_gguf(name_or_path);
-    } else {
-      fail(name_or_path, "", "not a GGUF file (no 'GGUF' magic) and not a checkpoint directory");
-    }
-  } else if (const RegisteredModel* m = find_registered_model(name_or_path)) {
+  if (fs::is_directory(p, ec)) return name_or_path;
+  if (fs::is_regular_file(p, ec)) {
+    if (p.extension() == ".safetensors" || p.filename() == "config.json")
+      return p.parent_path().empty() ? std::string(".") : p.parent_path().string();
+    return name_or_path;
+  }
+  if (const RegisteredModel* m = find_registered_model(name_or_path)) {
     const std::string path = pulled_model_path(*m, tessera_home());
     if (!fs::is_regular_file(path, ec))
       fail(name_or_path, "", "model is not pulled yet: run `tessera pull {}`", m->name);
+    return path;
+  }
+  std::string known;
+  for (const auto& m : registered_models()) known += (known.empty() ? "" : ", ") + m.name;
+  fail(name_or_path, "", "no such file or directory, and not a known model name ({})", known);
+}
+
+ModelSource open_model_source(const std::string& name_or_path) {
+  std::error_code ec;
+  const std::string path = resolve_model_path(name_or_path);
+  ModelSource src;
+  if (fs::is_directory(path, ec)) {
+    src = open_hf_directory(path);
+  } else if (starts_with_gguf_magic(path)) {
     src = open_gguf(path);
   } else {
-    std::string known;
-    for (const auto& m : registered_models()) known += (known.empty() ? "" : ", ") + m.name;
-    fail(name_or_path, "", "no such file or directory, and not a known model name ({})", known);
+    fail(path, "", "not a GGUF file (no 'GGUF' magic) and not a checkpoint directory");
   }
   check_embedding_shape(src);
   return src;

@@ -41,6 +41,12 @@ struct ModelSource {
 // (tokenizer.json), without reading any tensor.
 TokenizerSummary summarize_tokenizer(const std::string& gguf_or_directory);
 
+// Resolves `name_or_path` without opening it: an existing directory as is, a
+// .safetensors file or config.json as its directory, another existing file as
+// is (a GGUF, checked when opened), else a pulled model name as its GGUF.
+// Throws Error for an unknown name or a name not pulled yet.
+std::string resolve_model_path(const std::string& name_or_path);
+
 // Resolves `name_or_path` (existing path first, then a pulled model name) and
 // opens it. Throws Error naming what could not be found or read.
 ModelSource open_model_source(const std::string& name_or_path);
