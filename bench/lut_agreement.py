@@ -39,7 +39,7 @@ def main():
     args = ap.parse_args()
     corpus = json.loads((REPO / "tests/data/oracle/prompts.json").read_text())
     tok = tessera.Tokenizer.from_file(args.model)
-    ref = tessera.Model(args.model, threads=args.threads)
+    ref = tessera.Model(args.model, threads=args.threads, reference=True)
     refs = []
     for p in corpus["prompts"]:
         ids = tok.encode(p)
