@@ -90,7 +90,7 @@ bool print_text(std::string_view text) {
 }
 
 void print_speed(const GenerateResult& r) {
-  fmt::print(stderr, "\nprefill {} tok ({:.1f} tok/s) | decode {} tok ({:.1f} tok/s) | ttft {:.1f} ms | {}\n",
+  fmt::print(stderr, "\nspeed: prefill {} tok ({:.1f} tok/s) | decode {} tok ({:.1f} tok/s) | ttft {:.1f} ms | {}\n",
              r.prompt_tokens, r.prefill_tok_s(), r.decode_steps, r.decode_tok_s(), r.ttft_ms, r.finish_reason);
 }
 

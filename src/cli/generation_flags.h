@@ -54,7 +54,7 @@ struct GenerationFlags {
 // Writes generated text to stdout as it arrives (a generate() on_text callback).
 bool print_text(std::string_view text);
 
-// "prefill 12 tok (340.1 tok/s) | decode 64 tok (55.2 tok/s) | ttft 35.3 ms" on stderr.
+// "speed: prefill 12 tok (340.1 tok/s) | decode 64 tok (55.2 tok/s) | ttft 35.3 ms | length" on stderr.
 void print_speed(const GenerateResult& r);
 
 // The --reference flag's help text (run, chat, bench).
