@@ -56,7 +56,6 @@ void KernelFlags::apply(LoadOptions& o) const {
 
 std::unique_ptr<Model> GenerationFlags::load_model() const {
   if (ctx < 0) fail("options", "--ctx", "must be >= 0, got {}", ctx);
-  if (batch < 0) fail("options", "--batch", "must be >= 0, got {}", batch);
   LoadOptions o;
   o.threads = threads;
   o.chunks = chunks;
@@ -66,21 +65,19 @@ std::unique_ptr<Model> GenerationFlags::load_model() const {
 }
 
 GenerateOptions GenerationFlags::options() const {
-  GenerateOptions o;
-  o.max_tokens = max_tokens;
-  o.sampling.temperature = temperature;
-  o.sampling.top_k = top_k;
-  o.sampling.top_p = top_p;
-  o.sampling.min_p = min_p;
-  o.sampling.repeat_penalty = repeat_penalty;
-  o.sampling.repeat_last_n = repeat_last_n;
-  o.sampling.seed = seed;
-  o.stop_strings = stop;
-  o.ignore_eos = ignore_eos;
-  o.max_tokens_per_call = batch;
-  o.sampling.validate();
-  if (max_tokens < 1) fail("options", "--max-tokens", "must be at least 1, got {}", max_tokens);
-  return o;
+  GenerationSettings s;
+  s.max_tokens = max_tokens;
+  s.temperature = temperature;
+  s.top_k = top_k;
+  s.top_p = top_p;
+  s.min_p = min_p;
+  s.repeat_penalty = repeat_penalty;
+  s.repeat_last_n = repeat_last_n;
+  s.seed = seed;
+  s.stop = stop;
+  s.ignore_eos = ignore_eos;
+  s.max_tokens_per_call = batch;
+  return make_generate_options(s);
 }
 
 bool print_text(std::string_view text) {
