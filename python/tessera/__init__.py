@@ -38,3 +38,11 @@ def spec_from_hf_config(config: "dict | str") -> dict:
 
     text = config if isinstance(config, str) else json.dumps(config)
     return json.loads(_core.spec_from_hf_config(text))
+
+
+def oracle_corpus_path() -> str:
+    """Path of the determinism oracle's prompt corpus (`tessera oracle`'s
+    default), shipped as package data: tessera/data/oracle_prompts.json."""
+    from importlib import resources
+
+    return str(resources.files(__name__) / "data" / "oracle_prompts.json")
