@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -66,7 +67,8 @@ std::string sha256_text(const std::string& text) {
 
 // Writes `text` to `path` atomically (a sibling temporary file, fsync'd, renamed).
 void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  static std::atomic<uint64_t> serial{0};  // threads of one process (Python) write apart too
+  const std::string tmp = fmt::format("{}.tmp-{}-{}", path, ::getpid(), serial.fetch_add(1));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) fail(tmp, "", "cannot create: {}", std::strerror(errno));
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
