@@ -161,3 +161,20 @@ def test_cli_and_python_refuse_bad_settings_with_the_same_error(tiny_llama, cli,
     with pytest.raises(tessera.TesseraError) as e:
         session.generate([1, 2], max_tokens, **args)
     assert cli_error[0] == "error: " + str(e.value)
+
+
+def test_pull_converts_to_the_bundle_run_then_loads(smol):
+    """`tessera pull NAME` converts the model to its default bundle after
+    pulling (stdout stays the GGUF's path); `tessera run NAME` then loads that
+    bundle without converting; --no-convert skips the step."""
+    proc = run_tessera("pull", SMOL)
+    assert proc.stdout.strip().splitlines()[-1] == smol
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("bundle ")]
+    assert len(lines) == 1, proc.stderr
+    bundle = Path(lines[0].split()[1])
+    assert (bundle / "cache-record.json").is_file() and (bundle / "weights.bin").is_file()
+    ran = run_tessera("run", SMOL, "-p", "Hi", "-n", "2")
+    assert f"using bundle {bundle} (lut4 layers, converted from {smol})" in ran.stderr, ran.stderr
+    assert "bundle, once" not in ran.stderr
+    quiet = run_tessera("pull", SMOL, "--no-convert")
+    assert quiet.stdout.strip().splitlines()[-1] == smol and "bundle " not in quiet.stderr
