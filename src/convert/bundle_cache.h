@@ -11,8 +11,8 @@
 //
 // * Hashing a large GGUF on every run is too slow (about 1 s per 500 MB
 //   here), so the source's sha256 is cached in bundles/source-hashes.json
-//   keyed by the file's identity (see source_sha256 in bundle_cache.cc for
-//   why that identity is enough).
+//   keyed by the file's identity (FileId in bundle_cache.cc says why that
+//   identity is enough).
 // * Conversion runs under an exclusive flock(2) on bundles/<key>.lock: a
 //   second process wanting the same bundle waits for the first and then
 //   loads what it wrote instead of converting again. The bundle is written
