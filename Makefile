@@ -1,5 +1,7 @@
 # Tessera top-level build. `make` builds everything (CLI at build/tessera),
-# `make test` runs every test suite, `make demo` pulls and runs the default model.
+# `make test` runs every test suite, `make demo` pulls the default model (and
+# converts it once to its cached bundle), runs it and prints the prefill and
+# decode rates on its last line.
 
 BUILD      ?= build
 JOBS       ?= $(shell nproc)
@@ -48,7 +50,7 @@ test-arm64: build
 	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-arm64.sh
 
 demo: build
-	$(BUILD)/tessera pull $(DEMO_MODEL)
+	$(BUILD)/tessera pull $(DEMO_MODEL) --threads $(JOBS)
 	$(BUILD)/tessera run $(DEMO_MODEL) --chat -p "$(DEMO_PROMPT)" -n 128 --threads $(JOBS)
 
 setup:

@@ -37,9 +37,9 @@ def main():
     ap.add_argument("--models", default="", help="comma-separated model files (e.g. GGUFs from llama-quantize) "
                     "to score as they are, instead of converting")
     args = ap.parse_args()
-    corpus = json.loads((REPO / "tests/data/oracle/prompts.json").read_text())
+    corpus = json.loads((REPO / "python/tessera/data/oracle_prompts.json").read_text())
     tok = tessera.Tokenizer.from_file(args.model)
-    ref = tessera.Model(args.model, threads=args.threads)
+    ref = tessera.Model(args.model, threads=args.threads, reference=True)
     refs = []
     for p in corpus["prompts"]:
         ids = tok.encode(p)

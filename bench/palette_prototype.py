@@ -131,7 +131,7 @@ def main():
     d, f = os.path.dirname(args.gguf), os.path.basename(args.gguf)
     tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32).eval()
-    corpus = json.loads((REPO / "tests/data/oracle/prompts.json").read_text())
+    corpus = json.loads((REPO / "python/tessera/data/oracle_prompts.json").read_text())
     text_ids = tok((REPO / "tests/data/quality/text.txt").read_text(), return_tensors="pt").input_ids[:, :1024]
     with torch.no_grad():
         refs = []

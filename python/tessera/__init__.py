@@ -15,7 +15,11 @@ GgufFile = _core.GgufFile
 # Tokenizer.from_file(GGUF | tokenizer.json | HF dir): encode / decode exactly as Hugging Face.
 Tokenizer = _core.Tokenizer
 # Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False, isa="", row_block=-1,
-#       act_passes=2, kv_type="f32") and Session(model, context_length=0):
+#       act_passes=2, kv_type="f32", weights_memory="auto", reference=False) and Session(model, context_length=0):
+# a GGUF / HF directory / pulled name runs through its cached default bundle
+# (converted on first use into $TESSERA_HOME/bundles; Model.path is that
+# bundle), unless reference=True (the source dequantized to f32, as Tessera's
+# exact reference computation).
 # Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab];
 # Session.kv_bytes: the bytes its KV cache holds (kv_type="f16": half of f32's).
 Model = _core.Model
@@ -34,3 +38,11 @@ def spec_from_hf_config(config: "dict | str") -> dict:
 
     text = config if isinstance(config, str) else json.dumps(config)
     return json.loads(_core.spec_from_hf_config(text))
+
+
+def oracle_corpus_path() -> str:
+    """Path of the determinism oracle's prompt corpus (`tessera oracle`'s
+    default), shipped as package data: tessera/data/oracle_prompts.json."""
+    from importlib import resources
+
+    return str(resources.files(__name__) / "data" / "oracle_prompts.json")

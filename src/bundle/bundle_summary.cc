@@ -16,7 +16,7 @@ std::string bundle_tokenizer_path(const Manifest& m, const std::string& director
   fail(directory, "tokenizer", "this bundle has no tokenizer (its source had none)");
 }
 
-nlohmann::json summarize_bundle(const Bundle& bundle, const std::string& directory) {
+nlohmann::json summarize_bundle(const Bundle& bundle, const std::string& directory, const TokenizerSummary& tok) {
   const Manifest& m = bundle.manifest();
   std::map<std::string, FormatTally> formats;
   for (const TensorEntry& t : m.tensors) {
@@ -27,9 +27,6 @@ nlohmann::json summarize_bundle(const Bundle& bundle, const std::string& directo
     f.elements += elements;
     f.bytes += t.data.bytes + t.scales.bytes + t.palette.bytes;
   }
-  TokenizerSummary tok;
-  tok.kind = "none";
-  if (m.tokenizer.value("kind", "none") != "none") tok = summarize_tokenizer(bundle_tokenizer_path(m, directory));
   nlohmann::json j = model_summary_json(directory, "bundle", m.spec, formats, m.tensors.size(), tok);
   j["quantization"] = m.quantization;
   j["tessera_version"] = m.tessera_version;

@@ -10,10 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "bundle/bundle.h"
+#include "sources/model_source.h"
 
 namespace tessera {
 
-nlohmann::json summarize_bundle(const Bundle& bundle, const std::string& directory);
+// `tokenizer`: summarize_tokenizer(bundle_tokenizer_path(...)) (tokenizer/
+// tokenizer_summary.h), or kind "none" for a bundle without one.
+nlohmann::json summarize_bundle(const Bundle& bundle, const std::string& directory, const TokenizerSummary& tokenizer);
 
 // The file (GGUF) or directory (tokenizer.json) holding a bundle's tokenizer;
 // Error if the bundle has none.

@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "convert/bundle_cache.h"
 #include "core/error.h"
 #include "kernels/cpu_isa.h"
 #include "eval/benchmark.h"
@@ -55,7 +56,7 @@ void register_bench(CLI::App& app) {
   static int64_t chunks = 0;
   static int64_t row_block = kDefaultRowBlock;
   static KernelFlags kernels;
-  static bool json = false, no_warmup = false, verify = false, no_bandwidth = false;
+  static bool json = false, no_warmup = false, verify = false, no_bandwidth = false, reference = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
   cmd->add_option("-n,--gen", o.gen, "Decode steps per repetition (0: time prefill only)")->capture_default_str();
@@ -76,6 +77,7 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--no-warmup", no_warmup, "Skip the untimed warm-up run");
   cmd->add_flag("--no-bandwidth", no_bandwidth, "Skip the read-bandwidth probe (ceiling of the decode rates)");
   cmd->add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
+  cmd->add_flag("--reference", reference, kReferenceHelp);
   cmd->add_flag("--json", json, "Print one JSON object instead of a table");
   cmd->callback([] {
     // Option errors first, before the (possibly slow) load.
@@ -89,7 +91,7 @@ void register_bench(CLI::App& app) {
     lo.verify = verify;
     lo.row_block = row_block;
     kernels.apply(lo);
-    auto m = Model::load(model, lo);
+    auto m = load_model_for_running(model, lo, reference);
     const BenchResult r = run_benchmark(*m, o);
     const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)
     const bool avx_vnni = runs_avx_vnni(m->isa());  // the avx2 kernels' AVX-VNNI variants

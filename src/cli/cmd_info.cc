@@ -11,6 +11,7 @@
 #include "sources/model_source.h"
 #include "bundle/bundle_summary.h"
 #include "sources/model_summary.h"
+#include "tokenizer/tokenizer_summary.h"
 
 namespace tessera::cli {
 namespace {
@@ -77,8 +78,18 @@ void register_info(CLI::App& app) {
       ->required();
   cmd->add_flag("--json", json, "Print one JSON object");
   cmd->callback([] {
-    const nlohmann::json j = Bundle::is_bundle(model) ? summarize_bundle(Bundle::open(model), model)
-                                                      : summarize_model_source(open_model_source(model));
+    nlohmann::json j;
+    if (Bundle::is_bundle(model)) {
+      const Bundle bundle = Bundle::open(model);
+      TokenizerSummary tok;
+      tok.kind = "none";
+      if (bundle.manifest().tokenizer.value("kind", "none") != "none")
+        tok = summarize_tokenizer(bundle_tokenizer_path(bundle.manifest(), model));
+      j = summarize_bundle(bundle, model, tok);
+    } else {
+      const ModelSource src = open_model_source(model);
+      j = summarize_model_source(src, summarize_tokenizer(src.path));
+    }
     if (json) fmt::print("{}\n", j.dump(2));
     else print_human(j);
   });

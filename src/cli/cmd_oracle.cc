@@ -1,7 +1,10 @@
 // tessera oracle MODEL --record FILE | --check FILE [--corpus prompts.json] [--threads N] [--chunks N] [--act-passes 1|2] [--kv-type f32|f16]
 //
 // Determinism oracle (eval/oracle.h). --record writes the token ids and
-// their sha256 for the corpus (atomically). --check reruns it and exits 0 if
+// their sha256 for the corpus (atomically). Without --corpus the corpus is
+// the Python package's data file tessera/data/oracle_prompts.json: beside the
+// executable in an installed wheel (tessera/bin/tessera), else in the source
+// tree this binary was built from. --check reruns it and exits 0 if
 // every id matches, 1 on the first divergence (printed), 2 on an error.
 #include <cstdio>
 #include <filesystem>
@@ -21,9 +24,30 @@
 
 namespace tessera::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The default corpus: the first of the places it is shipped that holds it.
+std::string default_oracle_corpus() {
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "data" / "oracle_prompts.json");  // wheel
+  candidates.push_back(fs::path(TESSERA_SOURCE_DIR) / "python" / "tessera" / "data" / "oracle_prompts.json");
+  std::string looked;
+  for (const fs::path& p : candidates) {
+    if (fs::is_regular_file(p, ec)) return p.string();
+    looked += (looked.empty() ? "" : ", ") + p.string();
+  }
+  fail("oracle", "--corpus", "no default corpus found (looked in {}); pass --corpus FILE", looked);
+}
+
+}  // namespace
+
 void register_oracle(CLI::App& app) {
   auto* cmd = app.add_subcommand("oracle", "Record or check the determinism oracle of a model");
-  static std::string model, record, check, corpus = std::string(TESSERA_SOURCE_DIR) + "/tests/data/oracle/prompts.json";
+  static std::string model, record, check, corpus;
   static int threads = 1;
   static KernelFlags kernels;
   static int64_t chunks = 0;
@@ -31,18 +55,19 @@ void register_oracle(CLI::App& app) {
   auto* rec = cmd->add_option("--record", record, "Write the oracle file");
   auto* chk = cmd->add_option("--check", check, "Compare with this oracle file");
   rec->excludes(chk);
-  cmd->add_option("--corpus", corpus, "Prompt corpus (JSON)")->capture_default_str();
+  cmd->add_option("--corpus", corpus, "Prompt corpus (JSON; default: the package's tessera/data/oracle_prompts.json)");
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Layer chunks per step (0 = the bundle's)")->capture_default_str();
   kernels.add_to(*cmd);
   cmd->callback([] {
     if (record.empty() == check.empty()) fail("options", "oracle", "give exactly one of --record and --check");
+    const std::string corpus_file = corpus.empty() ? default_oracle_corpus() : corpus;  // before the (slow) load
     LoadOptions o;
     o.threads = threads;
     o.chunks = chunks;
     kernels.apply(o);
     auto m = Model::load(model, o);
-    const nlohmann::ordered_json fresh = run_oracle(*m, load_oracle_corpus(corpus));
+    const nlohmann::ordered_json fresh = run_oracle(*m, load_oracle_corpus(corpus_file));
     if (!record.empty()) {
       const std::string tmp = record + ".tmp";
       {

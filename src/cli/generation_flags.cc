@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "convert/bundle_cache.h"
 #include "core/error.h"
 
 namespace tessera::cli {
@@ -26,6 +27,7 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
   cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
+  cmd.add_flag("--reference", reference, kReferenceHelp);
   kernels.add_to(cmd);
 }
 
@@ -54,31 +56,28 @@ void KernelFlags::apply(LoadOptions& o) const {
 
 std::unique_ptr<Model> GenerationFlags::load_model() const {
   if (ctx < 0) fail("options", "--ctx", "must be >= 0, got {}", ctx);
-  if (batch < 0) fail("options", "--batch", "must be >= 0, got {}", batch);
   LoadOptions o;
   o.threads = threads;
   o.chunks = chunks;
   o.verify = verify;
   kernels.apply(o);
-  return Model::load(model, o);
+  return load_model_for_running(model, o, reference);
 }
 
 GenerateOptions GenerationFlags::options() const {
-  GenerateOptions o;
-  o.max_tokens = max_tokens;
-  o.sampling.temperature = temperature;
-  o.sampling.top_k = top_k;
-  o.sampling.top_p = top_p;
-  o.sampling.min_p = min_p;
-  o.sampling.repeat_penalty = repeat_penalty;
-  o.sampling.repeat_last_n = repeat_last_n;
-  o.sampling.seed = seed;
-  o.stop_strings = stop;
-  o.ignore_eos = ignore_eos;
-  o.max_tokens_per_call = batch;
-  o.sampling.validate();
-  if (max_tokens < 1) fail("options", "--max-tokens", "must be at least 1, got {}", max_tokens);
-  return o;
+  GenerationSettings s;
+  s.max_tokens = max_tokens;
+  s.temperature = temperature;
+  s.top_k = top_k;
+  s.top_p = top_p;
+  s.min_p = min_p;
+  s.repeat_penalty = repeat_penalty;
+  s.repeat_last_n = repeat_last_n;
+  s.seed = seed;
+  s.stop = stop;
+  s.ignore_eos = ignore_eos;
+  s.max_tokens_per_call = batch;
+  return make_generate_options(s);
 }
 
 bool print_text(std::string_view text) {
@@ -88,7 +87,7 @@ bool print_text(std::string_view text) {
 }
 
 void print_speed(const GenerateResult& r) {
-  fmt::print(stderr, "\nprefill {} tok ({:.1f} tok/s) | decode {} tok ({:.1f} tok/s) | ttft {:.1f} ms | {}\n",
+  fmt::print(stderr, "\nspeed: prefill {} tok ({:.1f} tok/s) | decode {} tok ({:.1f} tok/s) | ttft {:.1f} ms | {}\n",
              r.prompt_tokens, r.prefill_tok_s(), r.decode_steps, r.decode_tok_s(), r.ttft_ms, r.finish_reason);
 }
 

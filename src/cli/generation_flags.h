@@ -39,10 +39,14 @@ struct GenerationFlags {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool verify = false;
+  bool reference = false;  // --reference: the source dequantized to f32, not its cached bundle
   KernelFlags kernels;
   std::string system;
 
   void add_to(CLI::App& cmd);
+  // The model to run: a bundle as given; a GGUF / HF directory / pulled name
+  // through its cached default bundle (converted on first use), or with
+  // --reference dequantized to f32 (convert/bundle_cache.h). Says which on stderr.
   std::unique_ptr<Model> load_model() const;
   GenerateOptions options() const;
 };
@@ -50,7 +54,12 @@ struct GenerationFlags {
 // Writes generated text to stdout as it arrives (a generate() on_text callback).
 bool print_text(std::string_view text);
 
-// "prefill 12 tok (340.1 tok/s) | decode 64 tok (55.2 tok/s) | ttft 35.3 ms" on stderr.
+// "speed: prefill 12 tok (340.1 tok/s) | decode 64 tok (55.2 tok/s) | ttft 35.3 ms | length" on stderr.
 void print_speed(const GenerateResult& r);
+
+// The --reference flag's help text (run, chat, bench).
+inline constexpr const char* kReferenceHelp =
+    "GGUF / HF sources: run the source dequantized to f32 (the exact reference computation, slow) instead of "
+    "its cached fast bundle";
 
 }  // namespace tessera::cli

@@ -81,8 +81,9 @@ std::vector<uint8_t> gguf_metadata_only(const GgufFile& g) {
 
 }  // namespace
 
-ConvertOptions default_convert_options(const std::string& source) {
+ConvertOptions default_convert_options(const std::string& source, int threads) {
   ConvertOptions o;
+  o.threads = threads;
   const ModelSource src = open_model_source(source);
   if (src.format != SourceFormat::Gguf) return o;
   for (const TensorView& t : src.tensors)

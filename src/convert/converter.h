@@ -56,12 +56,18 @@ struct ConvertOptions {
   bool progress = true;
 };
 
-// The defaults for `source` (a GGUF file, HF directory or pulled name):
-// ConvertOptions{} with keep_source_quant set when the source is a GGUF
-// holding block-quantized matrices: converting it then changes no weight
-// value (a second quantization of 4-bit weights to lut4 measurably hurts
-// answers, docs/QUANTIZATION.md). The one place that decides the defaults.
-ConvertOptions default_convert_options(const std::string& source);
+// The options of the default bundle of `source` (a resolved GGUF file or HF
+// directory): what `tessera convert` takes for the options it is not given
+// and what `tessera run` / `chat` / `bench` and tessera.Model convert a source
+// to on first use (convert/bundle_cache.h). ConvertOptions{} (lut4 layers,
+// int8 embeddings and head) with keep_source_quant set when the source is a
+// GGUF holding block-quantized matrices: converting it then changes no
+// weight value (a second quantization of 4-bit weights to lut4 measurably
+// hurts answers, docs/QUANTIZATION.md). The single place that decides those
+// defaults; the cache keys each bundle on a fingerprint of what this
+// returns, so a change here converts again. `threads` is the caller's (the
+// output is identical for any count).
+ConvertOptions default_convert_options(const std::string& source, int threads = 1);
 
 // Parses "REGEX=FORMAT" (for --keep). Throws Error on a bad format or regex.
 std::pair<std::string, WeightFormat> parse_keep_rule(const std::string& rule);

@@ -1,5 +1,5 @@
-// The determinism oracle: a fixed corpus of prompts (tests/data/oracle/
-// prompts.json), each continued greedily for max_tokens tokens (stop tokens
+// The determinism oracle: a fixed corpus of prompts (python/tessera/data/
+// oracle_prompts.json, shipped in the Python package), each continued greedily for max_tokens tokens (stop tokens
 // ignored), recorded as token ids plus the sha256 of the ids as little-endian
 // int32 bytes. A later run — another thread count, chunk count, machine —
 // must reproduce every id.

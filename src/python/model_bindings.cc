@@ -1,13 +1,16 @@
 // Python bindings of the runtime, enough to drive a model token by token and
 // compare it with transformers:
 //
-//   m = _tessera.Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False, isa="")
+//   m = _tessera.Model(path, threads=1, chunks=0, prefill_sizes=[], verify=False, isa="", ..., reference=False)
+//       path: a bundle, or a GGUF / HF directory / pulled name, run through its cached default bundle
+//       (converted on first use, convert/bundle_cache.h) unless reference=True (dequantized to f32)
 //       isa: "scalar" (reference kernels), "avx2", "avx512", "amx"; "" = TESSERA_ISA or the best the CPU has
 //       (chunks 0 / prefill_sizes []: the bundle's own, else 1 chunk and 8/32/512)
-//   m.vocab_size, m.stop_token_ids, m.programs_json()
+//   m.vocab_size, m.stop_token_ids, m.programs_json(), m.path (the bundle loaded, or the source), m.from_bundle
 //   s = _tessera.Session(m, context_length=0)
 //   s.forward(ids, all_logits=True, max_tokens_per_call=0) -> float32 ndarray [rows, vocab]
-//   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False) -> dict
+//   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False, stop=[], repeat_last_n=64,
+//              max_tokens_per_call=0) -> dict (settings checked by make_generate_options, as the CLI's)
 //   s.length, s.reset(), s.truncate(n)
 //   _tessera.calibrate(source, text="", max_tokens=512, threads=1)
 //       -> {"ids": [...], "random_ids": bool, "input_moments": {weight name: float32 ndarray [cols]}}
@@ -21,6 +24,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "convert/bundle_cache.h"
 #include "convert/calibration.h"
 #include "core/error.h"
 #include "graph/program.h"
@@ -60,7 +64,7 @@ void bind_model(py::module_& m) {
   py::class_<Model>(m, "Model")
       .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,
                        const std::string& isa, int64_t row_block, int act_passes, const std::string& kv_type,
-                       const std::string& weights_memory) {
+                       const std::string& weights_memory, bool reference) {
              py::gil_scoped_release release;
              LoadOptions o;
              if (!isa.empty()) {
@@ -75,12 +79,14 @@ void bind_model(py::module_& m) {
              o.act_passes = act_passes;
              o.kv_type = parse_kv_type(kv_type);
              o.weights_memory = parse_file_memory(weights_memory);
-             return Model::load(path, o);
+             return load_model_for_running(path, o, reference);
            }),
            py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
            py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "",
            py::arg("row_block") = -1, py::arg("act_passes") = 2, py::arg("kv_type") = "f32",
-           py::arg("weights_memory") = "auto")
+           py::arg("weights_memory") = "auto", py::arg("reference") = false)
+      .def_property_readonly("path", &Model::path)
+      .def_property_readonly("from_bundle", &Model::from_bundle)
       .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
       .def_property_readonly("kv_type", [](const Model& x) { return std::string(kv_type_name(x.kv_type())); })
       .def_property_readonly("weights_memory",
@@ -127,17 +133,20 @@ void bind_model(py::module_& m) {
           "generate",
           [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, float temperature, int64_t top_k,
              float top_p, float min_p, float repeat_penalty, uint64_t seed, bool ignore_eos,
-             std::vector<std::string> stop) {
-            GenerateOptions o;
-            o.max_tokens = max_tokens;
-            o.sampling.temperature = temperature;
-            o.sampling.top_k = top_k;
-            o.sampling.top_p = top_p;
-            o.sampling.min_p = min_p;
-            o.sampling.repeat_penalty = repeat_penalty;
-            o.sampling.seed = seed;
-            o.ignore_eos = ignore_eos;
-            o.stop_strings = std::move(stop);
+             std::vector<std::string> stop, int64_t repeat_last_n, int64_t max_tokens_per_call) {
+            GenerationSettings settings;
+            settings.max_tokens = max_tokens;
+            settings.temperature = temperature;
+            settings.top_k = top_k;
+            settings.top_p = top_p;
+            settings.min_p = min_p;
+            settings.repeat_penalty = repeat_penalty;
+            settings.repeat_last_n = repeat_last_n;
+            settings.seed = seed;
+            settings.ignore_eos = ignore_eos;
+            settings.stop = std::move(stop);
+            settings.max_tokens_per_call = max_tokens_per_call;
+            const GenerateOptions o = make_generate_options(settings);
             GenerateResult r;
             {
               py::gil_scoped_release release;
@@ -151,7 +160,8 @@ void bind_model(py::module_& m) {
           },
           py::arg("ids"), py::arg("max_tokens"), py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repeat_penalty") = 1.0f, py::arg("seed") = 0,
-          py::arg("ignore_eos") = false, py::arg("stop") = std::vector<std::string>{})
+          py::arg("ignore_eos") = false, py::arg("stop") = std::vector<std::string>{},
+          py::arg("repeat_last_n") = 64, py::arg("max_tokens_per_call") = 0)
       .def_property_readonly("length", &Session::length)
       .def_property_readonly("kv_bytes", [](const Session& x) { return x.kv().bytes_allocated(); })
       .def("reset", &Session::reset)

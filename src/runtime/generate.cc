@@ -29,6 +29,29 @@ size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
 
 }  // namespace
 
+GenerateOptions make_generate_options(const GenerationSettings& s) {
+  if (s.max_tokens < 1) fail("options", "max_tokens", "must be at least 1, got {}", s.max_tokens);
+  if (s.max_tokens_per_call < 0)
+    fail("options", "max_tokens_per_call", "must be >= 0 (0: the largest prefill variant), got {}",
+         s.max_tokens_per_call);
+  for (const std::string& stop : s.stop)
+    if (stop.empty()) fail("options", "stop", "stop strings must not be empty");
+  GenerateOptions o;
+  o.max_tokens = s.max_tokens;
+  o.sampling.temperature = s.temperature;
+  o.sampling.top_k = s.top_k;
+  o.sampling.top_p = s.top_p;
+  o.sampling.min_p = s.min_p;
+  o.sampling.repeat_penalty = s.repeat_penalty;
+  o.sampling.repeat_last_n = s.repeat_last_n;
+  o.sampling.seed = s.seed;
+  o.sampling.validate();
+  o.stop_strings = s.stop;
+  o.ignore_eos = s.ignore_eos;
+  o.max_tokens_per_call = s.max_tokens_per_call;
+  return o;
+}
+
 GenerateResult generate(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
                         const std::function<bool(std::string_view)>& on_text) {
   const Model& model = session.model();

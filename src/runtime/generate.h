@@ -23,6 +23,25 @@ struct GenerateOptions {
   int64_t max_tokens_per_call = 0;        // prefill call size (0: largest variant)
 };
 
+// A generation request as a user states it: what the CLI's flags
+// (cli/generation_flags.h) and the Python Session.generate take.
+// make_generate_options turns it into GenerateOptions, checking every range
+// with the same errors for both.
+struct GenerationSettings {
+  int64_t max_tokens = 128;
+  float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repeat_penalty = 1.0f;
+  int64_t top_k = 0, repeat_last_n = 64;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  int64_t max_tokens_per_call = 0;  // prefill call size (0: largest variant)
+};
+
+// Throws Error ("options", field name, problem) for the first value out of
+// range: max_tokens < 1, max_tokens_per_call < 0, an empty stop string, or a
+// sampling parameter (SamplingParams::validate).
+GenerateOptions make_generate_options(const GenerationSettings& settings);
+
 struct GenerateResult {
   std::vector<int32_t> ids;    // generated tokens (including a final stop token)
   std::string text;            // their text, cut before a stop string; no stop token text

@@ -24,60 +24,6 @@ bool starts_with_gguf_magic(const std::string& path) {
   return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
 }
 
-TokenizerSummary gguf_tokenizer(const GgufFile& g) {
-  TokenizerSummary t;
-  t.model = g.get_string("tokenizer.ggml.model").value_or("");
-  if (t.model.empty()) {
-    t.kind = "none";
-    return t;
-  }
-  if (t.model == "gpt2") t.kind = "byte-level BPE";
-  else if (t.model == "llama") t.kind = "SentencePiece BPE";
-  else t.kind = t.model;
-  if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens"); tokens && tokens->is_array())
-    t.vocab_size = static_cast<int64_t>(tokens->size());
-  t.has_chat_template = g.get_string("tokenizer.chat_template").has_value();
-  return t;
-}
-
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) fail(path.string(), "", "cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path.string(), "", "invalid JSON: {}", e.what());
-  }
-}
-
-// The tokenizer of an HF directory, from tokenizer.json: byte-level BPE has a
-// ByteLevel pre-tokenizer (GPT-2, Qwen, SmolLM2); SentencePiece-style BPE has
-// byte_fallback and a Metaspace/Replace normalizer (Llama 2, Gemma).
-TokenizerSummary hf_tokenizer(const fs::path& dir) {
-  TokenizerSummary t;
-  const fs::path file = dir / "tokenizer.json";
-  if (!fs::exists(file)) {
-    t.kind = "none";
-    return t;
-  }
-  const nlohmann::json j = read_json_file(file);
-  const nlohmann::json model = j.value("model", nlohmann::json::object());
-  t.model = model.value("type", std::string("?"));
-  const std::string dump = j.value("pre_tokenizer", nlohmann::json()).dump();
-  if (t.model == "BPE" && dump.find("ByteLevel") != std::string::npos) t.kind = "byte-level BPE";
-  else if (t.model == "BPE" && model.value("byte_fallback", false)) t.kind = "SentencePiece BPE";
-  else t.kind = t.model;
-  if (model.contains("vocab") && model["vocab"].is_object()) t.vocab_size = model["vocab"].size();
-  if (j.contains("added_tokens") && j["added_tokens"].is_array())
-    for (const auto& tok : j["added_tokens"])
-      if (tok.is_object() && tok.value("id", int64_t{-1}) >= t.vocab_size)
-        t.vocab_size = tok.value("id", int64_t{-1}) + 1;
-  const fs::path tcfg = dir / "tokenizer_config.json";
-  t.has_chat_template = fs::exists(dir / "chat_template.jinja") ||
-                        (fs::exists(tcfg) && read_json_file(tcfg).contains("chat_template"));
-  return t;
-}
-
 // The config must describe the stored tensors: the embedding table is
 // [vocab_size, hidden_size].
 void check_embedding_shape(const ModelSource& src) {
@@ -104,7 +50,6 @@ ModelSource open_gguf(const std::string& path) {
   src.gguf = std::make_shared<const GgufFile>(GgufFile::open(path));
   src.spec = spec_from_gguf(*src.gguf);
   src.tensors = src.gguf->tensors();
-  src.tokenizer = gguf_tokenizer(*src.gguf);
   return src;
 }
 
@@ -117,7 +62,6 @@ ModelSource open_hf_directory(const fs::path& dir) {
   src.spec = spec_from_hf_config_file((dir / "config.json").string());
   src.checkpoint = std::make_shared<const SafetensorsCheckpoint>(SafetensorsCheckpoint::open(dir.string()));
   src.tensors = src.checkpoint->tensors();
-  src.tokenizer = hf_tokenizer(dir);
   return src;
 }
 
@@ -129,35 +73,36 @@ const TensorView* ModelSource::find(const std::string& name) const {
   return nullptr;
 }
 
-TokenizerSummary summarize_tokenizer(const std::string& gguf_or_directory) {
+std::string resolve_model_path(const std::string& name_or_path) {
   std::error_code ec;
-  if (fs::is_directory(gguf_or_directory, ec)) return hf_tokenizer(gguf_or_directory);
-  return gguf_tokenizer(GgufFile::open(gguf_or_directory));
+  const fs::path p(name_or_path);
+  if (fs::is_directory(p, ec)) return name_or_path;
+  if (fs::is_regular_file(p, ec)) {
+    if (p.extension() == ".safetensors" || p.filename() == "config.json")
+      return p.parent_path().empty() ? std::string(".") : p.parent_path().string();
+    return name_or_path;
+  }
+  if (const RegisteredModel* m = find_registered_model(name_or_path)) {
+    const std::string path = pulled_model_path(*m, tessera_home());
+    if (!fs::is_regular_file(path, ec))
+      fail(name_or_path, "", "model is not pulled yet: run `tessera pull {}`", m->name);
+    return path;
+  }
+  std::string known;
+  for (const auto& m : registered_models()) known += (known.empty() ? "" : ", ") + m.name;
+  fail(name_or_path, "", "no such file or directory, and not a known model name ({})", known);
 }
 
 ModelSource open_model_source(const std::string& name_or_path) {
   std::error_code ec;
-  const fs::path p(name_or_path);
+  const std::string path = resolve_model_path(name_or_path);
   ModelSource src;
-  if (fs::is_directory(p, ec)) {
-    src = open_hf_directory(p);
-  } else if (fs::is_regular_file(p, ec)) {
-    if (p.extension() == ".safetensors" || p.filename() == "config.json") {
-      src = open_hf_directory(p.parent_path().empty() ? fs::path(".") : p.parent_path());
-    } else if (starts_with_gguf_magic(name_or_path)) {
-      src = open_gguf(name_or_path);
-    } else {
-      fail(name_or_path, "", "not a GGUF file (no 'GGUF' magic) and not a checkpoint directory");
-    }
-  } else if (const RegisteredModel* m = find_registered_model(name_or_path)) {
-    const std::string path = pulled_model_path(*m, tessera_home());
-    if (!fs::is_regular_file(path, ec))
-      fail(name_or_path, "", "model is not pulled yet: run `tessera pull {}`", m->name);
+  if (fs::is_directory(path, ec)) {
+    src = open_hf_directory(path);
+  } else if (starts_with_gguf_magic(path)) {
     src = open_gguf(path);
   } else {
-    std::string known;
-    for (const auto& m : registered_models()) known += (known.empty() ? "" : ", ") + m.name;
-    fail(name_or_path, "", "no such file or directory, and not a known model name ({})", known);
+    fail(path, "", "not a GGUF file (no 'GGUF' magic) and not a checkpoint directory");
   }
   check_embedding_shape(src);
   return src;

@@ -1,7 +1,7 @@
 // A model as the user names it: a GGUF file, a Hugging Face checkpoint
 // directory (config.json + *.safetensors [+ tokenizer.json]), or the name of
-// a pulled model. Opening one yields the normalized ModelSpec, zero-copy views
-// of every stored tensor, and a summary of its tokenizer.
+// a pulled model. Opening one yields the normalized ModelSpec and zero-copy
+// views of every stored tensor.
 #pragma once
 
 #include <memory>
@@ -18,6 +18,8 @@ class SafetensorsCheckpoint;
 
 enum class SourceFormat { Gguf, HfDirectory };
 
+// A model's tokenizer as `tessera info` describes it (made by
+// tokenizer/tokenizer_summary.h, through the Tokenizer class).
 struct TokenizerSummary {
   std::string model;  // GGUF tokenizer.ggml.model ("gpt2", "llama") or tokenizer.json model.type
   std::string kind;   // "byte-level BPE", "SentencePiece BPE", ... or "none"
@@ -30,16 +32,17 @@ struct ModelSource {
   std::string path;  // the GGUF file or the checkpoint directory
   ModelSpec spec;
   std::vector<TensorView> tensors;
-  TokenizerSummary tokenizer;
   std::shared_ptr<const GgufFile> gguf;                     // GGUF sources
   std::shared_ptr<const SafetensorsCheckpoint> checkpoint;  // HF sources
 
   const TensorView* find(const std::string& name) const;
 };
 
-// The tokenizer of a GGUF file (its metadata) or an HF directory
-// (tokenizer.json), without reading any tensor.
-TokenizerSummary summarize_tokenizer(const std::string& gguf_or_directory);
+// Resolves `name_or_path` without opening it: an existing directory as is, a
+// .safetensors file or config.json as its directory, another existing file as
+// is (a GGUF, checked when opened), else a pulled model name as its GGUF.
+// Throws Error for an unknown name or a name not pulled yet.
+std::string resolve_model_path(const std::string& name_or_path);
 
 // Resolves `name_or_path` (existing path first, then a pulled model name) and
 // opens it. Throws Error naming what could not be found or read.

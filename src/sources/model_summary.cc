@@ -29,7 +29,7 @@ nlohmann::json model_summary_json(const std::string& path, const std::string& so
   };
 }
 
-nlohmann::json summarize_model_source(const ModelSource& src) {
+nlohmann::json summarize_model_source(const ModelSource& src, const TokenizerSummary& tokenizer) {
   std::map<std::string, FormatTally> formats;
   for (const auto& t : src.tensors) {
     FormatTally& f = formats[std::string(dtype_name(t.dtype))];
@@ -38,7 +38,7 @@ nlohmann::json summarize_model_source(const ModelSource& src) {
     f.bytes += t.nbytes;
   }
   return model_summary_json(src.path, src.format == SourceFormat::Gguf ? "gguf" : "hf", src.spec, formats,
-                            src.tensors.size(), src.tokenizer);
+                            src.tensors.size(), tokenizer);
 }
 
 }  // namespace tessera

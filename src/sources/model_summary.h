@@ -13,7 +13,8 @@
 
 namespace tessera {
 
-nlohmann::json summarize_model_source(const ModelSource& src);
+// `tokenizer`: summarize_tokenizer(src.path) (tokenizer/tokenizer_summary.h).
+nlohmann::json summarize_model_source(const ModelSource& src, const TokenizerSummary& tokenizer);
 
 // One stored format's share of a model.
 struct FormatTally {

@@ -26,7 +26,8 @@ Tokenizer::Tokenizer(Parts p)
       suffix_(std::move(p.suffix)),
       bos_id_(p.bos_id),
       eos_id_(p.eos_id),
-      kind_(std::move(p.kind)) {
+      kind_(std::move(p.kind)),
+      model_(std::move(p.model)) {
   bpe_ = p.merge_ids.empty() ? std::make_unique<Bpe>(vocab_, p.merges, p.bpe)
                              : std::make_unique<Bpe>(vocab_, p.merge_ids, p.bpe);
   vocab_size_ = vocab_->size();

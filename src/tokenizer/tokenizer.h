@@ -69,6 +69,9 @@ class Tokenizer {
   std::optional<int32_t> bos_id() const { return bos_id_; }
   std::optional<int32_t> eos_id() const { return eos_id_; }
   const std::string& kind() const { return kind_; }  // "byte-level BPE" / "SentencePiece BPE"
+  // The tokenizer model as its source names it: a GGUF's tokenizer.ggml.model
+  // ("gpt2", "llama"), a tokenizer.json's model.type ("BPE").
+  const std::string& model() const { return model_; }
   const Decoder& decoder() const { return decoder_; }
   const std::vector<AddedToken>& added_tokens() const { return added_; }
 
@@ -86,6 +89,7 @@ class Tokenizer {
     std::vector<int32_t> prefix, suffix;  // post-processor ids around the sequence
     std::optional<int32_t> bos_id, eos_id;
     std::string kind;
+    std::string model;
   };
   explicit Tokenizer(Parts parts);
 
@@ -106,6 +110,7 @@ class Tokenizer {
   std::vector<int32_t> prefix_, suffix_;
   std::optional<int32_t> bos_id_, eos_id_;
   std::string kind_;
+  std::string model_;
 };
 
 }  // namespace tessera::tok

@@ -139,6 +139,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   const auto* file_merges = g.get_string_array("tokenizer.ggml.merges");
 
   Parts p;
+  p.model = *model;
   p.vocab = std::make_shared<Vocab>();
   size_t chars = 0;
   for (const auto& t : *tokens) chars += t.size();

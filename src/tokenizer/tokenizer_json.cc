@@ -209,6 +209,7 @@ Tokenizer Tokenizer::from_json(const json& j, const json* config, const std::str
     const json& model = j.at("model");
     const std::string mtype = str_or(model, "type", "BPE");
     if (mtype != "BPE") c.unsupported("model " + mtype, json(mtype));
+    p.model = mtype;
     if (model.contains("dropout") && !model["dropout"].is_null()) c.unsupported("BPE dropout", model["dropout"]);
     if (!str_or(model, "continuing_subword_prefix", "").empty() || !str_or(model, "end_of_word_suffix", "").empty())
       c.unsupported("BPE continuing_subword_prefix / end_of_word_suffix", json(nullptr));

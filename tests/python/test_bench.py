@@ -4,6 +4,7 @@ sweep, and clear errors (exit 2) for bad requests."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,14 @@ def test_json_has_every_key_with_sane_values(tiny, monkeypatch):
     assert [d["depth"] for d in out["depths"]] == [0, 100]
     for d in out["depths"]:
         assert math.isfinite(d["tg_tok_s"]) and d["tg_tok_s"] > 0, d
+    # The checkpoint ran through its cached default bundle: that bundle's weights.bin.
+    assert out["from_bundle"] is True and out["path"] != str(tiny)
+    assert out["bundle_bytes"] == (Path(out["path"]) / "weights.bin").stat().st_size
+
+
+def test_reference_benches_the_checkpoint_itself(tiny):
+    out = bench_json(tiny, "--prompt", "8", "--gen", "2", "--reps", "1", "--reference")
+    assert out["from_bundle"] is False and out["path"] == str(tiny) and out["weights_memory"] is None
     # The checkpoint's safetensors file.
     assert out["bundle_bytes"] == sum(f.stat().st_size for f in tiny.glob("*.safetensors"))
 
@@ -134,14 +143,16 @@ def test_random_gguf_loads_and_benches(tmp_path):
     lines = run_tessera("tokenize", path, "Hello world").stdout.splitlines()
     ids = [int(line.split()[0]) for line in lines if line.strip().startswith(tuple("0123456789")) and '"' in line]
     assert ids == [18789, 28012, 111, 8567, 28786, 28004], lines
-    out = json.loads(run_tessera("run", path, "--prompt-ids", "1,2,3", "-n", "4", "--ignore-eos", "--json").stdout)
+    # --reference: the GGUF itself (dequantized), not a cached conversion of a throwaway file.
+    out = json.loads(run_tessera("run", path, "--prompt-ids", "1,2,3", "-n", "4", "--ignore-eos", "--json",
+                                 "--reference").stdout)
     assert len(out["ids"]) == 4
-    bench = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1")
+    bench = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1", "--reference")
     assert bench["bundle_bytes"] == path.stat().st_size and bench["tg_tok_s"] > 0
     # The bandwidth probe reads a buffer as large as a decode step's reads
     # (here the f32 head alone is 108 MiB); peak RSS is taken before it.
     assert bench["bandwidth"]["decode_bytes_per_token"] > 100 * 2**20
-    quiet = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1", "--no-bandwidth")
+    quiet = bench_json(path, "--prompt", "8", "--gen", "2", "--reps", "1", "--no-bandwidth", "--reference")
     assert abs(bench["peak_rss_mib"] - quiet["peak_rss_mib"]) < 32, (bench["peak_rss_mib"], quiet["peak_rss_mib"])
 
 
@@ -170,7 +181,8 @@ def test_random_gguf_head_is_stored_as_llama_quantize_stores_it(tmp_path):
 def test_decode_rates_are_set_against_the_read_bandwidth_ceiling(tiny):
     """The bytes a decode step reads are every weight once (the embedding one
     row; the tied head its full matrix) plus the K and V rows attention sees
-    at the step's depth; the ceiling is the measured read bandwidth over them."""
+    at the step's depth; the ceiling is the measured read bandwidth over them.
+    (--reference: the checkpoint's own f32 weights, whose bytes are counted here.)"""
     from safetensors import safe_open
     config = json.loads((tiny / "config.json").read_text())
     hidden, vocab, layers = config["hidden_size"], config["vocab_size"], config["num_hidden_layers"]
@@ -187,12 +199,12 @@ def test_decode_rates_are_set_against_the_read_bandwidth_ceiling(tiny):
         return weights + layers * 2 * kv_width * element * (depth + 1)
 
     prompt, gen = 24, 9
-    out = bench_json(tiny, "--prompt", prompt, "--gen", gen, "--reps", "1", "--depths", "0,50")
+    out = bench_json(tiny, "--prompt", prompt, "--gen", gen, "--reps", "1", "--depths", "0,50", "--reference")
     assert out["kv_type"] == "f32"
     bands = [out["bandwidth"]] + [d["bandwidth"] for d in out["depths"]]
     assert [b["decode_bytes_per_token"] for b in bands] == [expected(prompt + 4), expected(4), expected(54)]
     # An f16 cache: two bytes per cached key and value.
-    half = bench_json(tiny, "--prompt", prompt, "--gen", gen, "--reps", "1", "--depths", "50", "--kv-type", "f16")
+    half = bench_json(tiny, "--prompt", prompt, "--gen", gen, "--reps", "1", "--depths", "50", "--kv-type", "f16", "--reference")
     assert half["kv_type"] == "f16"
     assert half["depths"][0]["bandwidth"]["decode_bytes_per_token"] == expected(54, element=2)
     for b, rate in zip(bands, [out["tg_tok_s"]] + [d["tg_tok_s"] for d in out["depths"]]):

@@ -42,7 +42,7 @@ def seq():
 def test_f32_bundle_equals_source_bitwise(tiny_dir, tmp_path):
     name, src = tiny_dir
     bundle = convert(src, tmp_path / "b", "--weights", "f32", "--embeddings", "f32", "--lm-head", "f32")
-    ref = tessera.Session(tessera.Model(str(src))).forward(seq())
+    ref = tessera.Session(tessera.Model(str(src), reference=True)).forward(seq())
     got = tessera.Session(tessera.Model(str(bundle))).forward(seq())
     assert np.array_equal(got, ref), name
 
@@ -58,7 +58,7 @@ def test_half_bundle_runs_the_float_kernels(tiny_dir, tmp_path, fmt):
     ids = seq()
     base = tessera.Session(tessera.Model(str(bundle), chunks=1)).forward(ids)
     plain = tessera.Session(tessera.Model(str(bundle), isa="scalar")).forward(ids)
-    ref = tessera.Session(tessera.Model(str(src))).forward(ids)
+    ref = tessera.Session(tessera.Model(str(src), reference=True)).forward(ids)
     assert np.abs(base - plain).max() <= 1e-3 * plain.std(), f"{name} {fmt}"
     assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > (0.9999 if fmt == "f16" else 0.999), f"{name} {fmt}"
     for chunks, threads, per_call in [(2, 2, 0), (2, 1, 7)]:
@@ -86,7 +86,7 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     level = "avx512" if amx else ""
     isa = tessera.Model(str(bundle), isa=level).isa
     base = tessera.Session(tessera.Model(str(bundle), chunks=1, isa=level)).forward(ids)
-    ref = tessera.Session(tessera.Model(str(src))).forward(ids)
+    ref = tessera.Session(tessera.Model(str(src), reference=True)).forward(ids)
     plain = tessera.Session(tessera.Model(str(bundle), isa="scalar")).forward(ids)
     # Quantization changes the logits, but not beyond recognition; the
     # kernels hardly change them at all. Random tiny weights are a palette's
@@ -358,7 +358,7 @@ def test_weights_memory_modes_give_the_same_bits(tmp_path):
         assert np.array_equal(tessera.Session(model).forward(ids), want), mode
     assert tessera.Model(bundle, weights_memory="mmap").weights_memory == "mmap"
     # Sources other than bundles are dequantized into memory: nothing is mapped.
-    assert tessera.Model(str(src), weights_memory="huge").weights_memory is None
+    assert tessera.Model(str(src), weights_memory="huge", reference=True).weights_memory is None
     with pytest.raises(tessera.TesseraError, match="weights memory"):
         tessera.Model(bundle, weights_memory="hugepages")
     proc = run_tessera("run", bundle, "--prompt-ids", "1,2", "-n", "2", "--weights-memory", "bogus", check=False)

@@ -44,7 +44,7 @@ def assert_close_to_hf(ours, ref, what):
 
 def test_prefill_matches_transformers(tiny):
     name, directory, _, ids, ref = tiny
-    model = tessera.Model(str(directory))
+    model = tessera.Model(str(directory), reference=True)
     ours = tessera.Session(model).forward(ids[0].tolist(), all_logits=True)
     assert_close_to_hf(ours, ref, f"{name} prefill")
 
@@ -61,7 +61,7 @@ def test_decode_matches_transformers_step_by_step(tiny):
             past = out.past_key_values
             steps.append(out.logits[0, -1].numpy())
     ref = np.stack(steps)
-    session = tessera.Session(tessera.Model(str(directory)))
+    session = tessera.Session(tessera.Model(str(directory), reference=True))
     ours = np.concatenate([session.forward([i], all_logits=True) for i in ids[0].tolist()])
     assert_close_to_hf(ours, ref, f"{name} decode")
 
@@ -69,16 +69,16 @@ def test_decode_matches_transformers_step_by_step(tiny):
 def test_call_split_and_threads_do_not_change_bits(tiny):
     name, directory, _, ids, _ = tiny
     seq = ids[0].tolist()
-    one = tessera.Session(tessera.Model(str(directory))).forward(seq, all_logits=True)
+    one = tessera.Session(tessera.Model(str(directory), reference=True)).forward(seq, all_logits=True)
     for threads, chunks, per_call in [(1, 1, 8), (1, 1, 5), (1, 1, 1), (2, 1, 0), (2, 1, 3), (1, 2, 0), (2, 2, 7)]:
-        model = tessera.Model(str(directory), threads=threads, chunks=chunks)
+        model = tessera.Model(str(directory), reference=True, threads=threads, chunks=chunks)
         got = tessera.Session(model).forward(seq, all_logits=True, max_tokens_per_call=per_call)
         assert np.array_equal(got, one), f"{name}: threads={threads} chunks={chunks} per_call={per_call} differs"
 
 
 def test_last_logits_only_equal_the_last_row(tiny):
     _, directory, _, ids, _ = tiny
-    model = tessera.Model(str(directory))
+    model = tessera.Model(str(directory), reference=True)
     all_rows = tessera.Session(model).forward(ids[0].tolist(), all_logits=True)
     last = tessera.Session(model).forward(ids[0].tolist(), all_logits=False)
     assert last.shape == (1, VOCAB)
@@ -97,12 +97,12 @@ def test_f16_kv_cache_is_split_free_and_close_to_transformers(tiny):
     f32 cache's bytes."""
     name, directory, _, ids, ref = tiny
     seq = ids[0].tolist()
-    base = tessera.Model(str(directory), kv_type="f16")
+    base = tessera.Model(str(directory), reference=True, kv_type="f16")
     assert base.kv_type == "f16"
     session = tessera.Session(base)
     one = session.forward(seq, all_logits=True)
     for threads, per_call in [(1, 5), (1, 1), (2, 0), (2, 7)]:
-        model = tessera.Model(str(directory), threads=threads, kv_type="f16")
+        model = tessera.Model(str(directory), reference=True, threads=threads, kv_type="f16")
         got = tessera.Session(model).forward(seq, all_logits=True, max_tokens_per_call=per_call)
         assert np.array_equal(got, one), f"{name}: f16 KV, threads={threads} per_call={per_call} differs"
     top1 = (one.argmax(-1) == ref.argmax(-1)).mean()
@@ -110,6 +110,6 @@ def test_f16_kv_cache_is_split_free_and_close_to_transformers(tiny):
     print(f"\n{name} f16 KV vs transformers: top-1 {top1:.3f}, max |Δlogit| {err:.3g} (scale {scale:.3g})")
     assert top1 == 1.0, f"{name}: f16 KV top-1 agreement {top1:.3f}"
     assert err <= 3e-3 * scale, f"{name}: f16 KV max |Δlogit| {err:.3g} > 3e-3 · {scale:.3g}"
-    f32 = tessera.Session(tessera.Model(str(directory)))
+    f32 = tessera.Session(tessera.Model(str(directory), reference=True))
     f32.forward(seq, all_logits=False)
     assert 2 * session.kv_bytes == f32.kv_bytes

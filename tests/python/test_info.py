@@ -95,3 +95,29 @@ def test_info_unknown_model_name_is_a_clean_error():
     proc = run_tessera("info", "no-such-model-xyz", check=False)
     assert proc.returncode == 2
     assert "no-such-model-xyz" in proc.stderr
+
+
+def test_info_tokenizer_is_what_the_tokenizer_class_builds(tmp_path, pulled_model_path):
+    """The tokenizer line comes from the Tokenizer class that encodes (its
+    model, kind and vocabulary size) and find_chat_template, for a GGUF, the
+    same tokenizer saved as tokenizer.json, and a tokenizer it refuses."""
+    from pathlib import Path
+
+    import tessera
+    path = pulled_model_path("smollm2-135m-instruct")
+    tok = tessera.Tokenizer.from_file(path)
+    assert info_json(path)["tokenizer"] == {"model": "gpt2", "kind": tok.kind, "vocab_size": tok.vocab_size,
+                                            "chat_template": True}
+    out, _, _ = make_tiny(tmp_path, "llama")
+    ref = transformers.AutoTokenizer.from_pretrained(str(Path(path).parent), gguf_file=Path(path).name)
+    ref.save_pretrained(out)
+    hf = info_json(out)["tokenizer"]
+    assert hf == {"model": "BPE", "kind": "byte-level BPE", "vocab_size": tessera.Tokenizer.from_file(str(out)).vocab_size,
+                  "chat_template": True}
+    assert hf["vocab_size"] == len(ref)
+    (out / "tokenizer.json").write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {"a": 0}}}))
+    refused = info_json(out)["tokenizer"]
+    assert refused["kind"].startswith("unsupported:") and "WordPiece" in refused["kind"], refused
+    assert refused["vocab_size"] == 0
+    text = run_tessera("info", out).stdout
+    assert "tokenizer       unsupported: " in text

@@ -24,6 +24,7 @@ two everywhere: 100% / 100%; docs/BENCHMARKING.md). The measured values are
 printed (pytest -s) and recorded in docs/BENCHMARKING.md."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ import tessera
 from conftest import REPO
 from test_real_model_parity import GEN, MODELS
 
-CORPUS = json.loads((REPO / "tests" / "data" / "oracle" / "prompts.json").read_text())
+CORPUS = json.loads(Path(tessera.oracle_corpus_path()).read_text())
 
 
 def log_softmax(x):

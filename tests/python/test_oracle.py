@@ -6,6 +6,7 @@ the numbers that justify it in the commit message:
     tessera convert MODEL -o B --weights lut4 && tessera oracle B --record tests/data/oracle/NAME.lut4.json"""
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,34 @@ def test_one_activation_pass_reaches_oracle_quality_and_audit(real_bundle, pulle
     for cmd in (["oracle", path, "--check", oracle], ["audit", path], ["quality", path, "--ref", path, "--text", text]):
         bad = run_tessera(*cmd, "--act-passes", 3, check=False)
         assert bad.returncode != 0 and "--act-passes" in bad.stderr
+
+
+def test_default_corpus_is_the_package_data(real_bundle, tmp_path):
+    """Without --corpus, `tessera oracle` reads the corpus shipped in the
+    Python package (python/tessera/data/oracle_prompts.json, also what
+    tessera.oracle_corpus_path() names); in an installed wheel's layout
+    (tessera/bin/tessera beside tessera/data/) it reads the wheel's copy."""
+    import shutil
+
+    import tessera
+    from conftest import tessera_bin
+    corpus = Path(tessera.oracle_corpus_path())
+    assert corpus == REPO / "python" / "tessera" / "data" / "oracle_prompts.json"
+    path = real_bundle("smollm2-135m-instruct")
+    run_tessera("oracle", path, "--record", tmp_path / "default.json", "-t", 2)
+    run_tessera("oracle", path, "--record", tmp_path / "explicit.json", "-t", 2, "--corpus", corpus)
+    default = json.loads((tmp_path / "default.json").read_text())
+    assert default == json.loads((tmp_path / "explicit.json").read_text())
+    assert [r["prompt"] for r in default["results"]] == json.loads(corpus.read_text())["prompts"]
+
+    wheel = tmp_path / "site-packages" / "tessera"
+    (wheel / "bin").mkdir(parents=True)
+    (wheel / "data").mkdir()
+    shutil.copy(tessera_bin(), wheel / "bin" / "tessera")
+    (wheel / "data" / "oracle_prompts.json").write_text(json.dumps({"max_tokens": 3, "prompts": ["Hello"]}))
+    out = tmp_path / "wheel.json"
+    proc = subprocess.run([str(wheel / "bin" / "tessera"), "oracle", str(path), "--record", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(out.read_text())
+    assert [r["prompt"] for r in got["results"]] == ["Hello"] and len(got["results"][0]["ids"]) == 3

@@ -56,7 +56,7 @@ def test_greedy_64_tokens_match_transformers(name, pulled_model_path):
     hf = transformers.AutoModelForCausalLM.from_pretrained(
         str(path.parent), gguf_file=path.name, dtype=torch.float32, attn_implementation="eager").eval()
     tok = tessera.Tokenizer.from_file(str(path))
-    model = tessera.Model(str(path), threads=min(2, os.cpu_count() or 1))
+    model = tessera.Model(str(path), threads=min(2, os.cpu_count() or 1), reference=True)
     prompts = MODELS[name]
     if name == "gemma3-270m":
         assert len(tok.encode(prompts[-1])) > 512 + 16, "the long prompt must wrap the sliding window"

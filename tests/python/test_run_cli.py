@@ -104,7 +104,9 @@ def test_tiny_checkpoint_without_tokenizer_runs_on_ids(tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["-p", "hi", "-n", "0"], "max-tokens"),
+    (["-p", "hi", "-n", "0"], "max_tokens"),
+    (["-p", "hi", "-b", "-1"], "max_tokens_per_call"),
+    (["-p", "hi", "--stop", ""], "stop strings must not be empty"),
     (["-p", "word " * 40, "--ctx", "16"], "context length 16"),
     (["--prompt-ids", "1,2,x"], "not a token id"),
     (["--prompt-ids", "1,99999999"], "outside the vocabulary"),
@@ -126,3 +128,53 @@ def test_unknown_model_name_is_a_clear_error():
     proc = run_tessera("run", "no-such-model-xyz", "-p", "hi", check=False)
     assert proc.returncode == 2
     assert "no-such-model-xyz" in proc.stderr and "not a known model" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny_llama")
+    make_tiny_model("llama", path)
+    return path
+
+
+@pytest.mark.parametrize("cli,py", [
+    (["-n", "0"], {"max_tokens": 0}),
+    (["-b", "-1"], {"max_tokens_per_call": -1}),
+    (["--stop", ""], {"stop": [""]}),
+    (["--temp", "-1"], {"temperature": -1.0}),
+    (["--top-k", "-1"], {"top_k": -1}),
+    (["--top-p", "0"], {"top_p": 0.0}),
+    (["--min-p", "2"], {"min_p": 2.0}),
+    (["--repeat-penalty", "0"], {"repeat_penalty": 0.0}),
+    (["--repeat-last-n", "-2"], {"repeat_last_n": -2}),
+])
+def test_cli_and_python_refuse_bad_settings_with_the_same_error(tiny_llama, cli, py):
+    """One builder (make_generate_options, runtime/generate.h) checks the
+    settings of `tessera run` and of Session.generate: the same message."""
+    proc = run_tessera("run", tiny_llama, "--prompt-ids", "1,2", "--reference", *cli, check=False)
+    assert proc.returncode == 2, proc.stderr
+    cli_error = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(cli_error) == 1, proc.stderr
+    session = tessera.Session(tessera.Model(str(tiny_llama), reference=True))
+    args = {"max_tokens": 4, **py}
+    max_tokens = args.pop("max_tokens")
+    with pytest.raises(tessera.TesseraError) as e:
+        session.generate([1, 2], max_tokens, **args)
+    assert cli_error[0] == "error: " + str(e.value)
+
+
+def test_pull_converts_to_the_bundle_run_then_loads(smol):
+    """`tessera pull NAME` converts the model to its default bundle after
+    pulling (stdout stays the GGUF's path); `tessera run NAME` then loads that
+    bundle without converting; --no-convert skips the step."""
+    proc = run_tessera("pull", SMOL)
+    assert proc.stdout.strip().splitlines()[-1] == smol
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("bundle ")]
+    assert len(lines) == 1, proc.stderr
+    bundle = Path(lines[0].split()[1])
+    assert (bundle / "cache-record.json").is_file() and (bundle / "weights.bin").is_file()
+    ran = run_tessera("run", SMOL, "-p", "Hi", "-n", "2")
+    assert f"using bundle {bundle} (lut4 layers, converted from {smol})" in ran.stderr, ran.stderr
+    assert "bundle, once" not in ran.stderr
+    quiet = run_tessera("pull", SMOL, "--no-convert")
+    assert quiet.stdout.strip().splitlines()[-1] == smol and "bundle " not in quiet.stderr
