@@ -13,7 +13,7 @@ import pytest
 import tessera
 from conftest import run_tessera
 
-CORPUS = json.loads((Path(__file__).parents[1] / "data" / "oracle" / "prompts.json").read_text())
+CORPUS = json.loads(Path(tessera.oracle_corpus_path()).read_text())
 
 
 @pytest.fixture(scope="module")
