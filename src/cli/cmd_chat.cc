@@ -21,7 +21,7 @@ void register_chat(CLI::App& app) {
   auto* cmd = app.add_subcommand("chat", "Interactive multi-turn chat");
   static GenerationFlags flags;
   static bool no_kv_reuse = false;
-  flags.max_tokens = 512;
+  flags.settings.max_tokens = 512;
   flags.add_to(*cmd);
   cmd->add_flag("--no-kv-reuse", no_kv_reuse, "Recompute the whole conversation every turn (same output, slower)");
   cmd->callback([] {

@@ -11,19 +11,19 @@ namespace tessera::cli {
 
 void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("model", model, "GGUF path, HF checkpoint directory, or pulled model name")->required();
-  cmd.add_option("-n,--max-tokens", max_tokens, "Tokens to generate at most (>= 1)")->capture_default_str();
-  cmd.add_option("--temp", temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
-  cmd.add_option("--top-k", top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
-  cmd.add_option("--top-p", top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
-  cmd.add_option("--min-p", min_p, "Drop tokens below min_p x the top probability (0 = off)")->capture_default_str();
-  cmd.add_option("--repeat-penalty", repeat_penalty, "Repetition penalty (1 = off)")->capture_default_str();
-  cmd.add_option("--repeat-last-n", repeat_last_n, "Tokens the penalty looks back over (-1 = all)")->capture_default_str();
-  cmd.add_option("--seed", seed, "Sampling seed (same seed and settings, same output)")->capture_default_str();
-  cmd.add_option("--stop", stop, "Stop before this string (repeatable)");
-  cmd.add_flag("--ignore-eos", ignore_eos, "Do not stop at end-of-sequence tokens");
+  cmd.add_option("-n,--max-tokens", settings.max_tokens, "Tokens to generate at most (>= 1)")->capture_default_str();
+  cmd.add_option("--temp", settings.temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
+  cmd.add_option("--top-k", settings.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  cmd.add_option("--top-p", settings.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  cmd.add_option("--min-p", settings.min_p, "Drop tokens below min_p x the top probability (0 = off)")->capture_default_str();
+  cmd.add_option("--repeat-penalty", settings.repeat_penalty, "Repetition penalty (1 = off)")->capture_default_str();
+  cmd.add_option("--repeat-last-n", settings.repeat_last_n, "Tokens the penalty looks back over (-1 = all)")->capture_default_str();
+  cmd.add_option("--seed", settings.seed, "Sampling seed (same seed and settings, same output)")->capture_default_str();
+  cmd.add_option("--stop", settings.stop, "Stop before this string (repeatable)");
+  cmd.add_flag("--ignore-eos", settings.ignore_eos, "Do not stop at end-of-sequence tokens");
   cmd.add_option("-t,--threads", threads, "Threads (results are identical for any count)")->capture_default_str();
   cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
-  cmd.add_option("-b,--batch", batch, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
+  cmd.add_option("-b,--batch", settings.max_tokens_per_call, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
   cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
@@ -64,21 +64,7 @@ std::unique_ptr<Model> GenerationFlags::load_model() const {
   return load_model_for_running(model, o, reference);
 }
 
-GenerateOptions GenerationFlags::options() const {
-  GenerationSettings s;
-  s.max_tokens = max_tokens;
-  s.temperature = temperature;
-  s.top_k = top_k;
-  s.top_p = top_p;
-  s.min_p = min_p;
-  s.repeat_penalty = repeat_penalty;
-  s.repeat_last_n = repeat_last_n;
-  s.seed = seed;
-  s.stop = stop;
-  s.ignore_eos = ignore_eos;
-  s.max_tokens_per_call = batch;
-  return make_generate_options(s);
-}
+GenerateOptions GenerationFlags::options() const { return make_generate_options(settings); }
 
 bool print_text(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);

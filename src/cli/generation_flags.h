@@ -30,14 +30,10 @@ struct GenerationFlags {
   std::string model;
   int threads = 1;
   int64_t ctx = 0;         // 0: the model's context length
-  int64_t batch = 0;       // prefill tokens per call (0: largest variant)
   int64_t chunks = 0;       // 0: the bundle's own, else 1
-  int64_t max_tokens = 128;
-  float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repeat_penalty = 1.0f;
-  int64_t top_k = 0, repeat_last_n = 64;
-  uint64_t seed = 0;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
+  // The sampling and stopping flags bind straight to the settings that
+  // make_generate_options checks (-b is max_tokens_per_call).
+  GenerationSettings settings;
   bool verify = false;
   bool reference = false;  // --reference: the source dequantized to f32, not its cached bundle
   KernelFlags kernels;
