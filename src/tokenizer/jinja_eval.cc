@@ -1928,6 +1928,7 @@ Value Interpreter::method(const Value& self, const std::string& name, List a, Kw
         } else {
           if (used_auto) error("cannot switch from automatic field numbering to manual field specification");
           used_manual = true;
+          if (field.size() > 9) error("Replacement index {} out of range for positional args tuple", field);
           idx = std::stoul(field);
         }
         if (idx >= a.size()) error("Replacement index {} out of range for positional args tuple", idx);
