@@ -136,12 +136,12 @@ LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
-def train_byte_level(split):
+def train_byte_level(split, pre_tokenizer=None):
     from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors, trainers
     from tokenizers import normalizers
     tok = tokenizers.Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()  # as Qwen2 / Qwen3's tokenizer.json
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
+    tok.pre_tokenizer = pre_tokenizer or pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(split), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
@@ -185,6 +185,26 @@ def llama3_style(tmp_path_factory):
         "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [0], "tokens": ["<|endoftext|>"]}},
     }
     d = tokenizer_json_dir(tmp_path_factory, "llama3", json.dumps(j))
+    return d, tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+
+
+@pytest.fixture(scope="module")
+def falcon_style(tmp_path_factory):
+    # Falcon's pre-tokenizer: steps after ByteLevel see the byte-level spelling
+    # (so "½" is "Â½" there, and its second character is numeric).
+    from tokenizers import Regex, pre_tokenizers as pt
+    pre = pt.Sequence([pt.Punctuation("contiguous"), pt.ByteLevel(add_prefix_space=False, use_regex=True),
+                       pt.Digits(individual_digits=False), pt.Split(Regex("[0-9][0-9][0-9]"), behavior="isolated")])
+    d = tokenizer_json_dir(tmp_path_factory, "falcon", train_byte_level(None, pre).to_str())
+    return d, tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+
+
+@pytest.fixture(scope="module")
+def starcoder_style(tmp_path_factory):
+    # StarCoder / SmolLM: single digits (Unicode numerics: "½", "٣") first.
+    from tokenizers import pre_tokenizers as pt
+    pre = pt.Sequence([pt.Digits(individual_digits=True), pt.ByteLevel(add_prefix_space=False, use_regex=True)])
+    d = tokenizer_json_dir(tmp_path_factory, "starcoder", train_byte_level(None, pre).to_str())
     return d, tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
 
 
@@ -276,7 +296,8 @@ def test_gemma3_gguf(gemma, gemma_ours):
     check_parity(gemma_ours, *transformers_hf(gemma[1]), "gemma3 gguf")
 
 
-@pytest.mark.parametrize("style", ["qwen_style", "llama3_style", "gemma_style", "llama2_style"])
+@pytest.mark.parametrize("style", ["qwen_style", "llama3_style", "gemma_style", "llama2_style", "falcon_style",
+                                   "starcoder_style"])
 def test_built_tokenizer_json(style, request):
     d, ref = request.getfixturevalue(style)
     check_parity(Tokenizer.from_file(str(d / "tokenizer.json")), *raw_hf(ref), style)
