@@ -101,3 +101,17 @@ def test_the_suite_can_fail(models, tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = [json.loads(line) for line in proc.stdout.splitlines()]
     assert sum(w != g for w, g in zip(want, got)) >= 5
+
+
+def test_download_is_skipped_only_when_pypi_is_unreachable(tmp_path, monkeypatch):
+    import subprocess
+
+    import llamacpp_peer as peer
+    monkeypatch.setattr(peer.subprocess, "run",
+                        lambda args, **kw: subprocess.CompletedProcess(args, 1, "", "network down"))
+    monkeypatch.setattr(peer, "_pypi_reachable", lambda: False)
+    with pytest.raises(pytest.skip.Exception, match="PyPI is unreachable"):
+        peer._download(tmp_path)
+    monkeypatch.setattr(peer, "_pypi_reachable", lambda: True)  # reachable: a failure is a failure
+    with pytest.raises(RuntimeError, match="pip download .* failed"):
+        peer._download(tmp_path)
