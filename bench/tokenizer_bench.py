@@ -7,7 +7,11 @@ same tokenizer, same process, one core.
 English text: FILE, else the license texts every Debian system ships
 (/usr/share/common-licenses/*, ~250 KB of English prose), repeated to --mb MB.
 Models: the pulled SmolLM2-135M-Instruct GGUF (byte-level BPE) and, with
---gemma, Gemma 3 270M (SentencePiece BPE). The HF reference is built from the
+--gemma, Gemma 3 270M (SentencePiece BPE); with --gguf PATH (repeatable) any
+tokenizer GGUF instead, e.g. llama.cpp's Llama 3 and Qwen2 vocabularies
+(ggml-vocab-llama-bpe.gguf, ggml-vocab-qwen2.gguf, which the vocabulary suite
+caches under $TESSERA_HOME/peer-sdist/llama-cpp-python-0.3.36/models/); the
+HF side of a Llama 3 vocabulary gets the original's ignore_merges. The HF reference is built from the
 same GGUF by transformers (AutoTokenizer gguf_file=...); its backend
 `tokenizers.Tokenizer.encode` is timed (no Python-side wrapper overhead). Ids
 are checked equal. Prints one line per model and tokenizer: MB/s (best of 3).
@@ -54,6 +58,7 @@ def main():
     ap.add_argument("--mb", type=float, default=5.0)
     ap.add_argument("--text")
     ap.add_argument("--gemma", action="store_true", help="also Gemma 3 (SentencePiece BPE)")
+    ap.add_argument("--gguf", action="append", default=[], help="a tokenizer GGUF (repeatable; replaces the pulled models)")
     ap.add_argument("--tessera-bin", default=os.environ.get("TESSERA_BIN", "build/tessera"))
     args = ap.parse_args()
 
@@ -68,10 +73,14 @@ def main():
     print(f"text: {nbytes / 1e6:.2f} MB English, python {sys.version.split()[0]}, "
           f"cpu affinity {sorted(os.sched_getaffinity(0))}")
     models = ["smollm2-135m-instruct"] + (["gemma3-270m"] if args.gemma else [])
-    for name in models:
-        path = pulled(name, args.tessera_bin)
+    for name in args.gguf or models:
+        path = name if args.gguf else pulled(name, args.tessera_bin)
+        if args.gguf:
+            name = os.path.basename(path)
         ours = _core.Tokenizer.from_file(path)
         hf = AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path)).backend_tokenizer
+        if "llama-bpe" in name:  # Llama 3's tokenizer.json sets ignore_merges; transformers' GGUF loader does not
+            hf.model.ignore_merges = True
         t_ours, ids_ours = best_of(lambda: ours.encode(text))
         t_hf, enc = best_of(lambda: hf.encode(text))
         same = ids_ours == enc.ids

@@ -7,6 +7,10 @@
 // model's tokenizer adds them). MODEL is a GGUF file, a tokenizer.json, a
 // directory holding tokenizer.json, or a pulled model name.
 //
+// `--jsonl` reads one JSON string per line from stdin and prints one JSON list
+// of ids per line, in order: many texts through one loaded tokenizer (the
+// llama.cpp vocabulary suite runs this way).
+//
 // `--chat FILE.json` renders a conversation with the model's chat template
 // (src/tokenizer/chat_template*) and prints the text; with --json it prints
 // {"text": ..., "ids": [...]}, the ids of the rendered text tokenized without
@@ -101,15 +105,34 @@ std::string printable(const std::string& piece) {
 void register_tokenize(CLI::App& app) {
   auto* cmd = app.add_subcommand("tokenize", "Token ids of a text (HF-exact): GGUF, tokenizer.json / HF dir, or pulled name");
   static std::string model, text, chat;
-  static bool json = false, no_special = false;
+  static bool json = false, jsonl = false, no_special = false;
   cmd->add_option("model", model, "GGUF path, tokenizer.json or HF directory, or pulled model name")->required();
   cmd->add_option("text", text, "Text to tokenize (with --json: read from stdin instead)");
   cmd->add_flag("--json", json, "Read the text from stdin, print {\"ids\": [...]}");
+  cmd->add_flag("--jsonl", jsonl, "Read one JSON string per line from stdin, print one JSON list of ids per line");
   cmd->add_flag("--no-special", no_special, "Do not add BOS/EOS (add_special_tokens=False)");
   cmd->add_option("--chat", chat, "Render this conversation JSON (OpenAI-style messages) with the model's chat template and print the text (with --json: text and ids)");
   cmd->callback([] {
     const std::string path = resolve_tokenizer_path(model);
     const auto tok = tok::Tokenizer::from_file(path);
+    if (jsonl) {
+      if (!chat.empty() || json) fail("--jsonl", "", "cannot be combined with --json or --chat");
+      std::string line;
+      for (size_t n = 1; std::getline(std::cin, line); ++n) {
+        if (line.empty()) continue;
+        std::string t;
+        try {
+          const auto j = nlohmann::json::parse(line);
+          if (!j.is_string()) fail("--jsonl", fmt::format("line {}", n), "expected a JSON string");
+          t = j.get<std::string>();
+        } catch (const nlohmann::json::exception& e) {
+          fail("--jsonl", fmt::format("line {}", n), "invalid JSON: {}", e.what());
+        }
+        fmt::print("{}\n", nlohmann::json(tok.encode(t, !no_special)).dump());
+      }
+      std::fflush(stdout);
+      return;
+    }
     std::string input = text;
     if (!chat.empty()) {
       input = render_chat(path, chat, tok);

@@ -207,10 +207,10 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
 
 void Bpe::tokenize_bytes(std::string_view raw, std::vector<int32_t>& out) const {
   if (raw.empty()) return;
-  bool simple = !opt_.ignore_merges;
+  bool simple = true;
   for (unsigned char c : raw) simple = simple && byte_char_id_[c] >= 0;
   if (!simple) {
-    // Rare (a byte missing from the alphabet, or ignore_merges): spell it out.
+    // Rare (a byte missing from the alphabet): spell it out.
     tokenize(byte_level_table().encode(raw), out);
     return;
   }
@@ -220,6 +220,16 @@ void Bpe::tokenize_bytes(std::string_view raw, std::vector<int32_t>& out) const 
   key.assign(1, '\x01');
   key.append(raw);
   if (cached(key, out)) return;
+  if (opt_.ignore_merges) {  // a word that is a token is that token (Llama 3)
+    if (const auto id = vocab_->find(byte_level_table().encode(raw))) {
+      out.push_back(*id);
+      if (key.size() <= kMaxCachedWordBytes) {
+        std::lock_guard<std::mutex> lock(cache_mu_);
+        if (cache_.size() < kCacheCapacity) cache_.emplace(key, std::vector<int32_t>{*id});
+      }
+      return;
+    }
+  }
   std::vector<Symbol> symbols(raw.size());
   const int32_t n = static_cast<int32_t>(raw.size());
   for (int32_t i = 0; i < n; ++i)

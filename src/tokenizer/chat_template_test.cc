@@ -51,7 +51,7 @@ TEST(ChatTemplate, ContextMatchesRenderJinjaTemplate) {
 
 TEST(ChatTemplate, ErrorsNameTheTemplate) {
   try {
-    ChatTemplate::parse("ok\n{% filter upper %}x{% endfilter %}", "model.gguf:tokenizer.chat_template");
+    ChatTemplate::parse("ok\n{% call upper() %}x{% endcall %}", "model.gguf:tokenizer.chat_template");
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.file(), "model.gguf:tokenizer.chat_template");

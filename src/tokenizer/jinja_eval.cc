@@ -134,6 +134,23 @@ bool ends_with(const std::string& s, const std::string& p) {
 
 }  // namespace
 
+// markupsafe.escape of a str.
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 class Interpreter {
  public:
   Interpreter(const Template& tpl, const RenderLimits& lim) : tpl_(tpl), lim_(lim) {}
@@ -146,6 +163,27 @@ class Interpreter {
     fail(tpl_.origin, location(line_, col_), f, std::forward<Args>(args)...);
   }
   [[noreturn]] void raise(const std::string& message) const { throw Error(tpl_.origin, location(line_, col_), message); }
+
+  // A filter / test reached at run time that Tessera lacks: Jinja's own
+  // message for names Jinja does not know either (what transformers raises
+  // when such a branch runs), else ours.
+  [[noreturn]] void unknown_filter_or_test(const char* what, const std::string& name) const {
+    static const std::set<std::string> jinja_filters = {
+        "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
+        "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
+        "last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr",
+        "replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags",
+        "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize", "wordcount",
+        "wordwrap", "xmlattr"};
+    static const std::set<std::string> jinja_tests = {
+        "!=", "<", "<=", "==", ">", ">=", "boolean", "callable", "defined", "divisibleby", "eq", "equalto",
+        "escaped", "even", "false", "filter", "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le",
+        "lessthan", "lower", "lt", "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "test",
+        "true", "undefined", "upper"};
+    const bool jinja_knows = std::string_view(what) == "filter" ? jinja_filters.count(name) : jinja_tests.count(name);
+    if (jinja_knows) error("unsupported Jinja feature: {} '{}'", what, name);
+    error("No {} named '{}' found. (unsupported Jinja feature: {} '{}')", what, name, what, name);
+  }
 
   [[noreturn]] void undefined_error(const Value& v) const {
     const std::string& hint = v.undefined_hint();
@@ -526,7 +564,8 @@ Flow Interpreter::exec(const Body& body, const ScopePtr& scope, std::string& out
       case Stmt::Kind::Set:
         assign(s, scope, eval(*s.expr, scope));
         break;
-      case Stmt::Kind::SetBlock: {
+      case Stmt::Kind::SetBlock:
+      case Stmt::Kind::FilterBlock: {
         std::string captured;
         exec(s.bodies[0], scope, captured);
         Value v = Value::string(std::move(captured));
@@ -537,6 +576,12 @@ Flow Interpreter::exec(const Body& body, const ScopePtr& scope, std::string& out
           KwArgs kw;
           for (const auto& [k, e] : f->kwargs) kw.emplace_back(k, eval(*e, scope));
           v = filter(f->name, v, std::move(args), std::move(kw));
+        }
+        if (s.kind == Stmt::Kind::FilterBlock) {
+          const std::string text = to_str(v);
+          check_size(out.size() + text.size());
+          out += text;
+          break;
         }
         scope->set(s.targets[0], std::move(v));
         break;
@@ -807,8 +852,17 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name) {
     case Value::Kind::Dict: {
       if (dict_method_name(name)) return Value::callable(std::make_shared<BoundMethod>(obj, name));
       if (const Value* v = obj.as_dict().find(name)) return *v;
+      if (name == "clear" || name == "pop" || name == "popitem" || name == "setdefault" || name == "update")
+        return Value::undefined(fmt::format("access to attribute '{}' of 'dict' object is unsafe.", name));
       return Value::undefined(fmt::format("'dict object' has no attribute '{}'", name));
     }
+    case Value::Kind::List:
+      // ImmutableSandboxedEnvironment: a list's mutators exist but are unsafe.
+      if (!obj.is_tuple() && !obj.is_generator() && !obj.dict_view_kind() &&
+          (name == "append" || name == "clear" || name == "extend" || name == "insert" || name == "pop" ||
+           name == "remove" || name == "reverse" || name == "sort"))
+        return Value::undefined(fmt::format("access to attribute '{}' of 'list' object is unsafe.", name));
+      break;
     case Value::Kind::Namespace: {
       if (const Value* v = obj.as_dict().find(name)) return *v;
       return Value::undefined(fmt::format("'Namespace object' has no attribute '{}'", name));
@@ -980,6 +1034,12 @@ Value Interpreter::binary(const std::string& op, const Value& l, const Value& r)
   if (op == "+") {
     if (l.is_string() && r.is_string()) {
       check_size(l.as_string().size() + r.as_string().size());
+      if (l.is_markup() || r.is_markup()) {  // Markup.__add__ / __radd__ escape the plain str
+        const std::string ls = l.is_markup() ? l.as_string() : html_escape(l.as_string());
+        const std::string rs = r.is_markup() ? r.as_string() : html_escape(r.as_string());
+        check_size(ls.size() + rs.size());
+        return Value::markup(ls + rs);
+      }
       return Value::string(l.as_string() + r.as_string());
     }
     if (l.is_list() && r.is_list() && l.is_tuple() == r.is_tuple()) {
@@ -1128,7 +1188,7 @@ bool Interpreter::test(const std::string& name, const Value& v, const List& args
   }
   if (name == "filter") return need(0), v.is_string() && is_known_filter(v.as_string());
   if (name == "test") return need(0), v.is_string() && is_known_test(v.as_string());
-  error("unsupported Jinja feature: test '{}'", name);
+  unknown_filter_or_test("test", name);
 }
 
 // ---------------------------------------------------------------- filters
@@ -1171,19 +1231,11 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
   if (name == "safe" || name == "string" || name == "e" || name == "escape") {
     F(0, {});
     if (name == "e" || name == "escape") {
-      std::string out;
-      for (char c : py_str(v)) {
-        switch (c) {
-          case '&': out += "&amp;"; break;
-          case '<': out += "&lt;"; break;
-          case '>': out += "&gt;"; break;
-          case '"': out += "&#34;"; break;
-          case '\'': out += "&#39;"; break;
-          default: out += c;
-        }
-      }
-      return make_string(std::move(out));
+      if (v.is_markup()) return v;
+      return Value::markup(html_escape(py_str(v)));
     }
+    if (name == "safe") return Value::markup(py_str(v));
+    if (v.is_markup()) return v;  // soft_str keeps Markup
     return make_string(py_str(v));
   }
   if (name == "trim") {
@@ -1437,6 +1489,9 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
     return total;
   }
   if (name == "map") {
+    // Jinja's map / select family are generators guarded by `if value:`:
+    // none, undefined or an empty value give an empty sequence, unchecked.
+    if (!v.truthy()) return Value::generator({});
     List out;
     const Value* attribute = kwarg(kw, "attribute");
     if (attribute) {
@@ -1458,6 +1513,7 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
     return Value::generator(std::move(out));
   }
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
+    if (!v.truthy()) return Value::generator({});
     if (!kw.empty()) error("filter '{}' takes no keyword arguments", name);
     const bool by_attr = name == "selectattr" || name == "rejectattr";
     const bool keep_if = name == "select" || name == "selectattr";
@@ -1544,7 +1600,7 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
     }
     return Value::generator(std::move(out));
   }
-  error("unsupported Jinja feature: filter '{}'", name);
+  unknown_filter_or_test("filter", name);
 }
 
 // ---------------------------------------------------------------- methods
@@ -1818,6 +1874,75 @@ Value Interpreter::method(const Value& self, const std::string& name, List a, Kw
     for (int64_t i = 0; i < pad - left; ++i) out += fill;
     return make_string(std::move(out));
   }
+  if (name == "format") {
+    // Python's str.format: "{}" (automatic numbering), "{0}", "{name}", with
+    // !s / !r / !a; "{{" and "}}" escapes. Format specs and field attribute
+    // or index lookups are refused by name rather than guessed.
+    std::string out;
+    size_t next_auto = 0;
+    bool used_auto = false, used_manual = false;
+    for (size_t i = 0; i < s.size();) {
+      const char c = s[i];
+      if (c == '}') {
+        if (i + 1 < s.size() && s[i + 1] == '}') {
+          out += '}';
+          i += 2;
+          continue;
+        }
+        error("Single '}}' encountered in format string");
+      }
+      if (c != '{') {
+        out += c;
+        ++i;
+        continue;
+      }
+      if (i + 1 < s.size() && s[i + 1] == '{') {
+        out += '{';
+        i += 2;
+        continue;
+      }
+      const size_t close = s.find('}', i + 1);
+      if (close == std::string::npos) error("Single '{{' encountered in format string");
+      std::string field = s.substr(i + 1, close - i - 1);
+      i = close + 1;
+      char conv = 0;
+      if (const size_t colon = field.find(':'); colon != std::string::npos) {
+        if (colon + 1 < field.size()) error("unsupported Jinja feature: str.format() with a format spec");
+        field.resize(colon);
+      }
+      if (const size_t bang = field.find('!'); bang != std::string::npos) {
+        if (bang + 2 != field.size() || (field[bang + 1] != 's' && field[bang + 1] != 'r'))
+          error("Unknown conversion specifier {}", field.substr(bang + 1));
+        conv = field[bang + 1];
+        field.resize(bang);
+      }
+      if (field.find_first_of(".[") != std::string::npos)
+        error("unsupported Jinja feature: str.format() with attribute or index lookups");
+      const Value* v = nullptr;
+      if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+        size_t idx;
+        if (field.empty()) {
+          if (used_manual) error("cannot switch from manual field specification to automatic field numbering");
+          used_auto = true;
+          idx = next_auto++;
+        } else {
+          if (used_auto) error("cannot switch from automatic field numbering to manual field specification");
+          used_manual = true;
+          if (field.size() > 9) error("Replacement index {} out of range for positional args tuple", field);
+          idx = std::stoul(field);
+        }
+        if (idx >= a.size()) error("Replacement index {} out of range for positional args tuple", idx);
+        v = &a[idx];
+      } else {
+        v = kwarg(kw, field.c_str());
+        if (!v) error("'{}'", field);
+      }
+      if (v->is_undefined()) undefined_error(*v);
+      out += conv == 'r' ? py_repr(*v) : py_str(*v);
+      check_size(out.size());
+    }
+    return make_string(std::move(out));
+  }
   error("unsupported Jinja feature: str.{}()", name);
 }
 
@@ -1828,30 +1953,38 @@ bool is_known_test(const std::string& name) { return test_names().count(name) !=
 
 namespace {
 
-void validate_expr(const Template& t, const Expr* e) {
+// Jinja2's compiler refuses a filter or test it does not know, except inside
+// an `if` statement (its tests and bodies, nested ifs too) or a conditional
+// expression ("soft frames"): there the error is raised only if that code
+// runs ("No filter named 'x' found."), so a template may name a filter in a
+// branch no conversation takes. Loops, macros and set blocks open fresh
+// frames, soft no longer.
+void validate_expr(const Template& t, const Expr* e, bool soft) {
   if (!e) return;
-  if (e->kind == Expr::Kind::Filter && !is_known_filter(e->name))
+  if (!soft && e->kind == Expr::Kind::Filter && !is_known_filter(e->name))
     fail(t.origin, location(e->line, e->col), "unsupported Jinja feature: filter '{}'", e->name);
-  if (e->kind == Expr::Kind::Test && !is_known_test(e->name))
+  if (!soft && e->kind == Expr::Kind::Test && !is_known_test(e->name))
     fail(t.origin, location(e->line, e->col), "unsupported Jinja feature: test '{}'", e->name);
-  for (const auto& a : e->args) validate_expr(t, a.get());
-  for (const auto& [k, a] : e->kwargs) validate_expr(t, a.get());
+  const bool inner_soft = soft || e->kind == Expr::Kind::Cond;
+  for (const auto& a : e->args) validate_expr(t, a.get(), inner_soft);
+  for (const auto& [k, a] : e->kwargs) validate_expr(t, a.get(), inner_soft);
 }
 
-void validate_body(const Template& t, const Body& body) {
+void validate_body(const Template& t, const Body& body, bool soft) {
   for (const auto& s : body) {
-    validate_expr(t, s->expr.get());
-    validate_expr(t, s->cond.get());
-    for (const auto& c : s->conds) validate_expr(t, c.get());
-    for (const auto& [k, d] : s->params) validate_expr(t, d.get());
-    for (const auto& f : s->filters) validate_expr(t, f.get());
-    for (const auto& b : s->bodies) validate_body(t, b);
+    const bool is_if = s->kind == Stmt::Kind::If;
+    validate_expr(t, s->expr.get(), soft);
+    validate_expr(t, s->cond.get(), false);  // a for loop's filter: the loop's own frame
+    for (const auto& c : s->conds) validate_expr(t, c.get(), soft || is_if);
+    for (const auto& [k, d] : s->params) validate_expr(t, d.get(), false);
+    for (const auto& f : s->filters) validate_expr(t, f.get(), false);
+    for (const auto& b : s->bodies) validate_body(t, b, is_if ? true : false);
   }
 }
 
 }  // namespace
 
-void validate(const Template& tpl) { validate_body(tpl, tpl.body); }
+void validate(const Template& tpl) { validate_body(tpl, tpl.body, false); }
 
 std::string render(const Template& tpl, const Dict& context, const RenderLimits& limits) {
   Interpreter interp(tpl, limits);

@@ -101,3 +101,28 @@ TEST(JinjaEval, HostileTemplatesHitLimits) {
 
 }  // namespace
 }  // namespace tessera::jinja
+
+// What the llama.cpp template collection needs (tests/python/test_llamacpp_template_suite.py
+// checks them against transformers on the real templates).
+TEST(JinjaEval, FilterBlocksStrFormatMarkupAndDeferredUnknownFilters) {
+  auto render = [](const std::string& src) { return tessera::jinja::render_text(src); };
+  EXPECT_EQ(render("{% filter upper | trim %}  ab{{ 'c' }}  {% endfilter %}|"), "ABC|");
+  EXPECT_EQ(render("{{ '<{}:{x}>{{}}'.format(1, x='y') }}{{ '{0}{0}{1!r}'.format('a', 'b') }}"), "<1:y>{}aa'b'");
+  EXPECT_THROW(render("{{ '{:>4}'.format(1) }}"), tessera::Error);
+  EXPECT_THROW(render("{{ '{}{0}'.format(1) }}"), tessera::Error);
+  // Markup + str escapes the str; ~ does not.
+  EXPECT_EQ(render("{{ 'a'|safe + '<b>' + '\"'|e }}|{{ 'a'|safe ~ '<b>' }}"), "a&lt;b&gt;&#34;|a<b>");
+  // An unknown filter inside an if runs only when reached (Jinja's soft frames).
+  EXPECT_EQ(render("{% if false %}{{ x | from_json }}{% endif %}ok"), "ok");
+  try {
+    render("{% if true %}\n{{ '1' | from_json }}{% endif %}");
+    FAIL() << "no error";
+  } catch (const tessera::Error& e) {
+    EXPECT_EQ(e.subject(), "line 2, column 10");
+    EXPECT_NE(e.problem().find("No filter named 'from_json' found."), std::string::npos);
+  }
+  EXPECT_THROW(render("{% for i in [] %}{{ x | from_json }}{% endfor %}"), tessera::Error);  // not soft
+  // select / map over none are empty (Jinja's `if value:` guard).
+  EXPECT_EQ(render("{{ none | selectattr('a') | list }}{{ none | map(attribute='a') | list }}"), "[][]");
+  EXPECT_THROW(render("{% set l = [] %}{{ l.append(1) }}"), tessera::Error);
+}

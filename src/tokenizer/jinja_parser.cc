@@ -161,6 +161,19 @@ class Parser {
       expect_block_end(n.c_str());
       return new_stmt(n == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue, tag);
     }
+    if (n == "filter") {
+      auto s = new_stmt(Stmt::Kind::FilterBlock, tag);
+      s->filters.push_back(parse_filter(nullptr));
+      while (skip_op("|")) s->filters.push_back(parse_filter(nullptr));
+      expect_block_end("filter");
+      std::string end;
+      const int saved = loop_depth_;
+      loop_depth_ = 0;
+      s->bodies.push_back(parse_body({"endfilter"}, &end));
+      loop_depth_ = saved;
+      expect_block_end("endfilter");
+      return s;
+    }
     if (n == "generation") {
       expect_block_end("generation");
       auto s = new_stmt(Stmt::Kind::Scope, tag);
@@ -170,7 +183,7 @@ class Parser {
       return s;
     }
     static const std::set<std::string> kUnsupported = {
-        "call", "filter", "include", "import", "from", "extends", "block", "with", "autoescape", "trans"};
+        "call", "include", "import", "from", "extends", "block", "with", "autoescape", "trans"};
     if (kUnsupported.count(n)) error(tag, "unsupported Jinja feature: '{{% {} %}}' tag", n);
     static const std::set<std::string> kStray = {"endif", "endfor", "endset", "endmacro", "else", "elif",
                                                  "endgeneration", "endcall", "endfilter", "endblock"};

@@ -67,6 +67,7 @@ struct Stmt {
     For,       // for targets in expr [if cond]: bodies[0], else bodies[1]
     Set,       // targets = expr; or ns_attr: targets[0].attr = expr
     SetBlock,  // targets[0] = rendered bodies[0] | filters
+    FilterBlock,  // {% filter f | g %}bodies[0]{% endfilter %}: rendered bodies[0] | filters, printed
     Macro,     // name(params) bodies[0]
     Break,
     Continue,

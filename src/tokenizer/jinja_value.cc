@@ -151,6 +151,11 @@ Value Value::string(std::string s) {
   v.s_ = std::make_shared<const std::string>(std::move(s));
   return v;
 }
+Value Value::markup(std::string s) {
+  Value v = string(std::move(s));
+  v.markup_ = true;
+  return v;
+}
 Value Value::list(List items, bool tuple) {
   Value v;
   v.kind_ = Kind::List;

@@ -73,6 +73,10 @@ class Value {
   static Value integer(int64_t i);
   static Value floating(double f);
   static Value string(std::string s);
+  // markupsafe's Markup: what the `safe` and `escape` filters return. It
+  // prints as its text; `+` with a plain str HTML-escapes the plain side
+  // (Markup.__add__ / __radd__), which templates meet as "..."|safe + x.
+  static Value markup(std::string s);
   static Value list(List items, bool tuple = false);
   // What map/select/reject/selectattr/rejectattr return in Jinja: a one-shot
   // generator. Iterable like a list, but len(), indexing, slicing, reversed()
@@ -95,6 +99,7 @@ class Value {
   bool is_float() const { return kind_ == Kind::Float; }
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
   bool is_string() const { return kind_ == Kind::String; }
+  bool is_markup() const { return kind_ == Kind::String && markup_; }
   bool is_list() const { return kind_ == Kind::List; }
   bool is_tuple() const { return kind_ == Kind::List && tuple_; }
   bool is_generator() const { return kind_ == Kind::List && generator_; }
@@ -125,6 +130,7 @@ class Value {
   bool b_ = false;
   bool tuple_ = false;
   bool generator_ = false;
+  bool markup_ = false;
   const char* view_ = nullptr;
   int64_t i_ = 0;
   double f_ = 0;

@@ -43,6 +43,17 @@ std::string Normalizer::apply(std::string s) const {
       case NormalizerStep::Kind::Prepend:
         if (!s.empty()) s.insert(0, st.content);
         break;
+      case NormalizerStep::Kind::CollapseSpaces: {
+        std::string out;
+        out.reserve(s.size());
+        for (char c : s) {
+          if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+          out += c;
+        }
+        while (!out.empty() && out.back() == ' ') out.pop_back();
+        s = std::move(out);
+        break;
+      }
       case NormalizerStep::Kind::NFC: s = normal_form(s, UTF8PROC_COMPOSE); break;
       case NormalizerStep::Kind::NFD: s = normal_form(s, UTF8PROC_DECOMPOSE); break;
       case NormalizerStep::Kind::NFKC: s = normal_form(s, UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <utf8proc.h>
+
+#include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 
 namespace tessera::tok {
@@ -15,6 +18,38 @@ struct Seg {
 const Regex& gpt2_regex() {
   static const Regex re(kGpt2Pattern);
   return re;
+}
+
+// Rust's char::is_numeric: general categories Nd, Nl, No.
+bool is_numeric(uint32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  const auto c = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+}
+
+// Hugging Face's Punctuation pre-tokenizer: is_ascii_punctuation or a Unicode P* category.
+bool is_punctuation(uint32_t cp) {
+  if (cp < 0x80) return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+                        (cp >= 0x7B && cp <= 0x7E);
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS: case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF: case UTF8PROC_CATEGORY_PO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Each character of `text` (valid UTF-8) for which pred holds, as a match.
+template <class Pred>
+void char_matches(std::string_view text, Pred pred, std::vector<std::pair<size_t, size_t>>& out) {
+  out.clear();
+  for (size_t i = 0; i < text.size();) {
+    size_t n = utf8_valid_len(text, i);
+    if (n == 0) n = 1;
+    if (pred(utf8_decode(text, i, n))) out.emplace_back(i, i + n);
+    i += n;
+  }
 }
 
 }  // namespace
@@ -111,22 +146,30 @@ void PreTokenizer::apply(Piece in, std::vector<Piece>& out) const {
           break;
         }
         case PreTokenizerStep::Kind::Digits: {
-          matches.clear();
-          for (size_t i = 0; i < p.text.size(); ++i)
-            if (p.text[i] >= '0' && p.text[i] <= '9') matches.emplace_back(i, i + 1);
+          char_matches(p.text, is_numeric, matches);
           emit_split(st.individual_digits ? SplitBehavior::Isolated : SplitBehavior::Contiguous, false,
                      p.byte_level);
           break;
         }
+        case PreTokenizerStep::Kind::Punctuation: {
+          char_matches(p.text, is_punctuation, matches);
+          emit_split(st.behavior, false, p.byte_level);
+          break;
+        }
         case PreTokenizerStep::Kind::ByteLevel: {
           if (st.add_prefix_space && (p.text.empty() || p.text[0] != ' ')) p.text.insert(p.text.begin(), ' ');
+          // Not the last step: later steps see (and BPE gets) the spelled text.
+          const bool spell = &st != &steps.back();
+          const size_t first = next.size();
           if (st.use_regex) {
             gpt2_regex().find_all(p.text, matches);
-            emit_split(SplitBehavior::Isolated, false, true);
+            emit_split(SplitBehavior::Isolated, false, !spell);
           } else {
-            p.byte_level = true;
+            p.byte_level = !spell;
             if (!p.text.empty()) next.push_back(std::move(p));
           }
+          if (spell)
+            for (size_t k = first; k < next.size(); ++k) next[k].text = byte_level_table().encode(next[k].text);
           break;
         }
         case PreTokenizerStep::Kind::Metaspace: {

@@ -5,8 +5,14 @@
 //              piece is marked byte-level (BPE spells its bytes via the GPT-2
 //              table); must be the last step
 //   Metaspace  {replacement, prepend_scheme always|first|never, split}
-//   Digits     {individual_digits}
+//   Digits     {individual_digits}: numeric characters as Rust's
+//              char::is_numeric sees them (categories Nd, Nl, No: "½", "²")
+//   Punctuation {behavior}: ASCII punctuation and Unicode P* characters
 //   Sequence   flattened into steps
+// A ByteLevel step followed by further steps (Falcon: Punctuation, ByteLevel,
+// Digits, Split) hands them the text spelled in the GPT-2 byte alphabet, as
+// the reference does: "½" is then the two characters "Â½", and the second is
+// numeric.
 // Split behaviours (which side a delimiter match goes to):
 //   Isolated: delimiters are pieces of their own; Removed: dropped;
 //   MergedWithPrevious / MergedWithNext: glued to the neighbouring piece;
@@ -37,7 +43,7 @@ inline constexpr const char* kQwen35Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 struct PreTokenizerStep {
-  enum class Kind { Split, ByteLevel, Metaspace, Digits } kind;
+  enum class Kind { Split, ByteLevel, Metaspace, Digits, Punctuation } kind;
   // Split
   std::shared_ptr<const Regex> regex;  // Regex pattern, or
   std::string literal;                 // String pattern
@@ -52,6 +58,7 @@ struct PreTokenizerStep {
   bool split = true;
   // Digits
   bool individual_digits = false;
+  // Punctuation: `behavior` above (the reference's default is Isolated)
 };
 
 // A piece of text on its way to the model.

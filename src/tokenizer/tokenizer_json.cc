@@ -110,11 +110,18 @@ void add_pre_tokenizer(const Ctx& c, const json& n, PreTokenizer& out) {
   } else if (type == "Digits") {
     st.kind = PreTokenizerStep::Kind::Digits;
     st.individual_digits = bool_or(n, "individual_digits", false);
+  } else if (type == "Punctuation") {
+    st.kind = PreTokenizerStep::Kind::Punctuation;
+    const std::string b = str_or(n, "behavior", "Isolated");
+    if (b == "Isolated") st.behavior = SplitBehavior::Isolated;
+    else if (b == "Removed") st.behavior = SplitBehavior::Removed;
+    else if (b == "MergedWithPrevious") st.behavior = SplitBehavior::MergedWithPrevious;
+    else if (b == "MergedWithNext") st.behavior = SplitBehavior::MergedWithNext;
+    else if (b == "Contiguous") st.behavior = SplitBehavior::Contiguous;
+    else c.unsupported("pre_tokenizer Punctuation behavior", n);
   } else {
     c.unsupported("pre_tokenizer " + type, n);
   }
-  if (!out.steps.empty() && out.steps.back().kind == PreTokenizerStep::Kind::ByteLevel)
-    c.unsupported("pre_tokenizer step after ByteLevel", n);
   out.steps.push_back(std::move(st));
 }
 

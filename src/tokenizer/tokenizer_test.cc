@@ -153,6 +153,68 @@ TEST(TokenizerGguf, LlamaSentencePieceWithByteFallback) {
   EXPECT_EQ(tok.decode({3 + 0xC3, base + 1}), "\xEF\xBF\xBD" "h");
 }
 
+TEST(TokenizerGguf, SentencePieceDummyPrefixOnEveryTextPiece) {
+  // sentencepiece prepends "▁" even when the text starts with a space, and
+  // BPE runs over the whitespace run: " hi" -> "▁" "▁hi" (Llama 2: " Hello"
+  // -> [29871, 15043]); after an added token the next piece gets one too.
+  const auto tok = Tokenizer::from_gguf(spm_gguf("llama"));
+  const int32_t base = 3 + 256;  // ▁ h i ▁h ▁hi hi
+  EXPECT_EQ(tok.encode(" hi", false), (Ids{base + 0, base + 4}));
+  EXPECT_EQ(tok.encode("hi</s>hi", false), (Ids{base + 4, 2, base + 4}));
+  EXPECT_EQ(tok.encode("", false), Ids{});
+}
+
+// A byte-level BPE GGUF with the 256 byte tokens, no merges, and `pre`.
+GgufFile byte_level_gguf(const std::string& pre) {
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.push_back(byte_level_table().encode(std::string(1, static_cast<char>(b))));
+  GgufBuilder g;
+  g.kv("general.architecture", v_str("llama"))
+      .kv("tokenizer.ggml.model", v_str("gpt2"))
+      .kv("tokenizer.ggml.pre", v_str(pre))
+      .kv("tokenizer.ggml.tokens", v_str_array(tokens))
+      .kv("tokenizer.ggml.merges", v_str_array({}));
+  return GgufFile::parse(MappedFile::from_bytes(pre + ".gguf", g.build().bytes));
+}
+
+TEST(TokenizerGguf, EveryLlamaCppPreTokenizerNameIsImplementedOrRefusedByName) {
+  // Every tokenizer.ggml.pre llama.cpp (llama-cpp-python 0.3.36's
+  // src/llama-vocab.cpp) accepts for a BPE vocabulary.
+  const std::vector<std::string> names = {
+      "minicpm5", "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+      "jina-v5-nano", "deepseek-llm", "deepseek-coder", "deepseek-v3", "spark2_5", "youtu", "falcon", "mpt",
+      "starcoder", "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
+      "mellum", "modern-bert", "jais-2", "jina-v1-en", "jina-v2-code", "roberta-bpe", "refact", "command-r",
+      "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "qwen35", "stablelm2", "olmo", "dbrx", "smaug-bpe",
+      "poro-chat", "chatglm-bpe", "glm4", "glm5", "viking", "jais", "tekken", "smollm", "codeshell", "bloom",
+      "gpt3-finnish", "exaone", "exaone4", "exaone-moe", "minerva-7b", "megrez", "gpt-4o", "llama4", "kanana2",
+      "talkie", "tiny_aya", "cohere2moe", "trillion", "granite-docling", "bailingmoe", "bailingmoe2", "llada-moe",
+      "seed-coder", "hunyuan", "hunyuan-dense", "hy_v4", "joyai-llm", "ufakzeka", "grok-2", "laguna",
+      "minimax-m2", "solar-open", "mellum2"};
+  const std::vector<std::string> refused = {"default", "chameleon", "kimi-k2", "afmoe", "superbpe",
+                                            "granite-embed-multi-97m", "gemma4", "granite-embed-multi-311m",
+                                            "sarvam-moe", "whitespace", "xyzzy"};
+  const std::string text =
+      "Hello, y'all! 'RE you 1234567 ½ ²?\n\n  \tCửa Việt 我想在apple工作 нещо ... \xF0\x9F\x98\x81 x  =  1\r\n";
+  for (const auto& name : names) {
+    SCOPED_TRACE(name);
+    const auto tok = Tokenizer::from_gguf(byte_level_gguf(name));  // every regex compiles
+    const Ids ids = tok.encode(text, false);
+    EXPECT_EQ(ids.size(), text.size());  // no merges: one byte token per byte, none lost
+    EXPECT_EQ(tok.decode(ids), text);
+  }
+  for (const auto& name : refused) {
+    SCOPED_TRACE(name);
+    try {
+      Tokenizer::from_gguf(byte_level_gguf(name));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("pre-tokenizer " + name + " is not supported"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(TokenizerGguf, GemmaPipelineHasNoPrefixSpace) {
   const auto tok = Tokenizer::from_gguf(spm_gguf("gemma3"));
   const int32_t base = 3 + 256;

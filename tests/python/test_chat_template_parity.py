@@ -305,8 +305,25 @@ SNIPPETS = [
     "{% if 1 %}a{% elif 2 %}b{% endif %}{{ (msgs | selectattr('role', 'eq', 'user') | first).content }}",
 ]
 
+# Features of llama.cpp's template collection (test_llamacpp_template_suite.py).
+SNIPPETS += [
+    "{{ '{} and {x} {{literal}}'.format(1, x='y') }} {{ '{0}{1}{0}'.format('a', [1, 'b']) }} {{ '{!r}'.format('q') }}",
+    "{% filter upper %}x{{ 1 }} {{ 'y' }}{% endfilter %}|{% filter trim | title %}  ab cd  {% endfilter %}|",
+    "{{ 'a' | safe + '<b>' + '&' | e }}|{{ '<' ~ 'x' | safe }}|{{ ('x' | safe + '\"') | length }}|{{ 'x' | e | e }}",
+    "{% if false %}{{ u | from_json }}{% elif 0 %}{{ 1 is frob }}{% endif %}ok {{ 1 | nope if false else 2 }}",
+    "{{ none | selectattr('a') | list }} {{ u | map(attribute='x') | list }} {{ none | reject('none') | list }} {{ [] | map('int') | list }}",
+]
+
 # Templates Jinja refuses (syntax or runtime): Tessera must refuse them too.
 REFUSED = [
+    "{% if true %}{{ 1 | from_json }}{% endif %}",
+    "{% for i in [] %}{{ 1 | from_json }}{% endfor %}",
+    "{{ '{}{0}'.format(1, 2) }}",
+    "{{ '{2}'.format(1, 2) }}",
+    "{{ '{x}'.format(1) }}",
+    "{{ '{'.format() }}",
+    "{% set l = [1] %}{{ l.append(2) }}",
+    "{{ d.update({}) }}",
     "{% if a if b else c %}x{% endif %}",
     "{{ 0001 }}",
     "{{ msgs | map(attribute='role') | length }}",

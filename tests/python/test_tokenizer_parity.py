@@ -3,8 +3,9 @@ gives, on every sample of tests/data/tokenizer_corpus (each file whole and
 line by line, plus edge cases), for:
 
   * SmolLM2-135M-Instruct from its pulled GGUF (reference: transformers
-    AutoTokenizer.from_pretrained(dir, gguf_file=...)), and from the
-    tokenizer.json transformers writes when saving that tokenizer;
+    AutoTokenizer.from_pretrained(dir, gguf_file=...) with SmolLM2's original
+    pre-tokenizer, see the fixture), and from the tokenizer.json transformers
+    writes when saving that tokenizer;
   * Gemma 3 270M from its pulled GGUF (SentencePiece BPE, 262k vocabulary,
     merges recovered from the vocabulary);
   * tokenizer.json files built here with the `tokenizers` library: a
@@ -96,7 +97,18 @@ def hf_from_gguf(path):
 @pytest.fixture(scope="module")
 def smollm(pulled_model_path):
     path = pulled_model_path("smollm2-135m-instruct")
-    return path, hf_from_gguf(path)
+    ref = hf_from_gguf(path)
+    # The GGUF says tokenizer.ggml.pre "smollm": SmolLM2's own tokenizer.json
+    # isolates every digit before the GPT-2 split (as StarCoder's does; llama.cpp
+    # files it with starcoder for that reason). transformers' GGUF loader knows
+    # no "smollm" and keeps GPT-2's split alone, so " 1" reaches BPE whole and,
+    # the merge "Ġ1" never having been learned, becomes "Ġ" "1" where the
+    # original gives "ĠĠ" "1" for "  1". The reference runs the original steps.
+    ref.backend_tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Sequence([
+        tokenizers.pre_tokenizers.Digits(individual_digits=True),
+        tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    return path, ref
 
 
 @pytest.fixture(scope="module")
@@ -124,12 +136,12 @@ LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
-def train_byte_level(split):
+def train_byte_level(split, pre_tokenizer=None):
     from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors, trainers
     from tokenizers import normalizers
     tok = tokenizers.Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()  # as Qwen2 / Qwen3's tokenizer.json
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
+    tok.pre_tokenizer = pre_tokenizer or pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(split), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
@@ -173,6 +185,26 @@ def llama3_style(tmp_path_factory):
         "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [0], "tokens": ["<|endoftext|>"]}},
     }
     d = tokenizer_json_dir(tmp_path_factory, "llama3", json.dumps(j))
+    return d, tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+
+
+@pytest.fixture(scope="module")
+def falcon_style(tmp_path_factory):
+    # Falcon's pre-tokenizer: steps after ByteLevel see the byte-level spelling
+    # (so "½" is "Â½" there, and its second character is numeric).
+    from tokenizers import Regex, pre_tokenizers as pt
+    pre = pt.Sequence([pt.Punctuation("contiguous"), pt.ByteLevel(add_prefix_space=False, use_regex=True),
+                       pt.Digits(individual_digits=False), pt.Split(Regex("[0-9][0-9][0-9]"), behavior="isolated")])
+    d = tokenizer_json_dir(tmp_path_factory, "falcon", train_byte_level(None, pre).to_str())
+    return d, tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+
+
+@pytest.fixture(scope="module")
+def starcoder_style(tmp_path_factory):
+    # StarCoder / SmolLM: single digits (Unicode numerics: "½", "٣") first.
+    from tokenizers import pre_tokenizers as pt
+    pre = pt.Sequence([pt.Digits(individual_digits=True), pt.ByteLevel(add_prefix_space=False, use_regex=True)])
+    d = tokenizer_json_dir(tmp_path_factory, "starcoder", train_byte_level(None, pre).to_str())
     return d, tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
 
 
@@ -264,7 +296,8 @@ def test_gemma3_gguf(gemma, gemma_ours):
     check_parity(gemma_ours, *transformers_hf(gemma[1]), "gemma3 gguf")
 
 
-@pytest.mark.parametrize("style", ["qwen_style", "llama3_style", "gemma_style", "llama2_style"])
+@pytest.mark.parametrize("style", ["qwen_style", "llama3_style", "gemma_style", "llama2_style", "falcon_style",
+                                   "starcoder_style"])
 def test_built_tokenizer_json(style, request):
     d, ref = request.getfixturevalue(style)
     check_parity(Tokenizer.from_file(str(d / "tokenizer.json")), *raw_hf(ref), style)
