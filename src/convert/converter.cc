@@ -50,16 +50,16 @@ std::optional<GgufStoredTensor> transcodable(const ModelSource& src, const std::
   return std::nullopt;
 }
 
-bool kept_by_rule(const std::string& name, const std::vector<std::regex>& keep) {
-  for (const std::regex& re : keep)
-    if (std::regex_match(name, re)) return true;
-  return false;
+// The index of the first --keep rule matching `name` (rule 1).
+std::optional<size_t> keep_rule(const std::string& name, const std::vector<std::regex>& keep) {
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (std::regex_match(name, keep[i])) return i;
+  return std::nullopt;
 }
 
 WeightFormat choose_format(const std::string& name, const F32Tensor& t, const ConvertOptions& o,
                            const std::vector<std::regex>& keep) {
-  for (size_t i = 0; i < keep.size(); ++i)
-    if (std::regex_match(name, keep[i])) return o.keep[i].second;
+  if (const auto i = keep_rule(name, keep)) return o.keep[*i].second;
   if (t.shape.size() != 2) return WeightFormat::F32;
   if (name == "model.embed_tokens.weight") return o.embeddings;
   if (name == "lm_head.weight") return o.lm_head;
@@ -108,7 +108,7 @@ void convert_model(const std::string& source, const std::string& out, const Conv
   std::map<std::string, GgufStoredTensor> transcoded;
   if (o.keep_source_quant)
     for (const std::string& name : names)
-      if (!kept_by_rule(name, keep))
+      if (!keep_rule(name, keep))
         if (auto t = transcodable(src, name)) transcoded.emplace(name, std::move(*t));
 
   // Activation-aware palettes: input moments of every linear, when any
