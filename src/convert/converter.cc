@@ -8,6 +8,7 @@
 #include <sstream>
 #include <numeric>
 #include <regex>
+#include <set>
 
 #include "bundle/bundle_writer.h"
 #include "convert/calibration.h"
@@ -57,10 +58,12 @@ std::optional<size_t> keep_rule(const std::string& name, const std::vector<std::
   return std::nullopt;
 }
 
+// `matrices`: the weights the programs read as Linear or Embed tables; every
+// other tensor (norm vectors, convolution taps) stays f32.
 WeightFormat choose_format(const std::string& name, const F32Tensor& t, const ConvertOptions& o,
-                           const std::vector<std::regex>& keep) {
+                           const std::vector<std::regex>& keep, const std::set<std::string>& matrices) {
   if (const auto i = keep_rule(name, keep)) return o.keep[*i].second;
-  if (t.shape.size() != 2) return WeightFormat::F32;
+  if (t.shape.size() != 2 || !matrices.count(name)) return WeightFormat::F32;
   if (name == "model.embed_tokens.weight") return o.embeddings;
   if (name == "lm_head.weight") return o.lm_head;
   return o.weights;
@@ -101,6 +104,11 @@ void convert_model(const std::string& source, const std::string& out, const Conv
   build.prefill_sizes = o.prefill_sizes;
   const ProgramSet programs = model::build_programs(src.spec, build);
   const std::vector<std::string> names = weights_used(programs);
+  std::set<std::string> matrices;
+  for (const Program& p : programs.programs)
+    for (const Op& op : p.ops)
+      if ((op.kind == OpKind::Linear || op.kind == OpKind::Embed) && !op.weights.empty())
+        matrices.insert(op.weights[0]);
   std::vector<std::regex> keep;
   for (const auto& [re, f] : o.keep) keep.emplace_back(re);
 
@@ -108,7 +116,7 @@ void convert_model(const std::string& source, const std::string& out, const Conv
   std::map<std::string, GgufStoredTensor> transcoded;
   if (o.keep_source_quant)
     for (const std::string& name : names)
-      if (!keep_rule(name, keep))
+      if (!keep_rule(name, keep) && matrices.count(name))
         if (auto t = transcodable(src, name)) transcoded.emplace(name, std::move(*t));
 
   // Activation-aware palettes: input moments of every linear, when any
@@ -181,7 +189,7 @@ void convert_model(const std::string& source, const std::string& out, const Conv
     }
     F32Weights one = load_f32_weights(src, {name});
     const F32Tensor& t = one.at(name);
-    const WeightFormat f = choose_format(name, t, o, keep);
+    const WeightFormat f = choose_format(name, t, o, keep, matrices);
     q.group_size = o.group_size;
     q.input_moments = nullptr;
     if (cal) {

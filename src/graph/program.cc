@@ -42,6 +42,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::SelectRows: return "select_rows";
     case OpKind::Softcap: return "softcap";
     case OpKind::Argmax: return "argmax";
+    case OpKind::ShortConv: return "short_conv";
   }
   return "?";
 }

@@ -43,6 +43,8 @@ enum class OpKind {
   SelectRows,       // in: x                   out: the rows whose logits are wanted
   Softcap,          // in place on x                                              (softcap)
   Argmax,           // in: logits              out: ids(i32), one per row: the first index of the row's maximum
+  ShortConv,        // in: bcx [B|C|x]  w: conv [channels][1][kernel]  out: bx, y  state: conv tail of `layer`  (kernel)
+                    //   y = C · causal_conv(B · x) (ref::short_conv); stores the call's bx rows in the tail
 };
 
 struct Op {
@@ -59,6 +61,7 @@ struct Op {
   bool neox = true;
   int64_t window = 0;
   int64_t kv_layer = -1;
+  int64_t kernel = 0;        // ShortConv: taps of the causal convolution
   float scale = 1.0f;
   float softcap = 0.0f;
   Activation activation = Activation::SiLU;

@@ -944,10 +944,57 @@ int64_t Argmax(const float* x, int64_t n) {
   return 0;  // not reached: x[0] is a number, so some value equals the maximum
 }
 
+// ref::short_conv a vector of channels at a time: the same products and
+// adds in the same order (Mul then Add, no FMA), so the same bits.
+void ShortConv(const float* bcx, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
+               const float* const* past, int64_t c_begin, int64_t c_end, float* bx_out, float* y) {
+  const D d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  // The tap inputs of the current row, oldest first (null: before the sequence).
+  std::vector<const float*> taps(static_cast<size_t>(kernel));
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* B = bcx + t * 3 * channels;
+    const float* C = B + channels;
+    const float* X = C + channels;
+    float* bx = bx_out + t * channels;
+    for (int64_t j = 0; j < kernel; ++j) {
+      const int64_t back = kernel - 1 - j;
+      taps[j] = back <= t ? bx_out + (t - back) * channels : past[kernel - 1 - (back - t)];
+    }
+    int64_t c = c_begin;
+    for (; c + N <= c_end; c += N) hn::StoreU(hn::Mul(hn::LoadU(d, B + c), hn::LoadU(d, X + c)), d, bx + c);
+    for (; c < c_end; ++c) bx[c] = B[c] * X[c];
+    c = c_begin;
+    for (; c + N <= c_end; c += N) {
+      V acc = hn::Zero(d);
+      bool first = true;
+      for (int64_t j = 0; j < kernel; ++j) {
+        if (taps[j] == nullptr) continue;
+        const V term = hn::Mul(hn::LoadU(d, weight + j * channels + c), hn::LoadU(d, taps[j] + c));
+        acc = first ? term : hn::Add(acc, term);
+        first = false;
+      }
+      hn::StoreU(hn::Mul(hn::LoadU(d, C + c), acc), d, y + t * channels + c);
+    }
+    for (; c < c_end; ++c) {
+      float acc = 0.0f;
+      bool first = true;
+      for (int64_t j = 0; j < kernel; ++j) {
+        if (taps[j] == nullptr) continue;
+        const float term = weight[j * channels + c] * taps[j][c];
+        acc = first ? term : acc + term;
+        first = false;
+      }
+      y[t * channels + c] = C[c] * acc;
+    }
+  }
+}
+
 }  // namespace
 
 const VectorOps kOps = {
     nullptr, &RmsNorm, &Rope, &Attention, &GatedActivation, &AddInPlace, &Softcap, &Dots, &RoundToF16, &Argmax,
+    &ShortConv,
 };
 
 }  // namespace HWY_NAMESPACE
@@ -978,7 +1025,7 @@ const VectorOps& vector_ops(Isa isa) {
   isa = vector_isa(isa);
   static const VectorOps scalar = {"scalar",        &ref::rms_norm,     &ref::rope,   &ref::attention,
                                    &ref::gated_activation, &ref::add_in_place, &ref::softcap, &ref_dots,
-                                   &ref::round_to_f16, &ref::argmax};
+                                   &ref::round_to_f16, &ref::argmax, &ref::short_conv};
   switch (isa) {
     case Isa::Scalar:
       return scalar;

@@ -710,3 +710,78 @@ TEST(VectorOpsBench, LogitsArgmax) {
 
 }  // namespace
 }  // namespace tessera::kernels
+
+namespace tessera::kernels {
+namespace {
+
+// A naive reading of LFM2's conv over the whole sequence, with conv1d's zero
+// padding: y_t = C_t · Σ_j w_j · bx_{t-(K-1)+j}, bx = B · x.
+std::vector<float> naive_short_conv(const std::vector<float>& bcx, int64_t rows, int64_t channels, int64_t kernel,
+                                    const std::vector<float>& taps) {
+  std::vector<float> bx(rows * channels), y(rows * channels);
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < channels; ++c) bx[t * channels + c] = bcx[t * 3 * channels + c] * bcx[t * 3 * channels + 2 * channels + c];
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < channels; ++c) {
+      double acc = 0;
+      for (int64_t j = 0; j < kernel; ++j) {
+        const int64_t s = t - (kernel - 1) + j;
+        if (s >= 0) acc += static_cast<double>(taps[j * channels + c]) * bx[s * channels + c];
+      }
+      y[t * channels + c] = static_cast<float>(bcx[t * 3 * channels + channels + c] * acc);
+    }
+  return y;
+}
+
+class ShortConvIsa : public ::testing::TestWithParam<Isa> {};
+INSTANTIATE_TEST_SUITE_P(VectorOps, ShortConvIsa, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+// Each level's short_conv has the reference's bits, whatever the channel
+// split and however the sequence is cut into calls (the earlier calls' bx
+// rows handed over as `past`, as the conv state does), and the reference is
+// the convolution (a double-precision naive one, to a float's rounding).
+TEST_P(ShortConvIsa, BitIdenticalAcrossSplitsAndCalls) {
+  if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
+  const VectorOps& ops = vector_ops(GetParam());
+  std::mt19937 rng(4242);
+  std::uniform_real_distribution<float> d(-1.5f, 1.5f);
+  for (int64_t kernel : {1, 3, 4}) {
+    for (int64_t channels : {5, 16, 37}) {
+      const int64_t rows = 11;
+      std::vector<float> bcx(rows * 3 * channels), taps(kernel * channels);
+      for (float& v : bcx) v = d(rng);
+      for (float& v : taps) v = d(rng);
+      // The reference in one call.
+      std::vector<float> bx(rows * channels), want(rows * channels);
+      std::vector<const float*> none(static_cast<size_t>(kernel), nullptr);
+      ref::short_conv(bcx.data(), rows, channels, kernel, taps.data(), none.data(), 0, channels, bx.data(),
+                      want.data());
+      const std::vector<float> naive = naive_short_conv(bcx, rows, channels, kernel, taps);
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(want[i], naive[i], 1e-5f * (1 + std::fabs(naive[i])));
+      // This level, in calls of 1..4 rows and two channel ranges per call.
+      for (int64_t step : {1, 3, 4}) {
+        std::vector<float> got_bx(rows * channels), got(rows * channels);
+        for (int64_t first = 0; first < rows; first += step) {
+          const int64_t n = std::min(step, rows - first);
+          std::vector<const float*> past(static_cast<size_t>(kernel));
+          for (int64_t i = 0; i + 1 < kernel; ++i) {
+            const int64_t p = first - (kernel - 1) + i;
+            past[i] = p < 0 ? nullptr : got_bx.data() + p * channels;
+          }
+          const int64_t mid = channels / 2;
+          for (auto [c0, c1] : {std::pair<int64_t, int64_t>{0, mid}, {mid, channels}})
+            ops.short_conv(bcx.data() + first * 3 * channels, n, channels, kernel, taps.data(), past.data(), c0, c1,
+                           got_bx.data() + first * channels, got.data() + first * channels);
+        }
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(got[i]))
+              << "kernel " << kernel << " channels " << channels << " step " << step << " at " << i;
+        EXPECT_EQ(bx, got_bx);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels

@@ -20,12 +20,14 @@ LayerBuilder layer_builder(const ModelSpec& s) {
       return build_llama_layer;
     case Architecture::Gemma3:
       return build_gemma3_layer;
+    case Architecture::Lfm2:
+      return build_lfm2_layer;
     case Architecture::Qwen3_5:
     case Architecture::Gemma4:
-    case Architecture::Lfm2:
       break;
   }
-  fail(s.source_architecture, "architecture", "{} models cannot be run yet (supported: llama, qwen2, qwen3, gemma3)",
+  fail(s.source_architecture, "architecture",
+       "{} models cannot be run yet (supported: llama, qwen2, qwen3, gemma3, lfm2)",
        architecture_name(s.arch));
 }
 
@@ -46,8 +48,11 @@ void check_spec(const ModelSpec& s) {
     fail(s.source_architecture, "layer_types", "{} entries for {} layers", s.layer_types.size(), s.num_layers);
   for (int64_t l = 0; l < s.num_layers; ++l) {
     const LayerKind k = s.layer_types[l];
-    if (k != LayerKind::FullAttention && k != LayerKind::SlidingAttention)
+    const bool conv = k == LayerKind::ShortConv && s.arch == Architecture::Lfm2;
+    if (k != LayerKind::FullAttention && k != LayerKind::SlidingAttention && !conv)
       fail(s.source_architecture, "layer_types", "layer {} is {}, which has no kernel yet", l, layer_kind_name(k));
+    if (conv && (s.conv_kernel < 1 || s.conv_kernel > 64))
+      fail(s.source_architecture, "conv_L_cache", "must be in [1, 64], got {}", s.conv_kernel);
     if (k == LayerKind::SlidingAttention && s.sliding_window <= 0)
       fail(s.source_architecture, "sliding_window", "layer {} slides but the window is {}", l, s.sliding_window);
   }

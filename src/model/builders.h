@@ -28,5 +28,6 @@ ProgramSet build_programs(const ModelSpec& spec, const BuildOptions& options = {
 // One decoder layer into `b` (reads and updates value "x"), per family.
 void build_llama_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);   // llama.cc: Llama, Qwen2, Qwen3
 void build_gemma3_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);  // gemma3.cc
+void build_lfm2_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);    // lfm2.cc
 
 }  // namespace tessera::model

@@ -58,7 +58,7 @@ void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax) {
   const int x = b.value("x", s.hidden_size);
   const int xs = b.value("x_selected", s.hidden_size, ValueType::F32, RowsKind::LogitRows);
   b.add(OpKind::SelectRows, {x}, {xs});
-  Op& norm = b.add(OpKind::RmsNorm, {xs}, {xs}, {"model.norm.weight"});
+  Op& norm = b.add(OpKind::RmsNorm, {xs}, {xs}, {final_norm_weight(s)});
   norm.eps = static_cast<float>(s.norm_eps);
   norm.plus_one = s.norm_weight_plus_one;
   const int logits = b.value("logits", s.vocab_size, ValueType::F32, RowsKind::LogitRows);
@@ -76,6 +76,11 @@ void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax) {
   }
 }
 
+std::string final_norm_weight(const ModelSpec& s) {
+  // LFM2 names its final norm after where the original model applied it.
+  return s.arch == Architecture::Lfm2 ? "model.embedding_norm.weight" : "model.norm.weight";
+}
+
 void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const std::string& weight_name,
                     int64_t layer) {
   Op& op = b.add(OpKind::RmsNorm, {x}, {y}, {layer_weight(layer, weight_name)});
@@ -84,7 +89,8 @@ void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const s
   op.layer = layer;
 }
 
-void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, float softcap) {
+void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, float softcap,
+                     const AttentionWeights& names) {
   const int64_t hd = layer_head_dim(s, layer);
   const int64_t kvh = layer_num_kv_heads(s, layer);
   const int64_t qw = s.num_heads * hd, kvw = kvh * hd;
@@ -96,18 +102,17 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   const int cos = b.value(table + ".cos", rot / 2), sin = b.value(table + ".sin", rot / 2);
   const int positions = b.value("positions", 1, ValueType::I32);
 
-  auto proj = [&](int dst, const char* name) {
-    std::vector<std::string> w = {layer_weight(layer, fmt::format("self_attn.{}.weight", name))};
-    if (s.attention_bias && std::string(name) != "o_proj")
-      w.push_back(layer_weight(layer, fmt::format("self_attn.{}.bias", name)));
+  auto proj = [&](int dst, const std::string& name) {
+    std::vector<std::string> w = {layer_weight(layer, name + ".weight")};
+    if (s.attention_bias) w.push_back(layer_weight(layer, name + ".bias"));
     b.add(OpKind::Linear, {in}, {dst}, std::move(w)).layer = layer;
   };
-  proj(q, "q_proj");
-  proj(k, "k_proj");
-  proj(v, "v_proj");
+  proj(q, names.q);
+  proj(k, names.k);
+  proj(v, names.v);
   if (s.qk_norm) {
-    for (auto [id, name] : {std::pair{q, "q_norm"}, std::pair{k, "k_norm"}}) {
-      Op& op = b.add(OpKind::RmsNorm, {id}, {id}, {layer_weight(layer, fmt::format("self_attn.{}.weight", name))});
+    for (auto [id, name] : {std::pair{q, &names.q_norm}, std::pair{k, &names.k_norm}}) {
+      Op& op = b.add(OpKind::RmsNorm, {id}, {id}, {layer_weight(layer, *name + ".weight")});
       op.eps = static_cast<float>(s.norm_eps);
       op.plus_one = s.norm_weight_plus_one;
       op.group = hd;
@@ -135,18 +140,18 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   Op& store = b.add(OpKind::KvStore, {k, v, positions}, {});
   store.layer = store.kv_layer = layer;
   store.window = a.window;
-  b.add(OpKind::Linear, {attn}, {out}, {layer_weight(layer, "self_attn.o_proj.weight")}).layer = layer;
+  b.add(OpKind::Linear, {attn}, {out}, {layer_weight(layer, names.o + ".weight")}).layer = layer;
 }
 
-void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out) {
+void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, const MlpWeights& names) {
   const int64_t inter = layer_intermediate_size(s, layer);
   const int gate = b.value("gate", inter), up = b.value("up", inter);
-  b.add(OpKind::Linear, {in}, {gate}, {layer_weight(layer, "mlp.gate_proj.weight")}).layer = layer;
-  b.add(OpKind::Linear, {in}, {up}, {layer_weight(layer, "mlp.up_proj.weight")}).layer = layer;
+  b.add(OpKind::Linear, {in}, {gate}, {layer_weight(layer, names.gate + ".weight")}).layer = layer;
+  b.add(OpKind::Linear, {in}, {up}, {layer_weight(layer, names.up + ".weight")}).layer = layer;
   Op& act = b.add(OpKind::GatedActivation, {gate, up}, {gate});
   act.activation = s.activation;
   act.layer = layer;
-  b.add(OpKind::Linear, {gate}, {out}, {layer_weight(layer, "mlp.down_proj.weight")}).layer = layer;
+  b.add(OpKind::Linear, {gate}, {out}, {layer_weight(layer, names.down + ".weight")}).layer = layer;
 }
 
 }  // namespace tessera::model

@@ -40,14 +40,28 @@ void build_embedding(ProgramBuilder& b, const ModelSpec& s);
 // row's argmax (greedy decoding reads it instead of scanning the logits).
 void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax);
 
+// The HF names of an attention block's weights under "model.layers.N.", and
+// of a gated MLP's (each + ".weight" / ".bias"). The defaults are Llama's.
+struct AttentionWeights {
+  std::string q = "self_attn.q_proj", k = "self_attn.k_proj", v = "self_attn.v_proj", o = "self_attn.o_proj";
+  std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
+};
+struct MlpWeights {
+  std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";
+};
+
 // Self-attention of `layer` on normalized input `in`; result (after o_proj) in
 // value `out`. Projections with bias where the spec says so, per-head q/k
 // RMSNorm when spec.qk_norm, RoPE from the global or local table, KV stored
 // after attention. `softcap` caps the attention scores (0: off); the caller
 // says whether its architecture applies spec.attn_logit_softcap.
-void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, float softcap);
+void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, float softcap,
+                     const AttentionWeights& names = {});
 // down(act(gate(in)) · up(in)) → out.
-void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out);
+void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out,
+                     const MlpWeights& names = {});
+// The final norm's weight: "model.norm.weight" ("model.embedding_norm.weight" for LFM2).
+std::string final_norm_weight(const ModelSpec& s);
 // y = rms_norm(x) with the layer norm weight `weight_name` and the spec's form.
 void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const std::string& weight_name,
                     int64_t layer);

@@ -11,7 +11,9 @@
 //   s.forward(ids, all_logits=True, max_tokens_per_call=0) -> float32 ndarray [rows, vocab]
 //   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False, stop=[], repeat_last_n=64,
 //              max_tokens_per_call=0) -> dict (settings checked by make_generate_options, as the CLI's)
-//   s.length, s.reset(), s.truncate(n)
+//   s.length, s.reset(), s.truncate(n) -> bool, s.can_truncate(n), s.rollback(k) -> bool,
+//   s.snapshot() -> SessionSnapshot, s.restore(snapshot), s.state_bytes, s.rollback_margin
+//   (runtime/sequence_state.h: false = the state could not go back there; the session was reset)
 //   _tessera.calibrate(source, text="", max_tokens=512, threads=1)
 //       -> {"ids": [...], "random_ids": bool, "input_moments": {weight name: float32 ndarray [cols]}}
 //       (convert/calibration.h; text "" = the built-in calibration text)
@@ -164,6 +166,14 @@ void bind_model(py::module_& m) {
           py::arg("repeat_last_n") = 64, py::arg("max_tokens_per_call") = 0)
       .def_property_readonly("length", &Session::length)
       .def_property_readonly("kv_bytes", [](const Session& x) { return x.kv().bytes_allocated(); })
+      .def_property_readonly("state_bytes", [](const Session& x) { return x.state().bytes_allocated(); })
+      .def_property_readonly("rollback_margin", [](const Session& x) { return x.state().rollback_margin(); })
       .def("reset", &Session::reset)
-      .def("truncate", &Session::truncate);
+      .def("truncate", &Session::truncate)
+      .def("can_truncate", &Session::can_truncate)
+      .def("rollback", &Session::rollback)
+      .def("snapshot", &Session::snapshot)
+      .def("restore", &Session::restore);
+  py::class_<Session::Snapshot>(m, "SessionSnapshot")
+      .def_property_readonly("length", [](const Session::Snapshot& x) { return x.state.length(); });
 }

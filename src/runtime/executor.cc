@@ -159,6 +159,26 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         }
         break;
       }
+      case OpKind::ShortConv: {
+        // HF keeps the depthwise conv as [channels][1][kernel], GGUF as
+        // [channels][kernel]: the same values in the same order.
+        const WeightView& t = weight(0);
+        const int64_t channels = cols(op.outputs.at(1)), kernel = op.kernel;
+        if (cols(op.inputs.at(0)) != 3 * channels || cols(op.outputs.at(0)) != channels)
+          fail(p.name, op.weights[0], "short conv needs [B|C|x] rows of 3 x {} values", channels);
+        const bool rank3 = t.shape == std::vector<int64_t>{channels, 1, kernel};
+        if (!rank3 && t.shape != std::vector<int64_t>{channels, kernel})
+          fail(p.name, op.weights[0], "conv weight has shape [{}], the model needs [{}, 1, {}]", fmt::join(t.shape, ", "),
+               channels, kernel);
+        if (t.format != WeightFormat::F32)
+          fail(p.name, op.weights[0], "conv weight must be f32, found {}", weight_format_name(t.format));
+        const float* w = static_cast<const float*>(t.data);
+        b.taps.resize(static_cast<size_t>(kernel * channels));
+        for (int64_t c = 0; c < channels; ++c)
+          for (int64_t j = 0; j < kernel; ++j) b.taps[j * channels + c] = w[c * kernel + j];
+        b.w0 = &t;
+        break;
+      }
       case OpKind::Argmax: {
         const Value &in = p.values[op.inputs.at(0)], &out = p.values[op.outputs.at(0)];
         if (in.type != ValueType::F32 || out.type != ValueType::I32 || out.cols != 1 || in.rows != out.rows)
@@ -537,13 +557,13 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       break;
     }
     case OpKind::Attention: {
-      if (ctx.kv->type() == KvType::F16) {
+      if (ctx.state->kv().type() == KvType::F16) {
         // The call's own rows take the values the cache will hold (kv_cache.h).
         const int64_t n = T * p.values[op.inputs[1]].cols;
         v.round_to_f16(ws.f(op.inputs[1]), n);
         v.round_to_f16(ws.f(op.inputs[2]), n);
       }
-      const ref::KvSpan span = ctx.kv->span(op.kv_layer, op.window, ws.f(op.inputs[1]), ws.f(op.inputs[2]));
+      const ref::KvSpan span = ctx.state->kv().span(op.kv_layer, op.window, ws.f(op.inputs[1]), ws.f(op.inputs[2]));
       ref::AttentionShape shape{op.heads, op.kv_heads, op.head_dim, op.window, op.scale, op.softcap};
       const float* q = ws.f(op.inputs[0]);
       float* o = ws.f(op.outputs[0]);
@@ -595,7 +615,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       break;
     }
     case OpKind::KvStore:
-      ctx.kv->store(op.kv_layer, ws.f(op.inputs[0]), ws.f(op.inputs[1]), T);
+      ctx.state->kv().store(op.kv_layer, ws.f(op.inputs[0]), ws.f(op.inputs[1]), T);
       break;
     case OpKind::GatedActivation: {
       // Elementwise: any split gives the same bits. Decode-sized ops stay on
@@ -627,6 +647,25 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
     case OpKind::Softcap:
       v.softcap(ws.f(op.outputs[0]), rows_of(op.outputs[0]) * p.values[op.outputs[0]].cols, op.softcap);
       break;
+    case OpKind::ShortConv: {
+      ConvState& conv = ctx.state->conv();
+      const int64_t channels = p.values[op.outputs[1]].cols, kernel = op.kernel;
+      const int64_t first = ctx.state->length();
+      std::vector<const float*> past(static_cast<size_t>(std::max<int64_t>(0, kernel - 1)));
+      conv.past_rows(op.layer, first, past.data());
+      const float* bcx = ws.f(op.inputs[0]);
+      float* bx = ws.f(op.outputs[0]);
+      float* y = ws.f(op.outputs[1]);
+      // Channels are independent: any split gives the same bits.
+      pool.parallel_for(
+          channels,
+          [&](int64_t c0, int64_t c1) {
+            v.short_conv(bcx, T, channels, kernel, b.taps.data(), past.data(), c0, c1, bx, y);
+          },
+          std::max<int64_t>(16, kElementwiseGrain / std::max<int64_t>(1, T)));
+      conv.store(op.layer, first, bx, T);
+      break;
+    }
     case OpKind::Argmax: {
       const int64_t n = p.values[op.inputs[0]].cols;
       const float* x = ws.f(op.inputs[0]);

@@ -10,6 +10,7 @@
 //   Linear on other formats         reference kernel (fallback)
 //   RMSNorm, RoPE, attention, gated activation, add, softcap, argmax
 //                                   kernels/vector_ops.h of that level
+//   ShortConv                       kernels/vector_ops.h of that level
 //   Embed, KvStore, SelectRows      row copies (no arithmetic to place)
 // At Isa::Scalar every op runs its reference kernel. Linear layers split
 // output features and attention splits heads across the thread pool, which
@@ -31,7 +32,7 @@
 #include "kernels/qlinear_amx.h"
 #include "kernels/qlinear_refine.h"
 #include "kernels/vector_ops.h"
-#include "runtime/kv_cache.h"
+#include "runtime/sequence_state.h"
 #include "runtime/thread_pool.h"
 #include "runtime/weight_store.h"
 
@@ -73,7 +74,7 @@ struct OpProfile {
 struct CallContext {
   int64_t rows = 0;                  // tokens in this call (<= max_tokens)
   std::vector<int32_t> logit_rows;   // rows (0..rows-1) whose logits are wanted
-  KvCache* kv = nullptr;
+  SequenceState* state = nullptr;    // the sequence's per-layer state (KV, conv tails)
   ThreadPool* pool = nullptr;
   OpProfile* profile = nullptr;      // optional: per-op timing
   // Optional: called before every Linear with its weight's name and its
@@ -131,6 +132,7 @@ class BoundProgram {
     int act_qmax = 127;              // their range (kernels::layer_act_qmax; the head: full)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
     std::shared_ptr<const kernels::RefineHead> refine;  // refine_top: the head's row norms
+    std::vector<float> taps;         // ShortConv: the conv weight tap-major, [kernel][channels]
     // Linears that read the same quantized input back to back (q/k/v,
     // gate/up) run as one parallel_for on the integer-dot path: the first
     // holds how many (1: alone), the rest 0.

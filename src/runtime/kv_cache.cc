@@ -16,18 +16,31 @@ KvType parse_kv_type(const std::string& name) {
   fail("options", "kv type", "must be f32 or f16, got '{}'", name);
 }
 
-KvCache::KvCache(const ModelSpec& spec, int64_t context_length, KvType type)
+KvCache::KvCache(const ModelSpec& spec, int64_t context_length, KvType type, int64_t rollback_margin)
     : context_length_(context_length), type_(type) {
   if (context_length < 1) fail("options", "context length", "must be positive, got {}", context_length);
+  if (rollback_margin < 0) fail("options", "rollback margin", "must be >= 0, got {}", rollback_margin);
   layers_.resize(spec.num_layers);
   for (int64_t l = 0; l < spec.num_layers; ++l) {
     Layer& L = layers_[l];
+    const LayerKind kind = spec.layer_types[l];
+    // Layers without attention, and attention layers that read an earlier
+    // layer's keys and values (Gemma 4's KV sharing), hold nothing.
+    if ((kind != LayerKind::FullAttention && kind != LayerKind::SlidingAttention) || layer_shares_kv(spec, l))
+      continue;
     L.kv_heads = layer_num_kv_heads(spec, l);
     L.head_dim = layer_head_dim(spec, l);
     L.width = L.kv_heads * L.head_dim;
-    L.ring = spec.layer_types[l] == LayerKind::SlidingAttention && spec.sliding_window < context_length;
-    L.capacity = L.ring ? spec.sliding_window : context_length;
+    const int64_t ring = spec.sliding_window + rollback_margin;
+    L.ring = kind == LayerKind::SlidingAttention && ring < context_length;
+    L.window = spec.sliding_window;
+    L.capacity = L.ring ? ring : context_length;
   }
+}
+
+uint64_t KvCache::layer_bytes(int64_t layer, int64_t positions) const {
+  const Layer& L = layers_[layer];
+  return static_cast<uint64_t>(2 * std::min(positions, L.capacity) * L.width * kv_element_bytes(type_));
 }
 
 ref::KvSpan KvCache::layout(const Layer& L) {
@@ -108,15 +121,20 @@ void KvCache::store(int64_t layer, const float* k, const float* v, int64_t rows)
   }
 }
 
-bool KvCache::truncate(int64_t n) {
-  if (n >= length_) return n == length_;
+bool KvCache::can_truncate(int64_t n) const {
+  if (n < 0 || n > length_) return false;
   for (const Layer& L : layers_) {
-    if (!L.ring) continue;
-    // A query at n needs positions n-capacity+1 .. n-1 in their slots; later
+    if (!L.ring || n == length_) continue;
+    // A query at n needs positions n-window+1 .. n-1 in their slots; later
     // positions (now being forgotten) may have overwritten some of them.
-    for (int64_t p = std::max<int64_t>(0, n - L.capacity + 1); p < n; ++p)
+    for (int64_t p = std::max<int64_t>(0, n - L.window + 1); p < n; ++p)
       if (L.slot_position[p % L.capacity] != p) return false;
   }
+  return true;
+}
+
+bool KvCache::truncate(int64_t n) {
+  if (!can_truncate(n)) return false;
   length_ = n;
   return true;
 }

@@ -2,10 +2,14 @@
 //
 // Full-attention layers keep every position, growing their storage (doubling)
 // up to the session's context length. Sliding-window layers keep a ring of
-// `window` slots (position p lives in slot p % window), so their memory stays
-// at the window size however long the context grows: a query at position p
-// only sees p-window+1 .. p, and a call's own new keys are passed to attention
-// directly (ref::KvSpan), so the ring never needs more than the window.
+// `window + rollback_margin` slots (position p lives in slot p % capacity), so
+// their memory stays near the window size however long the context grows: a
+// query at position p only sees p-window+1 .. p, and a call's own new keys are
+// passed to attention directly (ref::KvSpan), so attention never needs more
+// than the window. The margin's extra slots keep the positions that the last
+// `rollback_margin` tokens overwrote: truncating by up to that many tokens
+// (a speculative draft rejected, a turn's last tokens re-fed) still finds
+// every key the next query needs, after the ring has wrapped.
 //
 // A call runs attention over the cache plus its own rows, then KvStore writes
 // those rows; the session advances length() once all programs of the call ran.
@@ -45,7 +49,8 @@ KvType parse_kv_type(const std::string& name);
 
 class KvCache {
  public:
-  KvCache(const ModelSpec& spec, int64_t context_length, KvType type = KvType::F32);
+  // rollback_margin: extra ring slots (see above); 0 keeps rings at the window.
+  KvCache(const ModelSpec& spec, int64_t context_length, KvType type = KvType::F32, int64_t rollback_margin = 0);
 
   int64_t length() const { return length_; }
   int64_t context_length() const { return context_length_; }
@@ -60,21 +65,30 @@ class KvCache {
   // Called by the session after every program of a call has run.
   void advance(int64_t rows) { length_ += rows; }
 
-  // Forgets positions >= n. False (and nothing changed) when a ring layer no
-  // longer holds the positions a query at n would need; the caller must then
-  // clear() and recompute.
+  // Whether truncate(n) can succeed: n <= length() and every ring layer still
+  // holds the positions a query at n would need (always, for n >= length() -
+  // rollback_margin - 1).
+  bool can_truncate(int64_t n) const;
+  // Forgets positions >= n. False (and nothing changed) when !can_truncate(n);
+  // the caller must then clear() and recompute.
   bool truncate(int64_t n);
   void clear() { length_ = 0; }
 
   uint64_t bytes_allocated() const;
-  // Slots a layer holds at most: the context length, or the window for rings.
+  // Slots a layer holds at most: the context length, or window + margin for
+  // rings; 0 for a layer without KV of its own (not attention, or sharing
+  // an earlier layer's).
   int64_t layer_capacity(int64_t layer) const { return layers_[layer].capacity; }
+  // Bytes a layer's keys and values take once `positions` are cached (what
+  // bytes_allocated() reaches at most, before growth's slack).
+  uint64_t layer_bytes(int64_t layer, int64_t positions) const;
 
  private:
   struct Layer {
     int64_t kv_heads = 0, head_dim = 0;
     int64_t width = 0;     // kv_heads · head_dim
     int64_t capacity = 0;  // max slots
+    int64_t window = 0;    // ring layers: the positions a query sees (capacity - margin)
     int64_t slots = 0;     // allocated slots (per head)
     bool ring = false;
     std::vector<float> k, v;           // F32: [kv heads][slots][head_dim]

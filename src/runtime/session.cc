@@ -11,7 +11,7 @@ namespace tessera {
 
 Session::Session(const Model& model, int64_t context_length)
     : model_(model),
-      kv_(model.spec(), context_length > 0 ? context_length : model.spec().context_length, model.kv_type()),
+      state_(model.spec(), context_length > 0 ? context_length : model.spec().context_length, model.kv_type()),
       workspaces_(model.programs().programs.size()) {
   if (context_length > model.spec().context_length && model.spec().context_length > 0)
     fail(model.path(), "context length", "{} exceeds the model's maximum of {} positions", context_length,
@@ -19,18 +19,31 @@ Session::Session(const Model& model, int64_t context_length)
 }
 
 void Session::reset() {
-  kv_.clear();
+  state_.clear();
   history_.clear();
 }
 
 bool Session::truncate(int64_t n) {
   if (n < 0 || n > length()) fail("session", "truncate", "position {} is outside 0..{}", n, length());
-  if (kv_.truncate(n)) {
+  if (state_.truncate(n)) {
     history_.resize(static_cast<size_t>(n));
     return true;
   }
   reset();
   return false;
+}
+
+bool Session::rollback(int64_t k) {
+  if (k < 0 || k > length()) fail("session", "rollback", "{} tokens is outside 0..{}", k, length());
+  return truncate(length() - k);
+}
+
+void Session::restore(const Snapshot& s) {
+  if (static_cast<int64_t>(s.history.size()) != s.state.length())
+    fail("session", "restore", "the snapshot holds {} tokens of history for {} positions", s.history.size(),
+         s.state.length());
+  state_.restore(s.state);
+  history_ = s.history;
 }
 
 const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsWanted wanted,
@@ -90,7 +103,7 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
   }
   CallContext ctx;
   ctx.rows = n;
-  ctx.kv = &kv_;
+  ctx.state = &state_;
   ctx.pool = &model_.pool();
   if (on_linear_input) ctx.on_linear_input = &on_linear_input;
   if (logits_out) {
@@ -150,7 +163,7 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
     else
       greedy_ready_ = false;  // greedy_ids() scans the logits
   }
-  kv_.advance(n);
+  state_.advance(n);
 }
 
 }  // namespace tessera

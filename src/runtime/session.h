@@ -1,4 +1,5 @@
-// A conversation's state on a Model: the KV cache and the token history.
+// A conversation's state on a Model: its per-layer state (sequence_state.h:
+// KV rows, rings, conv tails) and the token history.
 // forward() runs new tokens through the programs of the model — the whole
 // batch in calls of up to T tokens (prefill variants), or T=1 (decode) — and
 // returns logits. The result never depends on how the tokens were split into
@@ -12,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kv_cache.h"
 #include "runtime/model.h"
+#include "runtime/sequence_state.h"
 
 namespace tessera {
 
@@ -36,15 +37,31 @@ class Session {
   // first call after that forward().
   const std::vector<int32_t>& greedy_ids();
 
-  int64_t length() const { return kv_.length(); }
-  int64_t context_length() const { return kv_.context_length(); }
+  int64_t length() const { return state_.length(); }
+  int64_t context_length() const { return state_.context_length(); }
   const std::vector<int32_t>& history() const { return history_; }
-  // Keeps the first n tokens. False when the KV cannot be cut there (a sliding
-  // layer's ring no longer holds what position n needs); then the session is
-  // reset and the caller re-feeds the tokens.
+  // Keeps the first n tokens. False when the state cannot be cut there (a
+  // sliding layer's ring or a conv tail no longer holds what position n
+  // needs: n is more than the rollback margin back, after a wrap); then the
+  // session is reset and the caller re-feeds the tokens.
   bool truncate(int64_t n);
+  // Whether truncate(n) would keep the state (n <= length()).
+  bool can_truncate(int64_t n) const { return n >= 0 && state_.can_truncate(n); }
+  // Forgets the last k tokens; always kept for k <= state().rollback_margin().
+  bool rollback(int64_t k);
   void reset();
-  const KvCache& kv() const { return kv_; }
+
+  // The state and the history together: what a prefix cache stores and a
+  // later session resumes from (restore checks it fits this model).
+  struct Snapshot {
+    SequenceState state;
+    std::vector<int32_t> history;
+  };
+  Snapshot snapshot() const { return {state_.snapshot(), history_}; }
+  void restore(const Snapshot& s);
+
+  const SequenceState& state() const { return state_; }
+  const KvCache& kv() const { return state_.kv(); }
   const Model& model() const { return model_; }
 
   // Optional observer: called after each non-last chunk program of a call
@@ -74,7 +91,7 @@ class Session {
   void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out);
 
   const Model& model_;
-  KvCache kv_;
+  SequenceState state_;
   std::vector<int32_t> history_;
   std::vector<std::optional<Workspace>> workspaces_;  // by program index, made on first use
   std::vector<float> logits_;

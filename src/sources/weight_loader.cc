@@ -23,10 +23,28 @@ std::string gguf_tensor_name(Architecture arch, const std::string& hf) {
       {"model.norm.weight", "output_norm.weight"},
       {"lm_head.weight", "output.weight"},
   };
+  // LFM2's final norm keeps the name of where the original model applied it
+  // (llama.cpp: LLM_TENSOR_OUTPUT_NORM_LFM2).
+  if (arch == Architecture::Lfm2 && hf == "model.embedding_norm.weight") return "token_embd_norm.weight";
   if (auto it = top.find(hf); it != top.end()) return it->second;
   static const std::regex layer_re(R"(model\.layers\.(\d+)\.(.+))");
   std::smatch m;
   if (!std::regex_match(hf, m, layer_re)) return "";
+  static const std::map<std::string, std::string> lfm2 = {
+      {"operator_norm.weight", "attn_norm.weight"},
+      {"ffn_norm.weight", "ffn_norm.weight"},
+      {"self_attn.out_proj.weight", "attn_output.weight"},
+      {"self_attn.q_layernorm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_layernorm.weight", "attn_k_norm.weight"},
+      {"conv.conv.weight", "shortconv.conv.weight"},
+      {"conv.in_proj.weight", "shortconv.in_proj.weight"},
+      {"conv.out_proj.weight", "shortconv.out_proj.weight"},
+      {"feed_forward.w1.weight", "ffn_gate.weight"},
+      {"feed_forward.w3.weight", "ffn_up.weight"},
+      {"feed_forward.w2.weight", "ffn_down.weight"},
+  };
+  if (arch == Architecture::Lfm2)
+    if (auto it = lfm2.find(m[2].str()); it != lfm2.end()) return fmt::format("blk.{}.{}", m[1].str(), it->second);
   const bool gemma = arch == Architecture::Gemma3;
   // HF suffix -> llama.cpp suffix. Llama's post_attention_layernorm is the
   // pre-MLP norm (ffn_norm); Gemma's is the norm after attention.
@@ -141,6 +159,9 @@ F32Weights load_f32_weights(const ModelSource& src, const std::vector<std::strin
       if (!v) fail(src.path, name, "tensor not found in the checkpoint");
       t = to_f32(*v, src.path);
     }
+    // A depthwise convolution's [channels][1][kernel] (HF) is the same values
+    // as GGUF's [channels][kernel]: every consumer sees the rank-2 form.
+    if (t.shape.size() == 3 && t.shape[1] == 1) t.shape = {t.shape[0], t.shape[2]};
     store[name] = std::move(t);
     if (progress) progress(++done, names.size());
   }

@@ -113,3 +113,37 @@ def test_f16_kv_cache_is_split_free_and_close_to_transformers(tiny):
     f32 = tessera.Session(tessera.Model(str(directory), reference=True))
     f32.forward(seq, all_logits=False)
     assert 2 * session.kv_bytes == f32.kv_bytes
+
+
+def test_second_turn_rollbacks_and_snapshots_equal_a_fresh_run(tiny):
+    """The per-layer state contract (runtime/sequence_state.h) on every
+    architecture: a second turn on a session, rollbacks of up to the margin
+    after Gemma 3's 8-token window and LFM2's conv tails have wrapped many
+    times, and a restored snapshot all give the logits of a run from scratch,
+    bit for bit. Going back further than the bounded states keep is refused
+    (and the session reset) rather than silently wrong."""
+    name, directory, _, ids, _ = tiny
+    seq = ids[0].tolist()
+    model = tessera.Model(str(directory), reference=True)
+    fresh = tessera.Session(model).forward(seq, all_logits=True)
+    s = tessera.Session(model)
+    s.forward(seq[:30], all_logits=True)
+    assert np.array_equal(s.forward(seq[30:], all_logits=True), fresh[30:]), f"{name}: second turn"
+    margin = s.rollback_margin
+    assert margin >= 8
+    other = [(t * 7 + 3) % VOCAB for t in seq]
+    snap = s.snapshot()
+    for k in (1, 5, margin):
+        assert s.rollback(k), f"{name}: rollback of {k}"
+        got = s.forward(other[:k], all_logits=True)
+        want = tessera.Session(model).forward(seq[:SEQ - k] + other[:k], all_logits=True)[-k:]
+        assert np.array_equal(got, want), f"{name}: after a rollback of {k}"
+        s.restore(snap)
+        assert s.length == SEQ
+    got = s.forward(other[:3], all_logits=True)
+    assert np.array_equal(got, tessera.Session(model).forward(seq + other[:3], all_logits=True)[-3:]), name
+    bounded = name.startswith("gemma3") or name == "lfm2"
+    far = SEQ + 3 - (margin + 12)
+    assert s.can_truncate(far) == (not bounded), name
+    assert s.truncate(far) == (not bounded), name
+    assert s.length == (0 if bounded else far)

@@ -2,7 +2,8 @@
 the fly with transformers (seeded, fp32): few layers and small widths, but
 the real structure — GQA, qkv bias (Qwen2), q/k norm (Qwen3, Gemma 3), tied
 and untied embeddings, RoPE scaling, Gemma 3 sliding-window layers with a
-window much shorter than the test sequences, soft-capping.
+window much shorter than the test sequences, soft-capping, LFM2's short
+convolutions.
 
 Every parameter is redrawn (norm weights around their neutral value, the
 rest N(0, 0.1²)) so that no block is an identity that would hide a bug."""
@@ -37,6 +38,11 @@ def _configs():
                              "full_attention": {"rope_type": "linear", "rope_theta": 1000000.0, "factor": 8.0}}),
         # attn_logit_softcapping is set but transformers' Gemma 3 ignores it (so
         # must we); final_logit_softcapping is applied.
+        # LFM2: short-convolution layers around GQA attention layers (q/k
+        # layer norms); the MLP keeps its 128 width (auto-adjust off).
+        "lfm2": lambda: transformers.Lfm2Config(
+            **common, num_hidden_layers=4, conv_L_cache=3, block_auto_adjust_ff_dim=False,
+            layer_types=["conv", "full_attention", "conv", "conv"], tie_word_embeddings=True),
         "gemma3_softcap": lambda: transformers.Gemma3TextConfig(
             **common, num_hidden_layers=2, head_dim=16, sliding_window=5, query_pre_attn_scalar=16,
             layer_types=["sliding_attention", "full_attention"], attn_logit_softcapping=3.0,

@@ -213,6 +213,30 @@ void add_in_place(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+void short_conv(const float* bcx, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
+                const float* const* past, int64_t c_begin, int64_t c_end, float* bx_out, float* y) {
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* B = bcx + t * 3 * channels;
+    const float* C = B + channels;
+    const float* X = C + channels;
+    float* bx = bx_out + t * channels;
+    for (int64_t c = c_begin; c < c_end; ++c) bx[c] = B[c] * X[c];
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      float acc = 0.0f;
+      bool first = true;
+      for (int64_t j = 0; j < kernel; ++j) {
+        const int64_t back = kernel - 1 - j;  // rows before t
+        const float* in = back <= t ? bx_out + (t - back) * channels : past[kernel - 1 - (back - t)];
+        if (in == nullptr) continue;
+        const float term = weight[j * channels + c] * in[c];
+        acc = first ? term : acc + term;
+        first = false;
+      }
+      y[t * channels + c] = C[c] * acc;
+    }
+  }
+}
+
 void softcap(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }

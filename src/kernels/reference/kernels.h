@@ -123,4 +123,17 @@ void softcap(float* x, int64_t n, float cap);
 // Index of the largest value; the lowest index among equal maxima.
 int64_t argmax(const float* x, int64_t n);
 
+// LFM2's gated short convolution of one call (Lfm2ShortConv between in_proj
+// and out_proj), for channels [c_begin, c_end):
+//   row t of bcx = [B | C | x], each `channels` wide;  bx_t = B_t · x_t
+//   y_t = C_t · Σ_{j < kernel} w_j · bx_{t-(kernel-1)+j}        (elementwise)
+// bx of positions before the call come from `past` (kernel-1 rows, oldest
+// first; null: before the sequence start, the tap is skipped, which changes
+// no bits against conv1d's zero padding), the call's own from bx_out, which
+// this writes ([rows][channels]). weight: tap-major [kernel][channels]. The
+// taps are summed in order j = 0 .. kernel-1, every product rounded before
+// its add (no FMA), so each output has one value whatever the call split.
+void short_conv(const float* bcx, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
+                const float* const* past, int64_t c_begin, int64_t c_end, float* bx_out, float* y);
+
 }  // namespace tessera::ref
