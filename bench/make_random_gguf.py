@@ -24,6 +24,10 @@ Shapes:
                    ffn 4864, vocab 151936, tied embeddings, rope theta 1e6, qkv bias
     smollm2-135m   llama: hidden 576, 30 layers, 9 heads, 3 kv heads, head_dim 64,
                    ffn 1536, vocab 49152, tied embeddings, rope theta 100000
+    lfm2-350m      lfm2: hidden 1024, 16 layers (attention at 2, 5, 8, 10, 12, 14; gated
+                   short convolutions of 3 taps elsewhere), 16 heads, 8 kv heads, head_dim 64,
+                   ffn 4608, vocab 65536, tied embeddings, rope theta 1e6 (needs --head-type:
+                   its 1024-wide head is one llama-quantize would make Q6_K)
 """
 
 import argparse
@@ -47,6 +51,11 @@ SHAPES = {
                          qkv_bias=False, pre="smollm",
                          specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos="<|im_start|>",
                          eos="<|im_end|>"),
+    "lfm2-350m": dict(arch="lfm2", name="LFM2-350M (random weights)", hidden=1024, layers=16, heads=16,
+                      kv_heads=8, head_dim=64, ffn=4608, vocab=65536, ctx=128000, theta=1e6, eps=1e-5,
+                      qkv_bias=False, pre="lfm2", attention_layers=[2, 5, 8, 10, 12, 14], conv_taps=3,
+                      specials=["<|startoftext|>", "<|im_start|>", "<|im_end|>"], bos="<|startoftext|>",
+                      eos="<|im_end|>"),
 }
 
 TYPES = {"q4_0": (Q.Q4_0, gguf.LlamaFileType.MOSTLY_Q4_0), "q8_0": (Q.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0),
@@ -127,7 +136,14 @@ def main():
     w.add_block_count(s["layers"])
     w.add_feed_forward_length(s["ffn"])
     w.add_head_count(s["heads"])
-    w.add_head_count_kv(s["kv_heads"])
+    lfm2 = s["arch"] == "lfm2"
+    attention = set(s["attention_layers"]) if lfm2 else set(range(s["layers"]))
+    # LFM2 lists KV heads per layer, 0 for its convolution layers.
+    w.add_head_count_kv([s["kv_heads"] if i in attention else 0 for i in range(s["layers"])] if lfm2
+                        else s["kv_heads"])
+    if lfm2:
+        w.add_shortconv_l_cache(s["conv_taps"])
+        w.add_vocab_size(s["vocab"])
     w.add_rope_freq_base(s["theta"])
     w.add_rope_dimension_count(s["head_dim"])
     w.add_layer_norm_rms_eps(s["eps"])
@@ -163,10 +179,20 @@ def main():
     hidden, hd = s["hidden"], s["head_dim"]
     q_dim, kv_dim = s["heads"] * hd, s["kv_heads"] * hd
     matrix("token_embd.weight", s["vocab"], hidden, head_qtype)  # tied: no output.weight
-    vector("output_norm.weight", hidden, 1.0)
+    vector("token_embd_norm.weight" if lfm2 else "output_norm.weight", hidden, 1.0)
     for i in range(s["layers"]):
         b = f"blk.{i}."
         vector(b + "attn_norm.weight", hidden, 1.0)
+        if i not in attention:  # LFM2's gated short convolution
+            w.add_tensor(b + "shortconv.conv.weight",
+                         rng.standard_normal((hidden, s["conv_taps"]), dtype=np.float32) * np.float32(0.2))
+            matrix(b + "shortconv.in_proj.weight", 3 * hidden, hidden)
+            matrix(b + "shortconv.out_proj.weight", hidden, hidden)
+            vector(b + "ffn_norm.weight", hidden, 1.0)
+            matrix(b + "ffn_gate.weight", s["ffn"], hidden)
+            matrix(b + "ffn_up.weight", s["ffn"], hidden)
+            matrix(b + "ffn_down.weight", hidden, s["ffn"])
+            continue
         matrix(b + "attn_q.weight", q_dim, hidden)
         matrix(b + "attn_k.weight", kv_dim, hidden)
         matrix(b + "attn_v.weight", kv_dim, hidden)
@@ -174,6 +200,9 @@ def main():
             vector(b + "attn_q.bias", q_dim)
             vector(b + "attn_k.bias", kv_dim)
             vector(b + "attn_v.bias", kv_dim)
+        if lfm2:
+            vector(b + "attn_q_norm.weight", hd, 1.0)
+            vector(b + "attn_k_norm.weight", hd, 1.0)
         matrix(b + "attn_output.weight", hidden, q_dim)
         vector(b + "ffn_norm.weight", hidden, 1.0)
         matrix(b + "ffn_gate.weight", s["ffn"], hidden)

@@ -2,12 +2,15 @@
 // formats, tokenizer, context length), read from a GGUF, an HF directory, a
 // bundle (its manifest) or a pulled model name.
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "runtime/sequence_state.h"
+#include "sources/hf_config.h"
 #include "sources/model_source.h"
 #include "bundle/bundle_summary.h"
 #include "sources/model_summary.h"
@@ -66,6 +69,38 @@ void print_human(const nlohmann::json& j) {
                  ? fmt::format(", {} tokens", t["vocab_size"].get<int64_t>())
                  : "");
   fmt::print("chat template   {}\n", t["chat_template"].get<bool>() ? "yes" : "no");
+  const auto& st = j["state"];
+  std::map<std::string, std::pair<int, uint64_t>> by_kind;  // kind -> layers, bytes
+  for (const auto& l : st["layers"]) {
+    auto& [n, b] = by_kind[l["kind"].get<std::string>()];
+    ++n;
+    b += l["bytes"].get<uint64_t>();
+  }
+  std::string parts;
+  for (const auto& [kind, nb] : by_kind)
+    parts += fmt::format("{}{} {} layers {:.1f} MiB", parts.empty() ? "" : ", ", nb.first, kind, nb.second / 1048576.0);
+  fmt::print("state           {:.1f} MiB at {} positions ({} KV; {})\n", st["bytes"].get<uint64_t>() / 1048576.0,
+             st["positions"].get<int64_t>(), st["kv_type"].get<std::string>(), parts);
+}
+
+// What one sequence's per-layer state takes at `positions` (runtime/sequence_state.h):
+// KV of full layers grows with the positions, sliding layers stop at their
+// ring (window + rollback margin), KV-sharing layers take nothing, conv tails
+// a few rows.
+nlohmann::json state_summary(const ModelSpec& spec, int64_t positions, KvType kv_type) {
+  const int64_t context = std::max<int64_t>(positions, 1);
+  const SequenceState state(spec, context, kv_type);
+  nlohmann::json layers = nlohmann::json::array();
+  uint64_t total = 0;
+  for (int64_t l = 0; l < spec.num_layers; ++l) {
+    const uint64_t b = state.layer_bytes(l, positions);
+    std::string kind = layer_kind_name(spec.layer_types[l]);
+    if (layer_shares_kv(spec, l)) kind += " (shared KV)";
+    layers.push_back({{"layer", l}, {"kind", kind}, {"bytes", b}});
+    total += b;
+  }
+  return {{"positions", positions}, {"kv_type", kv_type_name(kv_type)}, {"rollback_margin", state.rollback_margin()},
+          {"bytes", total}, {"layers", layers}};
 }
 
 }  // namespace
@@ -74,22 +109,41 @@ void register_info(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Describe a model: GGUF file, HF directory, bundle or pulled name");
   static std::string model;
   static bool json = false;
+  static int64_t positions = 0;
+  static std::string kv_type = "f32";
   cmd->add_option("model", model, "GGUF path, HF checkpoint directory, bundle directory, or pulled model name")
       ->required();
   cmd->add_flag("--json", json, "Print one JSON object");
+  cmd->add_option("--ctx", positions, "Report the per-layer state (KV, rings, conv tails) of a sequence of this many "
+                                      "positions (0: the model's context length)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-type", kv_type, "KV element type of that report")->check(CLI::IsMember({"f32", "f16"}));
   cmd->callback([] {
     nlohmann::json j;
+    ModelSpec spec;
     if (Bundle::is_bundle(model)) {
       const Bundle bundle = Bundle::open(model);
+      spec = bundle.manifest().spec;
       TokenizerSummary tok;
       tok.kind = "none";
       if (bundle.manifest().tokenizer.value("kind", "none") != "none")
         tok = summarize_tokenizer(bundle_tokenizer_path(bundle.manifest(), model));
       j = summarize_bundle(bundle, model, tok);
+    } else if (const std::filesystem::path dir(model); std::filesystem::is_directory(dir) &&
+               std::filesystem::exists(dir / "config.json") && !std::filesystem::exists(dir / "model.safetensors") &&
+               !std::filesystem::exists(dir / "model.safetensors.index.json")) {
+      // A config without weights (e.g. fetched alone to size a model before
+      // downloading it): the spec and the state it needs, no tensors.
+      spec = spec_from_hf_config_file((dir / "config.json").string());
+      TokenizerSummary tok;
+      tok.kind = "none";
+      j = model_summary_json(model, "hf config (no weights)", spec, {}, 0, tok);
     } else {
       const ModelSource src = open_model_source(model);
+      spec = src.spec;
       j = summarize_model_source(src, summarize_tokenizer(src.path));
     }
+    j["state"] = state_summary(spec, positions > 0 ? positions : spec.context_length, parse_kv_type(kv_type));
     if (json) fmt::print("{}\n", j.dump(2));
     else print_human(j);
   });

@@ -121,3 +121,32 @@ def test_info_tokenizer_is_what_the_tokenizer_class_builds(tmp_path, pulled_mode
     assert refused["vocab_size"] == 0
     text = run_tessera("info", out).stdout
     assert "tokenizer       unsupported: " in text
+
+
+@pytest.mark.parametrize("kv_type,element", [("f32", 4), ("f16", 2)])
+def test_state_bytes_of_a_gemma4_e2b_config_follow_the_arithmetic(tmp_path, kv_type, element):
+    """The per-layer state `tessera info --ctx N` reports for Gemma 4 E2B's
+    shape (its config alone: no weights needed): the 20 KV-sharing layers
+    allocate nothing, the 12 own sliding layers stop at their ring (window
+    512 + the rollback margin), the 3 own full-attention layers (512-wide
+    heads) grow with the context."""
+    from hf_config_expectations import _E2B_TEXT
+    transformers.Gemma4TextConfig(**_E2B_TEXT).save_pretrained(tmp_path)
+    for ctx in (300, 4096, 131072):
+        out = run_tessera("info", tmp_path, "--json", "--ctx", ctx, "--kv-type", kv_type).stdout
+        state = json.loads(out)["state"]
+        margin = state["rollback_margin"]
+        assert margin == 16 and state["positions"] == ctx and state["kv_type"] == kv_type
+        want = []
+        for i, t in enumerate(_E2B_TEXT["layer_types"]):
+            if i >= 35 - 20:
+                want.append(0)
+            elif t == "sliding_attention":
+                want.append(2 * min(ctx, 512 + margin) * 1 * 256 * element)
+            else:
+                want.append(2 * ctx * 1 * 512 * element)
+        assert [l["bytes"] for l in state["layers"]] == want, ctx
+        assert state["bytes"] == sum(want)
+        assert sum(1 for l in state["layers"] if "shared KV" in l["kind"]) == 20
+    human = run_tessera("info", tmp_path, "--ctx", "4096").stdout
+    assert "state           60.4 MiB at 4096 positions" in human
