@@ -56,6 +56,7 @@ const char* activation_name(Activation a) {
     case Activation::SiLU: return "silu";
     case Activation::GeluTanh: return "gelu_pytorch_tanh";
     case Activation::Gelu: return "gelu";
+    case Activation::Sigmoid: return "sigmoid";
   }
   return "?";
 }

@@ -21,7 +21,9 @@ enum class LayerKind {
   ShortConv,         // gated short convolution (LFM2)
 };
 
-enum class Activation { SiLU, GeluTanh, Gelu };
+// Sigmoid is only a gate's activation (Qwen3.5's attention output gate:
+// o · sigmoid(g)), never a model's MLP activation.
+enum class Activation { SiLU, GeluTanh, Gelu, Sigmoid };
 
 // RoPE frequency scaling, as in transformers' `rope_parameters`/`rope_scaling`.
 struct RopeScaling {

@@ -45,6 +45,13 @@ enum class OpKind {
   Argmax,           // in: logits              out: ids(i32), one per row: the first index of the row's maximum
   ShortConv,        // in: bcx [B|C|x]  w: conv [channels][1][kernel]  out: bx, y  state: conv tail of `layer`  (kernel)
                     //   y = C · causal_conv(B · x) (ref::short_conv); stores the call's bx rows in the tail
+  SplitHeads,       // in: x [heads · 2·head_dim]  out: a, b [heads · head_dim]: each head's first and second half
+                    //   (Qwen3.5's q_proj: query | output gate)                       (heads, head_dim)
+  CausalConv,       // in: x  w: conv [channels][1][kernel]  out: y = silu(causal_conv(x))  state: conv tail of `layer`
+                    //   (ref::causal_conv_silu; stores the call's x rows in the tail)   (kernel)
+  DeltaRule,        // in: qkv (after the conv), a, b  w: A_log, dt_bias  out: o   state: recurrent matrices of `layer`
+                    //   Qwen3.5's gated delta rule (ref::delta_rule_step per position and value head)
+                    //   (heads = value heads, kv_heads = key heads, head_dim = key dim, value_dim)
 };
 
 struct Op {
@@ -61,7 +68,8 @@ struct Op {
   bool neox = true;
   int64_t window = 0;
   int64_t kv_layer = -1;
-  int64_t kernel = 0;        // ShortConv: taps of the causal convolution
+  int64_t kernel = 0;        // ShortConv, CausalConv: taps of the causal convolution
+  int64_t value_dim = 0;     // DeltaRule: value head size
   float scale = 1.0f;
   float softcap = 0.0f;
   Activation activation = Activation::SiLU;

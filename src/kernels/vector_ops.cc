@@ -881,6 +881,13 @@ void GatedActivation(Activation act, const float* gate, const float* up, int64_t
       });
       return;
     }
+    case Activation::Sigmoid: {
+      const V limit = hn::Set(d, 100.0f);
+      Map2(d, gate, up, n, out, [&](V x, V u) HWY_ATTR {
+        return hn::Div(u, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(x), limit))));
+      });
+      return;
+    }
     case Activation::Gelu: {
       const V k = hn::Set(d, 0.7071067811865476f);  // 1/sqrt(2)
       Map2(d, gate, up, n, out, [&](V x, V u) HWY_ATTR {
@@ -990,11 +997,89 @@ void ShortConv(const float* bcx, int64_t rows, int64_t channels, int64_t kernel,
   }
 }
 
+// ref::causal_conv_silu a vector of channels at a time: the taps' products
+// and adds in the reference's order (the same bits), then SiLU with
+// Highway's Exp (a few ulp).
+void CausalConvSilu(const float* x, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
+                    const float* const* past, int64_t c_begin, int64_t c_end, float* y) {
+  const D d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const V one = hn::Set(d, 1.0f), limit = hn::Set(d, 100.0f);
+  std::vector<const float*> taps(static_cast<size_t>(kernel));
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t j = 0; j < kernel; ++j) {
+      const int64_t back = kernel - 1 - j;
+      taps[j] = back <= t ? x + (t - back) * channels : past[kernel - 1 - (back - t)];
+    }
+    int64_t c = c_begin;
+    for (; c + N <= c_end; c += N) {
+      V acc = hn::Zero(d);
+      bool first = true;
+      for (int64_t j = 0; j < kernel; ++j) {
+        if (taps[j] == nullptr) continue;
+        const V term = hn::Mul(hn::LoadU(d, weight + j * channels + c), hn::LoadU(d, taps[j] + c));
+        acc = first ? term : hn::Add(acc, term);
+        first = false;
+      }
+      hn::StoreU(hn::Div(acc, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(acc), limit)))), d, y + t * channels + c);
+    }
+    for (; c < c_end; ++c) {
+      float acc = 0.0f;
+      bool first = true;
+      for (int64_t j = 0; j < kernel; ++j) {
+        if (taps[j] == nullptr) continue;
+        const float term = weight[j * channels + c] * taps[j][c];
+        acc = first ? term : acc + term;
+        first = false;
+      }
+      y[t * channels + c] = acc / (1.0f + std::exp(-acc));
+    }
+  }
+}
+
+// ref::delta_rule_step with the value dimension in vectors: every element's
+// operations are the reference's, in its order (Mul then Add, no FMA).
+void DeltaRuleStep(float* S, const float* q, const float* k, const float* v, float decay, float beta, int64_t dk,
+                   int64_t dv, float* scratch, float* o) {
+  const D d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  if (dv % N != 0) {
+    ref::delta_rule_step(S, q, k, v, decay, beta, dk, dv, scratch, o);
+    return;
+  }
+  float* m = scratch;
+  const V vdecay = hn::Set(d, decay), vbeta = hn::Set(d, beta);
+  for (int64_t j = 0; j < dv; j += N) hn::StoreU(hn::Zero(d), d, m + j);
+  for (int64_t i = 0; i < dk; ++i) {
+    float* row = S + i * dv;
+    const V ki = hn::Set(d, k[i]);
+    for (int64_t j = 0; j < dv; j += N) {
+      const V r = hn::Mul(hn::LoadU(d, row + j), vdecay);
+      hn::StoreU(r, d, row + j);
+      hn::StoreU(hn::Add(hn::LoadU(d, m + j), hn::Mul(r, ki)), d, m + j);
+    }
+  }
+  for (int64_t j = 0; j < dv; j += N)
+    hn::StoreU(hn::Mul(hn::Sub(hn::LoadU(d, v + j), hn::LoadU(d, m + j)), vbeta), d, m + j);
+  if (o)
+    for (int64_t j = 0; j < dv; j += N) hn::StoreU(hn::Zero(d), d, o + j);
+  for (int64_t i = 0; i < dk; ++i) {
+    float* row = S + i * dv;
+    const V ki = hn::Set(d, k[i]);
+    const V qi = hn::Set(d, o ? q[i] : 0.0f);
+    for (int64_t j = 0; j < dv; j += N) {
+      const V r = hn::Add(hn::LoadU(d, row + j), hn::Mul(ki, hn::LoadU(d, m + j)));
+      hn::StoreU(r, d, row + j);
+      if (o) hn::StoreU(hn::Add(hn::LoadU(d, o + j), hn::Mul(r, qi)), d, o + j);
+    }
+  }
+}
+
 }  // namespace
 
 const VectorOps kOps = {
     nullptr, &RmsNorm, &Rope, &Attention, &GatedActivation, &AddInPlace, &Softcap, &Dots, &RoundToF16, &Argmax,
-    &ShortConv,
+    &CausalConvSilu, &DeltaRuleStep, &ShortConv,
 };
 
 }  // namespace HWY_NAMESPACE
@@ -1025,7 +1110,8 @@ const VectorOps& vector_ops(Isa isa) {
   isa = vector_isa(isa);
   static const VectorOps scalar = {"scalar",        &ref::rms_norm,     &ref::rope,   &ref::attention,
                                    &ref::gated_activation, &ref::add_in_place, &ref::softcap, &ref_dots,
-                                   &ref::round_to_f16, &ref::argmax, &ref::short_conv};
+                                   &ref::round_to_f16, &ref::argmax, &ref::causal_conv_silu,
+                                   &ref::delta_rule_step, &ref::short_conv};
   switch (isa) {
     case Isa::Scalar:
       return scalar;

@@ -7,7 +7,7 @@
 //
 // How each level relates to the reference (vector_ops_test.cc checks it):
 //   identical: argmax (the reference's index for every input, NaNs included)
-//   bit-identical: rms_norm, rope, add_in_place, dots, round_to_f16, short_conv (same operations in the
+//   bit-identical: rms_norm, rope, add_in_place, dots, round_to_f16, short_conv, delta_rule_step (same operations in the
 //     same order; sums of squares use ref::dot's 16-lane order and its
 //     reduction tree, no FMA; dots is ref::dot_fma: the same lanes and tree,
 //     one FMA per term)
@@ -53,6 +53,12 @@ struct VectorOps {
   void (*round_to_f16)(float* x, int64_t n);
   // ref::argmax: the first index of the largest value (the programs' Argmax op).
   int64_t (*argmax)(const float* x, int64_t n);
+  // ref::causal_conv_silu: the convolution bit for bit, the SiLU within a few ulp.
+  void (*causal_conv_silu)(const float* x, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
+                           const float* const* past, int64_t c_begin, int64_t c_end, float* y);
+  // ref::delta_rule_step, bit for bit (a rollback replays the reference on the state this left).
+  void (*delta_rule_step)(float* S, const float* q, const float* k, const float* v, float decay, float beta,
+                          int64_t dk, int64_t dv, float* scratch, float* o);
   // ref::short_conv, bit for bit (LFM2's gated short convolution).
   void (*short_conv)(const float* bcx, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
                      const float* const* past, int64_t c_begin, int64_t c_end, float* bx_out, float* y);

@@ -733,15 +733,15 @@ std::vector<float> naive_short_conv(const std::vector<float>& bcx, int64_t rows,
   return y;
 }
 
-class ShortConvIsa : public ::testing::TestWithParam<Isa> {};
-INSTANTIATE_TEST_SUITE_P(VectorOps, ShortConvIsa, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon),
+class SequenceKernelsIsa : public ::testing::TestWithParam<Isa> {};
+INSTANTIATE_TEST_SUITE_P(VectorOps, SequenceKernelsIsa, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
 // Each level's short_conv has the reference's bits, whatever the channel
 // split and however the sequence is cut into calls (the earlier calls' bx
 // rows handed over as `past`, as the conv state does), and the reference is
 // the convolution (a double-precision naive one, to a float's rounding).
-TEST_P(ShortConvIsa, BitIdenticalAcrossSplitsAndCalls) {
+TEST_P(SequenceKernelsIsa, BitIdenticalAcrossSplitsAndCalls) {
   if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
   const VectorOps& ops = vector_ops(GetParam());
   std::mt19937 rng(4242);
@@ -780,6 +780,92 @@ TEST_P(ShortConvIsa, BitIdenticalAcrossSplitsAndCalls) {
         EXPECT_EQ(bx, got_bx);
       }
     }
+  }
+}
+
+
+// delta_rule_step: each level's state and output have the reference's bits
+// over a run of positions (so a rollback's replay with the reference rebuilds
+// the state a vector level left), and the reference is the delta rule itself
+// (S ← decay·S; δ = β(v − Sᵀk); S ← S + kδᵀ; o = Sᵀq, in double).
+TEST_P(SequenceKernelsIsa, DeltaRuleStepIsBitIdenticalAndIsTheDeltaRule) {
+  if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
+  const VectorOps& ops = vector_ops(GetParam());
+  std::mt19937 rng(777);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f), pos(0.2f, 1.0f);
+  for (auto [dk, dv] : {std::pair<int64_t, int64_t>{16, 8}, {8, 16}, {32, 32}, {5, 7}}) {
+    std::vector<float> want(dk * dv, 0.0f), got(dk * dv, 0.0f), scratch(dv), o_want(dv), o_got(dv);
+    std::vector<double> S(dk * dv, 0.0);
+    for (int step = 0; step < 20; ++step) {
+      std::vector<float> q(dk), k(dk), v(dv);
+      for (float& x : q) x = d(rng);
+      for (float& x : k) x = d(rng);
+      for (float& x : v) x = d(rng);
+      const float decay = pos(rng), beta = pos(rng);
+      ref::delta_rule_step(want.data(), q.data(), k.data(), v.data(), decay, beta, dk, dv, scratch.data(),
+                           o_want.data());
+      ops.delta_rule_step(got.data(), q.data(), k.data(), v.data(), decay, beta, dk, dv, scratch.data(), o_got.data());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(got[i])) << dk << "x" << dv << " " << i;
+      for (int64_t j = 0; j < dv; ++j) ASSERT_EQ(std::bit_cast<uint32_t>(o_want[j]), std::bit_cast<uint32_t>(o_got[j]));
+      // The rule in double.
+      for (double& x : S) x *= decay;
+      std::vector<double> delta(dv);
+      for (int64_t j = 0; j < dv; ++j) {
+        double m = 0;
+        for (int64_t i = 0; i < dk; ++i) m += S[i * dv + j] * k[i];
+        delta[j] = beta * (v[j] - m);
+      }
+      for (int64_t i = 0; i < dk; ++i)
+        for (int64_t j = 0; j < dv; ++j) S[i * dv + j] += k[i] * delta[j];
+      for (int64_t j = 0; j < dv; ++j) {
+        double oj = 0;
+        for (int64_t i = 0; i < dk; ++i) oj += S[i * dv + j] * q[i];
+        ASSERT_NEAR(o_want[j], oj, 1e-4 * (1 + std::fabs(oj)));
+      }
+    }
+  }
+}
+
+// causal_conv_silu: the convolution a naive double one, the SiLU within a
+// few ulp of the reference's, and the same values however the sequence is
+// cut into calls and the channels into ranges.
+TEST_P(SequenceKernelsIsa, CausalConvSiluMatchesTheReference) {
+  if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
+  const VectorOps& ops = vector_ops(GetParam());
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<float> d(-1.5f, 1.5f);
+  const int64_t rows = 13, channels = 37, kernel = 4;
+  std::vector<float> x(rows * channels), taps(kernel * channels);
+  for (float& v : x) v = d(rng);
+  for (float& v : taps) v = d(rng);
+  std::vector<const float*> none(kernel, nullptr);
+  std::vector<float> want(rows * channels);
+  ref::causal_conv_silu(x.data(), rows, channels, kernel, taps.data(), none.data(), 0, channels, want.data());
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < channels; ++c) {
+      double acc = 0;
+      for (int64_t j = 0; j < kernel; ++j) {
+        const int64_t s = t - (kernel - 1) + j;
+        if (s >= 0) acc += static_cast<double>(taps[j * channels + c]) * x[s * channels + c];
+      }
+      ASSERT_NEAR(want[t * channels + c], acc / (1 + std::exp(-acc)), 1e-5 * (1 + std::fabs(acc)));
+    }
+  for (int64_t step : {int64_t{1}, int64_t{5}, rows}) {
+    std::vector<float> got(rows * channels);
+    for (int64_t first = 0; first < rows; first += step) {
+      const int64_t n = std::min(step, rows - first);
+      std::vector<const float*> past(kernel);
+      for (int64_t i = 0; i + 1 < kernel; ++i) {
+        const int64_t p = first - (kernel - 1) + i;
+        past[i] = p < 0 ? nullptr : x.data() + p * channels;
+      }
+      for (auto [c0, c1] : {std::pair<int64_t, int64_t>{0, 20}, {20, channels}})
+        ops.causal_conv_silu(x.data() + first * channels, n, channels, kernel, taps.data(), past.data(), c0, c1,
+                             got.data() + first * channels);
+    }
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 4e-7f * (1 + std::fabs(want[i]))) << "step " << step << " at " << i;
   }
 }
 

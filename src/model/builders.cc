@@ -23,11 +23,12 @@ LayerBuilder layer_builder(const ModelSpec& s) {
     case Architecture::Lfm2:
       return build_lfm2_layer;
     case Architecture::Qwen3_5:
+      return build_qwen3_5_layer;
     case Architecture::Gemma4:
       break;
   }
   fail(s.source_architecture, "architecture",
-       "{} models cannot be run yet (supported: llama, qwen2, qwen3, gemma3, lfm2)",
+       "{} models cannot be run yet (supported: llama, qwen2, qwen3, qwen3_5, gemma3, lfm2)",
        architecture_name(s.arch));
 }
 
@@ -49,7 +50,12 @@ void check_spec(const ModelSpec& s) {
   for (int64_t l = 0; l < s.num_layers; ++l) {
     const LayerKind k = s.layer_types[l];
     const bool conv = k == LayerKind::ShortConv && s.arch == Architecture::Lfm2;
-    if (k != LayerKind::FullAttention && k != LayerKind::SlidingAttention && !conv)
+    const bool delta = k == LayerKind::LinearAttention && s.arch == Architecture::Qwen3_5;
+    if (delta && (s.linear_conv_kernel < 1 || s.linear_conv_kernel > 64 || s.linear_num_key_heads < 1 ||
+                  s.linear_num_value_heads % s.linear_num_key_heads != 0 || s.linear_key_head_dim < 1 ||
+                  s.linear_value_head_dim < 1))
+      fail(s.source_architecture, "linear attention", "layer {} has an unusable delta-net geometry", l);
+    if (k != LayerKind::FullAttention && k != LayerKind::SlidingAttention && !conv && !delta)
       fail(s.source_architecture, "layer_types", "layer {} is {}, which has no kernel yet", l, layer_kind_name(k));
     if (conv && (s.conv_kernel < 1 || s.conv_kernel > 64))
       fail(s.source_architecture, "conv_L_cache", "must be in [1, 64], got {}", s.conv_kernel);

@@ -29,5 +29,6 @@ ProgramSet build_programs(const ModelSpec& spec, const BuildOptions& options = {
 void build_llama_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);   // llama.cc: Llama, Qwen2, Qwen3
 void build_gemma3_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);  // gemma3.cc
 void build_lfm2_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);    // lfm2.cc
+void build_qwen3_5_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer); // qwen3_5.cc
 
 }  // namespace tessera::model

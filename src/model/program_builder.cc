@@ -107,7 +107,18 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
     if (s.attention_bias) w.push_back(layer_weight(layer, name + ".bias"));
     b.add(OpKind::Linear, {in}, {dst}, std::move(w)).layer = layer;
   };
-  proj(q, names.q);
+  int gate = -1;
+  if (names.output_gate) {
+    const int qg = b.value("q_gate", 2 * qw);
+    gate = b.value("attn_gate", qw);
+    proj(qg, names.q);
+    Op& split = b.add(OpKind::SplitHeads, {qg}, {q, gate});
+    split.heads = s.num_heads;
+    split.head_dim = hd;
+    split.layer = layer;
+  } else {
+    proj(q, names.q);
+  }
   proj(k, names.k);
   proj(v, names.v);
   if (s.qk_norm) {
@@ -140,6 +151,11 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   Op& store = b.add(OpKind::KvStore, {k, v, positions}, {});
   store.layer = store.kv_layer = layer;
   store.window = a.window;
+  if (gate >= 0) {
+    Op& g = b.add(OpKind::GatedActivation, {gate, attn}, {attn});
+    g.activation = Activation::Sigmoid;
+    g.layer = layer;
+  }
   b.add(OpKind::Linear, {attn}, {out}, {layer_weight(layer, names.o + ".weight")}).layer = layer;
 }
 

@@ -45,6 +45,10 @@ void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax);
 struct AttentionWeights {
   std::string q = "self_attn.q_proj", k = "self_attn.k_proj", v = "self_attn.v_proj", o = "self_attn.o_proj";
   std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
+  // Qwen3.5: q_proj gives each head's query then its output gate
+  // ([heads][2·head_dim]); the attention output is multiplied by
+  // sigmoid(gate) before o_proj.
+  bool output_gate = false;
 };
 struct MlpWeights {
   std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";

@@ -11,11 +11,19 @@ ConvState::ConvState(const ModelSpec& spec, int64_t rollback_margin) {
   if (rollback_margin < 0) fail("options", "rollback margin", "must be >= 0, got {}", rollback_margin);
   layers_.resize(static_cast<size_t>(spec.num_layers));
   for (int64_t l = 0; l < spec.num_layers; ++l) {
-    if (spec.layer_types[l] != LayerKind::ShortConv) continue;
     Layer& L = layers_[l];
-    L.channels = spec.hidden_size;
-    L.kernel = spec.conv_kernel;
-    if (L.kernel < 1) fail(spec.source_architecture, "conv_L_cache", "must be at least 1, got {}", L.kernel);
+    if (spec.layer_types[l] == LayerKind::ShortConv) {
+      L.channels = spec.hidden_size;
+      L.kernel = spec.conv_kernel;
+    } else if (spec.layer_types[l] == LayerKind::LinearAttention) {
+      // Qwen3.5's conv1d runs over [q | k | v] before the delta rule.
+      L.channels = 2 * spec.linear_num_key_heads * spec.linear_key_head_dim +
+                   spec.linear_num_value_heads * spec.linear_value_head_dim;
+      L.kernel = spec.linear_conv_kernel;
+    } else {
+      continue;
+    }
+    if (L.kernel < 1) fail(spec.source_architecture, "conv kernel", "must be at least 1, got {}", L.kernel);
     L.capacity = std::max<int64_t>(1, L.kernel - 1 + rollback_margin);
   }
 }

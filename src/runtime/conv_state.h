@@ -1,7 +1,8 @@
 // Per-layer tails of causal convolutions: the inputs of the last positions
 // that a depthwise causal convolution of `kernel` taps reads again at the
 // next position. LFM2's short-convolution layers (LayerKind::ShortConv) keep
-// kernel-1 rows of `hidden_size` channels.
+// kernel-1 rows of `hidden_size` channels, Qwen3.5's gated delta-net layers
+// (LayerKind::LinearAttention) kernel-1 rows of their [q | k | v] channels.
 //
 // Each layer keeps a ring of (kernel-1) + rollback_margin rows: position p
 // lives in slot p % capacity, and each slot remembers the position it holds.

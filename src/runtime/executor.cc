@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -69,9 +70,10 @@ bool row_local(const Program& p, const Op& op) {
     case OpKind::Rope:
     case OpKind::GatedActivation:
     case OpKind::Add:
+    case OpKind::SplitHeads:
       break;
     default:
-      return false;  // attention and the KV store see every row; the head selects rows
+      return false;  // attention, convolutions and the state updates see every row; the head selects rows
   }
   for (const std::vector<int>* ids : {&op.inputs, &op.outputs})
     for (int id : *ids)
@@ -159,24 +161,43 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         }
         break;
       }
-      case OpKind::ShortConv: {
-        // HF keeps the depthwise conv as [channels][1][kernel], GGUF as
-        // [channels][kernel]: the same values in the same order.
+      case OpKind::ShortConv:
+      case OpKind::CausalConv: {
+        // The weight loader gives depthwise convolutions as [channels][kernel]
+        // (HF's [channels][1][kernel] squeezed; GGUF's as stored).
         const WeightView& t = weight(0);
-        const int64_t channels = cols(op.outputs.at(1)), kernel = op.kernel;
-        if (cols(op.inputs.at(0)) != 3 * channels || cols(op.outputs.at(0)) != channels)
-          fail(p.name, op.weights[0], "short conv needs [B|C|x] rows of 3 x {} values", channels);
-        const bool rank3 = t.shape == std::vector<int64_t>{channels, 1, kernel};
-        if (!rank3 && t.shape != std::vector<int64_t>{channels, kernel})
-          fail(p.name, op.weights[0], "conv weight has shape [{}], the model needs [{}, 1, {}]", fmt::join(t.shape, ", "),
+        const bool gated = op.kind == OpKind::ShortConv;
+        const int64_t channels = cols(op.outputs.back()), kernel = op.kernel;
+        if (cols(op.inputs.at(0)) != (gated ? 3 : 1) * channels || cols(op.outputs.at(0)) != channels)
+          fail(p.name, op.weights[0], "convolution input has {} columns for {} channels", cols(op.inputs.at(0)),
+               channels);
+        if (t.shape != std::vector<int64_t>{channels, kernel})
+          fail(p.name, op.weights[0], "conv weight has shape [{}], the model needs [{}, {}]", fmt::join(t.shape, ", "),
                channels, kernel);
         if (t.format != WeightFormat::F32)
           fail(p.name, op.weights[0], "conv weight must be f32, found {}", weight_format_name(t.format));
         const float* w = static_cast<const float*>(t.data);
-        b.taps.resize(static_cast<size_t>(kernel * channels));
+        b.prepared.resize(static_cast<size_t>(kernel * channels));
         for (int64_t c = 0; c < channels; ++c)
-          for (int64_t j = 0; j < kernel; ++j) b.taps[j * channels + c] = w[c * kernel + j];
+          for (int64_t j = 0; j < kernel; ++j) b.prepared[j * channels + c] = w[c * kernel + j];
         b.w0 = &t;
+        break;
+      }
+      case OpKind::DeltaRule: {
+        const int64_t heads = op.heads;
+        if (cols(op.inputs.at(0)) != 2 * op.kv_heads * op.head_dim + heads * op.value_dim ||
+            cols(op.inputs.at(1)) != heads || cols(op.inputs.at(2)) != heads ||
+            cols(op.outputs.at(0)) != heads * op.value_dim || op.kv_heads < 1 || heads % op.kv_heads != 0)
+          fail(p.name, "delta rule", "values do not fit {} value heads of {} x {} over {} key heads", heads,
+               op.head_dim, op.value_dim, op.kv_heads);
+        for (size_t i = 0; i < 2; ++i) expect_shape(p, weight(i), op.weights[i], {heads});
+        const float* a_log = f32_vector(0);
+        const float* dt_bias = f32_vector(1);
+        b.prepared.resize(static_cast<size_t>(2 * heads));
+        for (int64_t h = 0; h < heads; ++h) {
+          b.prepared[h] = -std::exp(a_log[h]);
+          b.prepared[heads + h] = dt_bias[h];
+        }
         break;
       }
       case OpKind::Argmax: {
@@ -433,6 +454,72 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
       16);
 }
 
+// Qwen3.5's gated delta rule over a call (Qwen3_5GatedDeltaNet after its
+// conv, torch_recurrent_gated_delta_rule), one position at a time:
+//   q̂, k̂ = l2norm(q), l2norm(k) per key head (x / sqrt(Σx² + 1e-6)); q̂ /= √key_dim
+//   β = sigmoid(b);  decay = exp(−exp(A_log) · softplus(a + dt_bias))
+//   per value head h (key head h / (heads / key heads)): ref::delta_rule_step
+// The recurrent form, also for prefill: the chunked form transformers uses
+// for prompts is the same sum reassociated, which would make a position's
+// bits depend on how the sequence was cut into calls. Value heads are
+// independent, so the thread split changes no bits; the updates are logged
+// for rollback (runtime/recurrent_state.h).
+void BoundProgram::run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
+  const Op& op = *b.op;
+  const int64_t T = ctx.rows, Hv = op.heads, Hk = op.kv_heads, dk = op.head_dim, dv = op.value_dim;
+  const int64_t group = Hv / Hk, width = 2 * Hk * dk + Hv * dv;
+  const float* qkv = ws.f(op.inputs[0]);
+  const float *a = ws.f(op.inputs[1]), *bb = ws.f(op.inputs[2]);
+  float* o = ws.f(op.outputs[0]);
+  RecurrentState& rs = ctx.state->recurrent();
+  float* S = rs.matrices(op.layer);
+  // Per position: q̂ per key head, k̂ per value head (the log's layout), v, decay, β.
+  std::vector<float> q(static_cast<size_t>(T * Hk * dk)), k(static_cast<size_t>(T * Hv * dk));
+  std::vector<float> vals(static_cast<size_t>(T * Hv * dv)), decay(static_cast<size_t>(T * Hv)),
+      beta(static_cast<size_t>(T * Hv));
+  const float* neg_exp_a = b.prepared.data();
+  const float* dt_bias = b.prepared.data() + Hv;
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  ctx.pool->parallel_for(T, [&](int64_t t0, int64_t t1) {
+    std::vector<float> kn(static_cast<size_t>(dk));
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* row = qkv + t * width;
+      for (int64_t h = 0; h < Hk; ++h) {
+        auto l2norm = [&](const float* x, float* y, float scale) {
+          float ss = 0.0f;
+          for (int64_t i = 0; i < dk; ++i) ss += x[i] * x[i];
+          const float inv = 1.0f / std::sqrt(ss + 1e-6f);
+          for (int64_t i = 0; i < dk; ++i) y[i] = x[i] * inv * scale;
+        };
+        l2norm(row + h * dk, q.data() + (t * Hk + h) * dk, q_scale);
+        l2norm(row + (Hk + h) * dk, kn.data(), 1.0f);
+        for (int64_t r = 0; r < group; ++r)
+          std::copy(kn.begin(), kn.end(), k.begin() + (t * Hv + h * group + r) * dk);
+      }
+      std::copy(row + 2 * Hk * dk, row + width, vals.begin() + t * Hv * dv);
+      for (int64_t h = 0; h < Hv; ++h) {
+        const float x = a[t * Hv + h] + dt_bias[h];
+        const float softplus = x > 20.0f ? x : std::log1p(std::exp(x));  // F.softplus (threshold 20)
+        decay[t * Hv + h] = std::exp(neg_exp_a[h] * softplus);
+        beta[t * Hv + h] = 1.0f / (1.0f + std::exp(-bb[t * Hv + h]));
+      }
+    }
+  });
+  const kernels::VectorOps& v = *vops_;
+  ctx.pool->parallel_for(Hv, [&](int64_t h0, int64_t h1) {
+    std::vector<float> scratch(static_cast<size_t>(dv));
+    for (int64_t h = h0; h < h1; ++h) {
+      float* Sh = S + h * dk * dv;
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t i = t * Hv + h;
+        v.delta_rule_step(Sh, q.data() + (t * Hk + h / group) * dk, k.data() + i * dk, vals.data() + i * dv, decay[i],
+                          beta[i], dk, dv, scratch.data(), o + t * Hv * dv + h * dv);
+      }
+    }
+  });
+  rs.log(op.layer, ctx.state->length(), k.data(), vals.data(), decay.data(), beta.data(), T);
+}
+
 void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
   const Program& p = *program_;
   const int64_t T = ctx.rows;
@@ -647,25 +734,44 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
     case OpKind::Softcap:
       v.softcap(ws.f(op.outputs[0]), rows_of(op.outputs[0]) * p.values[op.outputs[0]].cols, op.softcap);
       break;
-    case OpKind::ShortConv: {
+    case OpKind::ShortConv:
+    case OpKind::CausalConv: {
       ConvState& conv = ctx.state->conv();
-      const int64_t channels = p.values[op.outputs[1]].cols, kernel = op.kernel;
+      const int64_t channels = p.values[op.outputs.back()].cols, kernel = op.kernel;
       const int64_t first = ctx.state->length();
       std::vector<const float*> past(static_cast<size_t>(std::max<int64_t>(0, kernel - 1)));
       conv.past_rows(op.layer, first, past.data());
-      const float* bcx = ws.f(op.inputs[0]);
-      float* bx = ws.f(op.outputs[0]);
-      float* y = ws.f(op.outputs[1]);
+      const float* x = ws.f(op.inputs[0]);
+      float* y = ws.f(op.outputs.back());
+      // ShortConv: the tail keeps B·x (its first output); CausalConv: x itself.
+      const float* kept = op.kind == OpKind::ShortConv ? ws.f(op.outputs[0]) : x;
       // Channels are independent: any split gives the same bits.
       pool.parallel_for(
           channels,
           [&](int64_t c0, int64_t c1) {
-            v.short_conv(bcx, T, channels, kernel, b.taps.data(), past.data(), c0, c1, bx, y);
+            if (op.kind == OpKind::ShortConv)
+              v.short_conv(x, T, channels, kernel, b.prepared.data(), past.data(), c0, c1, ws.f(op.outputs[0]), y);
+            else
+              v.causal_conv_silu(x, T, channels, kernel, b.prepared.data(), past.data(), c0, c1, y);
           },
           std::max<int64_t>(16, kElementwiseGrain / std::max<int64_t>(1, T)));
-      conv.store(op.layer, first, bx, T);
+      conv.store(op.layer, first, kept, T);
       break;
     }
+    case OpKind::SplitHeads: {
+      const int64_t hd = op.head_dim, width = op.heads * hd;
+      const float* x = ws.f(op.inputs[0]);
+      float *a = ws.f(op.outputs[0]), *g = ws.f(op.outputs[1]);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t h = 0; h < op.heads; ++h) {
+          std::memcpy(a + t * width + h * hd, x + t * 2 * width + 2 * h * hd, sizeof(float) * hd);
+          std::memcpy(g + t * width + h * hd, x + t * 2 * width + (2 * h + 1) * hd, sizeof(float) * hd);
+        }
+      break;
+    }
+    case OpKind::DeltaRule:
+      run_delta_rule(b, ws, ctx);
+      break;
     case OpKind::Argmax: {
       const int64_t n = p.values[op.inputs[0]].cols;
       const float* x = ws.f(op.inputs[0]);

@@ -10,7 +10,8 @@
 //   Linear on other formats         reference kernel (fallback)
 //   RMSNorm, RoPE, attention, gated activation, add, softcap, argmax
 //                                   kernels/vector_ops.h of that level
-//   ShortConv                       kernels/vector_ops.h of that level
+//   ShortConv, CausalConv, DeltaRule,
+//   SplitHeads                      kernels/vector_ops.h of that level
 //   Embed, KvStore, SelectRows      row copies (no arithmetic to place)
 // At Isa::Scalar every op runs its reference kernel. Linear layers split
 // output features and attention splits heads across the thread pool, which
@@ -132,7 +133,9 @@ class BoundProgram {
     int act_qmax = 127;              // their range (kernels::layer_act_qmax; the head: full)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
     std::shared_ptr<const kernels::RefineHead> refine;  // refine_top: the head's row norms
-    std::vector<float> taps;         // ShortConv: the conv weight tap-major, [kernel][channels]
+    // Weights rearranged at bind time: ShortConv / CausalConv taps tap-major
+    // [kernel][channels]; DeltaRule −exp(A_log) [heads] then dt_bias [heads].
+    std::vector<float> prepared;
     // Linears that read the same quantized input back to back (q/k/v,
     // gate/up) run as one parallel_for on the integer-dot path: the first
     // holds how many (1: alone), the rest 0.
@@ -141,6 +144,7 @@ class BoundProgram {
   enum class LinearPath { Reference, IntegerDot, Amx, I16Gemm, Float };
   LinearPath linear_path(const BoundOp& b, int64_t rows) const;
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+  void run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
   // ops_[first .. first+count): a linear group on the integer-dot path.
   void run_linear_group(size_t first, size_t count, Workspace& ws, const CallContext& ctx) const;
   // How many ops starting at ops_[i] this call runs as one step (1, or a group).

@@ -8,20 +8,29 @@ SequenceState::SequenceState(const ModelSpec& spec, int64_t context_length, KvTy
     : num_layers_(spec.num_layers),
       rollback_margin_(rollback_margin),
       kv_(spec, context_length, kv_type, rollback_margin),
-      conv_(spec, rollback_margin) {}
+      conv_(spec, rollback_margin),
+      recurrent_(spec, rollback_margin) {}
 
 bool SequenceState::can_truncate(int64_t n) const {
-  return kv_.can_truncate(n) && (n == length() || conv_.can_resume_at(n));
+  if (n == 0) return true;  // clear()
+  return kv_.can_truncate(n) && (n == length() || (conv_.can_resume_at(n) && recurrent_.can_resume_at(n)));
 }
 
 bool SequenceState::truncate(int64_t n) {
   if (!can_truncate(n)) return false;
+  if (n == 0) {
+    clear();
+    return true;
+  }
+  if (n == length()) return true;
+  recurrent_.truncate(n);
   return kv_.truncate(n);
 }
 
 void SequenceState::clear() {
   kv_.clear();
   conv_.clear();
+  recurrent_.clear();
 }
 
 void SequenceState::restore(const SequenceState& s) {

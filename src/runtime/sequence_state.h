@@ -6,6 +6,9 @@
 //   FullAttention           KV rows of every position      grows with the context
 //   SlidingAttention        KV ring of window + margin     bounded
 //   ShortConv (LFM2)        conv tail of kernel-1 + margin bounded
+//   LinearAttention         conv tail, and per value head a bounded
+//     (Qwen3.5)             [key_dim][value_dim] matrix with a checkpoint
+//                           and a log of the last positions' updates
 //   KV-sharing attention    nothing (reads an earlier layer's KV)
 //
 // Operations, all exact (the state after them is bit for bit the state a
@@ -24,9 +27,6 @@
 // after they have wrapped; going back further than that fails cleanly and the
 // caller recomputes (a session reports it, never silently).
 //
-// Recurrent layers (Qwen3.5's gated delta-net) will add a matrix state per
-// layer with checkpoints of the last rollback_margin positions, behind the
-// same operations.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,7 @@
 #include "core/model_spec.h"
 #include "runtime/conv_state.h"
 #include "runtime/kv_cache.h"
+#include "runtime/recurrent_state.h"
 
 namespace tessera {
 
@@ -49,7 +50,10 @@ class SequenceState {
   int64_t length() const { return kv_.length(); }
   int64_t context_length() const { return kv_.context_length(); }
   int64_t rollback_margin() const { return rollback_margin_; }
-  void advance(int64_t rows) { kv_.advance(rows); }
+  void advance(int64_t rows) {
+    kv_.advance(rows);
+    recurrent_.commit(kv_.length());
+  }
 
   bool can_truncate(int64_t n) const;
   bool truncate(int64_t n);
@@ -64,13 +68,18 @@ class SequenceState {
   const KvCache& kv() const { return kv_; }
   ConvState& conv() { return conv_; }
   const ConvState& conv() const { return conv_; }
+  RecurrentState& recurrent() { return recurrent_; }
+  const RecurrentState& recurrent() const { return recurrent_; }
 
-  uint64_t bytes_allocated() const { return kv_.bytes_allocated() + conv_.bytes_allocated(); }
+  uint64_t bytes_allocated() const {
+    return kv_.bytes_allocated() + conv_.bytes_allocated() + recurrent_.bytes_allocated();
+  }
   // Bytes the state takes once `positions` are held, per layer (attention
   // KV, capped at the ring for sliding layers; conv tails): what `tessera
   // info` reports.
   uint64_t layer_bytes(int64_t layer, int64_t positions) const {
-    return kv_.layer_bytes(layer, positions) + (conv_.has_layer(layer) ? conv_.layer_bytes(layer) : 0);
+    return kv_.layer_bytes(layer, positions) + (conv_.has_layer(layer) ? conv_.layer_bytes(layer) : 0) +
+           recurrent_.layer_bytes(layer);
   }
   int64_t num_layers() const { return num_layers_; }
 
@@ -79,6 +88,7 @@ class SequenceState {
   int64_t rollback_margin_ = 0;
   KvCache kv_;
   ConvState conv_;
+  RecurrentState recurrent_;
 };
 
 }  // namespace tessera

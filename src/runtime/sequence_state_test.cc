@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "kernels/reference/kernels.h"
 
 namespace tessera {
 namespace {
@@ -134,6 +135,91 @@ TEST(SequenceState, LayerBytesFollowTheArithmetic) {
   // Full layer: every position up to the context.
   EXPECT_EQ(st.layer_bytes(2, 50), 2u * 50 * 2 * 4);
   EXPECT_EQ(st.layer_bytes(2, 1000), static_cast<uint64_t>(2 * kContext * 2 * 4));
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Qwen3.5-like: one gated delta-net layer (2 value heads of 4 x 3), one
+// attention layer.
+ModelSpec delta_spec() {
+  ModelSpec s;
+  s.arch = Architecture::Qwen3_5;
+  s.num_layers = 2;
+  s.layer_types = {LayerKind::LinearAttention, LayerKind::FullAttention};
+  s.num_heads = 2;
+  s.num_kv_heads = 1;
+  s.head_dim = 2;
+  s.hidden_size = 4;
+  s.linear_num_key_heads = 1;
+  s.linear_num_value_heads = 2;
+  s.linear_key_head_dim = 4;
+  s.linear_value_head_dim = 3;
+  s.linear_conv_kernel = 4;
+  s.context_length = 256;
+  return s;
+}
+
+// Runs positions length() .. n-1 through the delta rule as the executor
+// does (update, then log), with inputs drawn from position-seeded values.
+void feed_delta(SequenceState& st, int64_t n) {
+  RecurrentState& r = st.recurrent();
+  const int64_t H = 2, dk = 4, dv = 3;
+  std::vector<float> scratch(dv);
+  while (st.length() < n) {
+    const int64_t p = st.length();
+    std::mt19937 rng(static_cast<uint32_t>(p));
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f), pos(0.3f, 1.0f);
+    std::vector<float> k(H * dk), v(H * dv), decay(H), beta(H);
+    for (float& x : k) x = d(rng);
+    for (float& x : v) x = d(rng);
+    for (float& x : decay) x = pos(rng);
+    for (float& x : beta) x = pos(rng);
+    for (int64_t h = 0; h < H; ++h)
+      ref::delta_rule_step(r.matrices(0) + h * dk * dv, nullptr, &k[h * dk], &v[h * dv], decay[h], beta[h], dk, dv,
+                           scratch.data(), nullptr);
+    r.log(0, p, k.data(), v.data(), decay.data(), beta.data(), 1);
+    std::vector<float> conv(st.conv().channels(0), static_cast<float>(p)), kv(2, 0.0f);
+    st.conv().store(0, p, conv.data(), 1);
+    st.kv().store(1, kv.data(), kv.data(), 1);
+    st.advance(1);
+  }
+}
+
+std::vector<float> matrices_of(SequenceState& st) {
+  const float* S = st.recurrent().matrices(0);
+  return std::vector<float>(S, S + 2 * 4 * 3);
+}
+
+TEST(SequenceState, RecurrentRollbackReplaysToTheExactMatrices) {
+  const int64_t margin = 4;
+  SequenceState st(delta_spec(), 256, KvType::F32, margin);
+  feed_delta(st, 60);  // the checkpoint has moved on several times
+  for (int64_t k = 0; k <= margin; ++k) {
+    SequenceState copy = st.snapshot();
+    ASSERT_TRUE(copy.rollback(k)) << k;
+    SequenceState fresh(delta_spec(), 256, KvType::F32, margin);
+    feed_delta(fresh, 60 - k);
+    EXPECT_EQ(matrices_of(copy), matrices_of(fresh)) << "rollback of " << k;
+    feed_delta(copy, 63);
+    feed_delta(fresh, 63);
+    EXPECT_EQ(matrices_of(copy), matrices_of(fresh)) << "continued after a rollback of " << k;
+  }
+  EXPECT_FALSE(st.can_truncate(60 - 3 * margin));  // before the checkpoint
+  EXPECT_TRUE(st.truncate(0));
+  EXPECT_EQ(matrices_of(st), std::vector<float>(24, 0.0f));
+}
+
+TEST(SequenceState, RecurrentStateBytes) {
+  SequenceState st(delta_spec(), 256, KvType::F32, 4);
+  // Two copies of the matrices (current, checkpoint) and a log of 2·margin+1
+  // positions (k, v, decay, beta per value head), plus the conv tail of
+  // (kernel-1 + margin) rows of q|k|v channels (2·4 + 2·3 = 14).
+  const uint64_t matrices = 2 * 2 * 4 * 3, log = 9 * 2 * (4 + 3 + 2), tail = (3 + 4) * 14;
+  EXPECT_EQ(st.layer_bytes(0, 1000), (matrices + log + tail) * 4);
 }
 
 }  // namespace

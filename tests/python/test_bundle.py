@@ -71,6 +71,12 @@ MIN_SOURCE_CORRELATION = {"int8": 0.9, "lut4": 0.9, "lut3": 0.75, "lut2": 0.3}
 # LFM2's conv layers multiply three outputs of one projection (C · conv(B · x)),
 # so a palette's error enters cubed: lut3 measured 0.705 on its tiny model.
 MIN_SOURCE_CORRELATION_LFM2 = {**MIN_SOURCE_CORRELATION, "lut3": 0.65}
+# Qwen3.5's delta rule L2-normalizes q and k per head and carries its state
+# across all 48 positions, so the palettes' error on the tiny in_proj_qkv
+# (64 columns) compounds: measured 0.75 (lut4), 0.50 (lut3), 0.24 (lut2),
+# 0.94 with the linear-attention projections kept f32, 0.997 at int8; the
+# scalar and vector kernels agree on the same bundle (asserted below).
+MIN_SOURCE_CORRELATION_QWEN3_5 = {**MIN_SOURCE_CORRELATION, "lut4": 0.7, "lut3": 0.45, "lut2": 0.2}
 
 
 @pytest.mark.parametrize("fmt", ["lut4", "int8", "lut3", "lut2"])
@@ -97,7 +103,8 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     # 0.81-0.90 (lut3), 0.40-0.69 (lut2) on these models, the same at every
     # level; the integer-dot kernels stay within 0.021 of the logit spread of
     # the reference kernels on the same bundle, at every format.
-    floor = (MIN_SOURCE_CORRELATION_LFM2 if name == "lfm2" else MIN_SOURCE_CORRELATION)[fmt]
+    floor = {"lfm2": MIN_SOURCE_CORRELATION_LFM2, "qwen3_5": MIN_SOURCE_CORRELATION_QWEN3_5}.get(
+        name, MIN_SOURCE_CORRELATION)[fmt]
     assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > floor, name
     assert np.abs(base - plain).max() <= 0.05 * plain.std(), f"{name} {fmt}"
     # At avx2 and avx512, calls of kI16GemmMinTokens (4) tokens or more run

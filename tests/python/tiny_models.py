@@ -3,7 +3,7 @@ the fly with transformers (seeded, fp32): few layers and small widths, but
 the real structure — GQA, qkv bias (Qwen2), q/k norm (Qwen3, Gemma 3), tied
 and untied embeddings, RoPE scaling, Gemma 3 sliding-window layers with a
 window much shorter than the test sequences, soft-capping, LFM2's short
-convolutions.
+convolutions, Qwen3.5's gated delta-net and gated attention.
 
 Every parameter is redrawn (norm weights around their neutral value, the
 rest N(0, 0.1²)) so that no block is an identity that would hide a bug."""
@@ -43,6 +43,13 @@ def _configs():
         "lfm2": lambda: transformers.Lfm2Config(
             **common, num_hidden_layers=4, conv_L_cache=3, block_auto_adjust_ff_dim=False,
             layer_types=["conv", "full_attention", "conv", "conv"], tie_word_embeddings=True),
+        # Qwen3.5: gated delta-net layers around a gated full-attention layer,
+        # GQA in both (2 key heads for 4 value heads), partial RoPE (1/4).
+        "qwen3_5": lambda: transformers.Qwen3_5TextConfig(
+            **common, num_hidden_layers=4, head_dim=16, tie_word_embeddings=False,
+            layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
+            linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
+            linear_conv_kernel_dim=4),
         "gemma3_softcap": lambda: transformers.Gemma3TextConfig(
             **common, num_hidden_layers=2, head_dim=16, sliding_window=5, query_pre_attn_scalar=16,
             layer_types=["sliding_attention", "full_attention"], attn_logit_softcapping=3.0,
@@ -59,11 +66,14 @@ def make_tiny_model(name: str, directory: Path, seed: int = 0):
     torch.manual_seed(seed)
     config = _configs()[name]()
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
-    plus_one = name.startswith("gemma")  # Gemma norms scale by (1 + w)
+    # Gemma and Qwen3.5 norms scale by (1 + w); Qwen3.5's gated norm of the
+    # delta-net output by w.
+    plus_one = name.startswith("gemma") or name == "qwen3_5"
     with torch.no_grad():
         for pname, p in model.named_parameters():
             if "norm" in pname:
-                p.copy_((0.0 if plus_one else 1.0) + 0.1 * torch.randn_like(p))
+                centre = 0.0 if plus_one and "linear_attn.norm" not in pname else 1.0
+                p.copy_(centre + 0.1 * torch.randn_like(p))
             else:
                 p.normal_(0.0, 0.1)
     model.save_pretrained(directory)

@@ -200,6 +200,9 @@ void gated_activation(Activation act, const float* gate, const float* up, int64_
       }
       return;
     }
+    case Activation::Sigmoid:
+      for (int64_t i = 0; i < n; ++i) out[i] = up[i] / (1.0f + std::exp(-gate[i]));
+      return;
     case Activation::Gelu:
       for (int64_t i = 0; i < n; ++i) {
         const float x = gate[i];
@@ -233,6 +236,47 @@ void short_conv(const float* bcx, int64_t rows, int64_t channels, int64_t kernel
         first = false;
       }
       y[t * channels + c] = C[c] * acc;
+    }
+  }
+}
+
+void causal_conv_silu(const float* x, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
+                      const float* const* past, int64_t c_begin, int64_t c_end, float* y) {
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      float acc = 0.0f;
+      bool first = true;
+      for (int64_t j = 0; j < kernel; ++j) {
+        const int64_t back = kernel - 1 - j;
+        const float* in = back <= t ? x + (t - back) * channels : past[kernel - 1 - (back - t)];
+        if (in == nullptr) continue;
+        const float term = weight[j * channels + c] * in[c];
+        acc = first ? term : acc + term;
+        first = false;
+      }
+      y[t * channels + c] = acc / (1.0f + std::exp(-acc));
+    }
+}
+
+void delta_rule_step(float* S, const float* q, const float* k, const float* v, float decay, float beta, int64_t dk,
+                     int64_t dv, float* scratch, float* o) {
+  float* m = scratch;
+  for (int64_t j = 0; j < dv; ++j) m[j] = 0.0f;
+  for (int64_t i = 0; i < dk; ++i) {
+    float* row = S + i * dv;
+    for (int64_t j = 0; j < dv; ++j) {
+      row[j] = row[j] * decay;
+      m[j] = m[j] + row[j] * k[i];
+    }
+  }
+  for (int64_t j = 0; j < dv; ++j) m[j] = (v[j] - m[j]) * beta;  // δ
+  if (o)
+    for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
+  for (int64_t i = 0; i < dk; ++i) {
+    float* row = S + i * dv;
+    for (int64_t j = 0; j < dv; ++j) {
+      row[j] = row[j] + k[i] * m[j];
+      if (o) o[j] = o[j] + row[j] * q[i];
     }
   }
 }

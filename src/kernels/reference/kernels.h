@@ -111,7 +111,8 @@ void attention(const float* q, int64_t rows, const KvSpan& kv, const AttentionSh
 // stays NaN), held as f32: what an f16 KV cache stores.
 void round_to_f16(float* x, int64_t n);
 
-// a[i] = act(gate[i]) · up[i] for n values (SiLU or GELU with tanh approximation).
+// a[i] = act(gate[i]) · up[i] for n values (SiLU, GELU exact or with the tanh
+// approximation, or sigmoid).
 void gated_activation(Activation act, const float* gate, const float* up, int64_t n, float* out);
 
 // y[i] += x[i]
@@ -119,6 +120,25 @@ void add_in_place(float* y, const float* x, int64_t n);
 
 // x[i] = cap · tanh(x[i] / cap)
 void softcap(float* x, int64_t n, float cap);
+
+// Qwen3.5's conv1d over [q | k | v]: a depthwise causal convolution, then SiLU,
+// for channels [c_begin, c_end):
+//   y_t = silu(Σ_{j < kernel} w_j · x_{t-(kernel-1)+j})
+// x: [rows][channels]; `past` (kernel-1 rows, oldest first, null before the
+// sequence start), `weight` (tap-major) and the tap order as short_conv.
+void causal_conv_silu(const float* x, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
+                      const float* const* past, int64_t c_begin, int64_t c_end, float* y);
+
+// One position of the gated delta rule for one value head (Qwen3.5's linear
+// attention; torch_recurrent_gated_delta_rule):
+//   S ← decay · S;   m = Sᵀk;   δ = β · (v − m);   S ← S + k δᵀ;   o = Sᵀq
+// S: [dk][dv] row-major; q, k: [dk]; v, o: [dv]; scratch: [dv]. q and o may
+// be null (the state update alone, as a rollback replays it). Sums run over
+// the key dimension in ascending order, each product rounded before its add
+// (no FMA): the vector kernels give the same bits, so a state replayed with
+// this kernel equals the state the forward pass left.
+void delta_rule_step(float* S, const float* q, const float* k, const float* v, float decay, float beta, int64_t dk,
+                     int64_t dv, float* scratch, float* o);
 
 // Index of the largest value; the lowest index among equal maxima.
 int64_t argmax(const float* x, int64_t n);
