@@ -43,6 +43,8 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Softcap: return "softcap";
     case OpKind::Argmax: return "argmax";
     case OpKind::ShortConv: return "short_conv";
+    case OpKind::SliceCols: return "slice_cols";
+    case OpKind::Scale: return "scale";
     case OpKind::SplitHeads: return "split_heads";
     case OpKind::CausalConv: return "causal_conv";
     case OpKind::DeltaRule: return "delta_rule";

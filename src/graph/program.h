@@ -45,6 +45,8 @@ enum class OpKind {
   Argmax,           // in: logits              out: ids(i32), one per row: the first index of the row's maximum
   ShortConv,        // in: bcx [B|C|x]  w: conv [channels][1][kernel]  out: bx, y  state: conv tail of `layer`  (kernel)
                     //   y = C · causal_conv(B · x) (ref::short_conv); stores the call's bx rows in the tail
+  SliceCols,        // in: x [W]  out: y: columns [col_offset, col_offset + y's cols) of each row    (col_offset)
+  Scale,            // in place on x: x *= scale, times the one value of w when given (Gemma 4's layer_scalar)
   SplitHeads,       // in: x [heads · 2·head_dim]  out: a, b [heads · head_dim]: each head's first and second half
                     //   (Qwen3.5's q_proj: query | output gate)                       (heads, head_dim)
   CausalConv,       // in: x  w: conv [channels][1][kernel]  out: y = silu(causal_conv(x))  state: conv tail of `layer`
@@ -70,6 +72,7 @@ struct Op {
   int64_t kv_layer = -1;
   int64_t kernel = 0;        // ShortConv, CausalConv: taps of the causal convolution
   int64_t value_dim = 0;     // DeltaRule: value head size
+  int64_t col_offset = 0;    // SliceCols: first column taken
   float scale = 1.0f;
   float softcap = 0.0f;
   Activation activation = Activation::SiLU;

@@ -1,6 +1,9 @@
 #include "model/builders.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -25,10 +28,10 @@ LayerBuilder layer_builder(const ModelSpec& s) {
     case Architecture::Qwen3_5:
       return build_qwen3_5_layer;
     case Architecture::Gemma4:
-      break;
+      return build_gemma4_layer;
   }
   fail(s.source_architecture, "architecture",
-       "{} models cannot be run yet (supported: llama, qwen2, qwen3, qwen3_5, gemma3, lfm2)",
+       "{} models cannot be run yet (supported: llama, qwen2, qwen3, qwen3_5, gemma3, gemma4, lfm2)",
        architecture_name(s.arch));
 }
 
@@ -79,8 +82,7 @@ Program build_one(const ModelSpec& s, LayerBuilder layer, int64_t tokens, int64_
   ProgramBuilder b(p);
   if (begin == 0) {
     build_embedding(b, s);
-  } else {
-    b.input(b.value("x", s.hidden_size));
+    if (s.arch == Architecture::Gemma4 && s.hidden_size_per_layer_input > 0) build_per_layer_inputs(b, s);
   }
   // Inputs every attention layer reads: positions and the RoPE tables it uses.
   b.input(b.value("positions", 1, ValueType::I32));
@@ -91,12 +93,70 @@ Program build_one(const ModelSpec& s, LayerBuilder layer, int64_t tokens, int64_
       if (id >= 0) b.input(id);
     }
   }
-  if (last) {
-    build_head(b, s, argmax);
-  } else {
-    b.output(b.value("x", s.hidden_size));
-  }
+  if (last) build_head(b, s, argmax);
   return p;
+}
+
+// The values a program reads before any of its ops writes them, in order of
+// first use (an Add also reads its target).
+std::vector<std::string> values_read_first(const Program& p) {
+  std::set<int> written;
+  std::vector<std::string> read;
+  auto use = [&](int id) {
+    if (!written.count(id) && std::find(read.begin(), read.end(), p.values[id].name) == read.end())
+      read.push_back(p.values[id].name);
+  };
+  for (const Op& op : p.ops) {
+    for (int id : op.inputs) use(id);
+    if (op.kind == OpKind::Add)
+      for (int id : op.outputs) use(id);
+    for (int id : op.outputs) written.insert(id);
+  }
+  return read;
+}
+
+// Wires the chunks of one variant together: whatever a chunk reads that its
+// own ops do not produce first — the residual stream "x", Gemma 4's
+// per-layer embeddings "ple", a KV-sharing layer's source k / v of the call —
+// is an input of that chunk and an output of the one before, which passes it
+// through when it has it from further back. The runtime provides the rest
+// (ids, positions, RoPE tables). "x" stays the first input and output.
+void connect_chunks(std::vector<Program>& chunks) {
+  static const std::set<std::string> provided = {"ids", "positions", "rope.cos", "rope.sin", "rope_local.cos",
+                                                 "rope_local.sin"};
+  std::map<std::string, Value> defs;
+  for (const Program& p : chunks)
+    for (const Value& v : p.values) defs.emplace(v.name, v);
+  std::vector<std::vector<std::string>> carried(chunks.size());  // carried[c]: what chunk c takes from c-1
+  for (size_t c = chunks.size(); c-- > 1;) {
+    std::vector<std::string> need;
+    for (const std::string& name : values_read_first(chunks[c]))
+      if (!provided.count(name)) need.push_back(name);
+    // What later chunks take and this one does not make passes through it.
+    if (c + 1 < chunks.size())
+      for (const std::string& name : carried[c + 1]) {
+        bool made = false;
+        for (const Op& op : chunks[c].ops)
+          for (int id : op.outputs) made |= chunks[c].values[id].name == name;
+        if (!made && std::find(need.begin(), need.end(), name) == need.end()) need.push_back(name);
+      }
+    std::stable_partition(need.begin(), need.end(), [](const std::string& n) { return n == "x"; });
+    carried[c] = need;
+  }
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    ProgramBuilder b(chunks[c]);
+    auto declare = [&](const std::string& name) {
+      const Value& v = defs.at(name);
+      return b.value(name, v.cols, v.type, v.rows);
+    };
+    if (c > 0) {
+      std::vector<int> ins;
+      for (const std::string& name : carried[c]) ins.push_back(declare(name));
+      chunks[c].inputs.insert(chunks[c].inputs.begin(), ins.begin(), ins.end());
+    }
+    if (c + 1 < chunks.size())
+      for (const std::string& name : carried[c + 1]) b.output(declare(name));
+  }
 }
 
 }  // namespace
@@ -116,11 +176,14 @@ ProgramSet build_programs(const ModelSpec& spec, const BuildOptions& options) {
   std::vector<int64_t> variants = {1};
   variants.insert(variants.end(), set.prefill_sizes.begin(), set.prefill_sizes.end());
   for (int64_t tokens : variants) {
+    std::vector<Program> chunks;
     for (int64_t c = 0; c < options.chunks; ++c) {
       const int64_t begin = spec.num_layers * c / options.chunks;
       const int64_t end = spec.num_layers * (c + 1) / options.chunks;
-      set.programs.push_back(build_one(spec, layer, tokens, c, begin, end, c + 1 == options.chunks, options.argmax));
+      chunks.push_back(build_one(spec, layer, tokens, c, begin, end, c + 1 == options.chunks, options.argmax));
     }
+    connect_chunks(chunks);
+    for (Program& p : chunks) set.programs.push_back(std::move(p));
   }
   return set;
 }

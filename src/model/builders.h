@@ -30,5 +30,8 @@ void build_llama_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);   
 void build_gemma3_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);  // gemma3.cc
 void build_lfm2_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);    // lfm2.cc
 void build_qwen3_5_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer); // qwen3_5.cc
+void build_gemma4_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);  // gemma4.cc
+// Gemma 4's per-layer embeddings ("ple"), after the token embedding (gemma4.cc).
+void build_per_layer_inputs(ProgramBuilder& b, const ModelSpec& s);
 
 }  // namespace tessera::model

@@ -41,6 +41,9 @@ std::string layer_weight(int64_t layer, const std::string& suffix) {
 int64_t rotary_dim(const ModelSpec& s, int64_t layer) {
   const bool local = s.layer_types[layer] == LayerKind::SlidingAttention && s.rope_local;
   const RopeSpec& r = local ? *s.rope_local : s.rope;
+  // Proportional RoPE (Gemma 4) turns the whole head in halves; the pairs
+  // past its factor get zero frequencies (RopeTable), so they stay put.
+  if (r.scaling.type == "proportional") return layer_head_dim(s, layer);
   int64_t d = static_cast<int64_t>(static_cast<double>(layer_head_dim(s, layer)) * r.partial_rotary_factor);
   return d - d % 2;
 }
@@ -94,10 +97,22 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   const int64_t hd = layer_head_dim(s, layer);
   const int64_t kvh = layer_num_kv_heads(s, layer);
   const int64_t qw = s.num_heads * hd, kvw = kvh * hd;
-  const bool sliding = s.layer_types[layer] == LayerKind::SlidingAttention;
+  const LayerKind kind = s.layer_types[layer];
+  const bool sliding = kind == LayerKind::SlidingAttention;
   const bool local_rope = sliding && s.rope_local.has_value();
   const int64_t rot = rotary_dim(s, layer);
-  const int q = b.value("q", qw), k = b.value("k", kvw), v = b.value("v", kvw);
+  // Gemma 4: the last layers attend over an earlier layer's keys and values
+  // (kv_source_layer) and compute none; full-attention layers may take their
+  // values from the k projection (attention_k_eq_v).
+  const bool shared = layer_shares_kv(s, layer);
+  const bool k_eq_v = s.attention_k_eq_v && kind == LayerKind::FullAttention;
+  // Values of full-attention layers get their own names where their width
+  // differs or KV is shared: a KV-sharing layer reads its source's k and v of
+  // the call by name, which no layer of the other kind may overwrite.
+  const bool own_names = kind == LayerKind::FullAttention &&
+                         (s.num_kv_shared_layers > 0 || hd != s.head_dim || kvh != s.num_kv_heads);
+  const std::string sfx = own_names ? ".full" : "";
+  const int q = b.value("q" + sfx, qw), k = b.value("k" + sfx, kvw), v = b.value("v" + sfx, kvw);
   const std::string table = local_rope ? "rope_local" : "rope";
   const int cos = b.value(table + ".cos", rot / 2), sin = b.value(table + ".sin", rot / 2);
   const int positions = b.value("positions", 1, ValueType::I32);
@@ -109,8 +124,8 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   };
   int gate = -1;
   if (names.output_gate) {
-    const int qg = b.value("q_gate", 2 * qw);
-    gate = b.value("attn_gate", qw);
+    const int qg = b.value("q_gate" + sfx, 2 * qw);
+    gate = b.value("attn_gate" + sfx, qw);
     proj(qg, names.q);
     Op& split = b.add(OpKind::SplitHeads, {qg}, {q, gate});
     split.heads = s.num_heads;
@@ -119,18 +134,26 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   } else {
     proj(q, names.q);
   }
-  proj(k, names.k);
-  proj(v, names.v);
+  if (!shared) {
+    proj(k, names.k);
+    if (!k_eq_v) proj(v, names.v);
+  }
+  auto head_norm = [&](int x, int y, const std::string* weight) {
+    Op& op = b.add(OpKind::RmsNorm, {x}, {y});
+    if (weight) op.weights = {layer_weight(layer, *weight + ".weight")};
+    op.eps = static_cast<float>(s.norm_eps);
+    op.plus_one = s.norm_weight_plus_one;
+    op.group = hd;
+    op.layer = layer;
+  };
+  // Gemma 4's weightless v norm (of the raw k when k = v, so before k's norm).
+  if (s.v_norm && !shared) head_norm(k_eq_v ? k : v, v, nullptr);
   if (s.qk_norm) {
-    for (auto [id, name] : {std::pair{q, &names.q_norm}, std::pair{k, &names.k_norm}}) {
-      Op& op = b.add(OpKind::RmsNorm, {id}, {id}, {layer_weight(layer, *name + ".weight")});
-      op.eps = static_cast<float>(s.norm_eps);
-      op.plus_one = s.norm_weight_plus_one;
-      op.group = hd;
-      op.layer = layer;
-    }
+    head_norm(q, q, &names.q_norm);
+    if (!shared) head_norm(k, k, &names.k_norm);
   }
   for (auto [id, heads] : {std::pair{q, s.num_heads}, std::pair{k, kvh}}) {
+    if (shared && id == k) continue;
     Op& op = b.add(OpKind::Rope, {id, cos, sin}, {id});
     op.heads = heads;
     op.head_dim = hd;
@@ -138,9 +161,10 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
     op.neox = (local_rope ? *s.rope_local : s.rope).neox_style;
     op.layer = layer;
   }
-  const int attn = b.value("attn", qw);
+  const int attn = b.value("attn" + sfx, qw);
   Op& a = b.add(OpKind::Attention, {q, k, v, positions}, {attn});
-  a.layer = a.kv_layer = layer;
+  a.layer = layer;
+  a.kv_layer = kv_source_layer(s, layer);
   a.heads = s.num_heads;
   a.kv_heads = kvh;
   a.head_dim = hd;
@@ -148,9 +172,20 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   const double scalar = s.query_pre_attn_scalar > 0 ? s.query_pre_attn_scalar : static_cast<double>(hd);
   a.scale = static_cast<float>(1.0 / std::sqrt(scalar));
   a.softcap = softcap;
-  Op& store = b.add(OpKind::KvStore, {k, v, positions}, {});
-  store.layer = store.kv_layer = layer;
-  store.window = a.window;
+  // The call's rows go into the cache after the last attention that reads the
+  // cache as it was before the call: a layer's own attention, or, for a layer
+  // whose KV later layers share, the last of those (its rows, still in k and
+  // v, were handed to them directly; storing first could overwrite ring slots
+  // that their first queries still need).
+  int64_t last_reader = layer;
+  for (int64_t l = layer + 1; l < s.num_layers; ++l)
+    if (kv_source_layer(s, l) == a.kv_layer) last_reader = l;
+  if (last_reader == layer) {
+    Op& store = b.add(OpKind::KvStore, {k, v, positions}, {});
+    store.layer = layer;
+    store.kv_layer = a.kv_layer;
+    store.window = a.window;
+  }
   if (gate >= 0) {
     Op& g = b.add(OpKind::GatedActivation, {gate, attn}, {attn});
     g.activation = Activation::Sigmoid;
@@ -161,7 +196,9 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
 
 void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out, const MlpWeights& names) {
   const int64_t inter = layer_intermediate_size(s, layer);
-  const int gate = b.value("gate", inter), up = b.value("up", inter);
+  // Gemma 4's double-wide MLPs get their own values.
+  const std::string sfx = inter != s.intermediate_size ? ".wide" : "";
+  const int gate = b.value("gate" + sfx, inter), up = b.value("up" + sfx, inter);
   b.add(OpKind::Linear, {in}, {gate}, {layer_weight(layer, names.gate + ".weight")}).layer = layer;
   b.add(OpKind::Linear, {in}, {up}, {layer_weight(layer, names.up + ".weight")}).layer = layer;
   Op& act = b.add(OpKind::GatedActivation, {gate, up}, {gate});

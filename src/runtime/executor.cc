@@ -71,6 +71,8 @@ bool row_local(const Program& p, const Op& op) {
     case OpKind::GatedActivation:
     case OpKind::Add:
     case OpKind::SplitHeads:
+    case OpKind::Scale:
+    case OpKind::SliceCols:
       break;
     default:
       return false;  // attention, convolutions and the state updates see every row; the head selects rows
@@ -183,6 +185,17 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         b.w0 = &t;
         break;
       }
+      case OpKind::SliceCols:
+        if (op.col_offset < 0 || op.col_offset + cols(op.outputs.at(0)) > cols(op.inputs.at(0)))
+          fail(p.name, p.values[op.outputs[0]].name, "columns {}..{} are outside the {} of {}", op.col_offset,
+               op.col_offset + cols(op.outputs[0]), cols(op.inputs[0]), p.values[op.inputs[0]].name);
+        break;
+      case OpKind::Scale:
+        if (!op.weights.empty()) {
+          expect_shape(p, weight(0), op.weights[0], {1});
+          b.w1 = f32_vector(0);
+        }
+        break;
       case OpKind::DeltaRule: {
         const int64_t heads = op.heads;
         if (cols(op.inputs.at(0)) != 2 * op.kv_heads * op.head_dim + heads * op.value_dim ||
@@ -772,6 +785,31 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
     case OpKind::DeltaRule:
       run_delta_rule(b, ws, ctx);
       break;
+    case OpKind::SliceCols: {
+      const int64_t w = p.values[op.inputs[0]].cols, n = p.values[op.outputs[0]].cols;
+      const float* x = ws.f(op.inputs[0]);
+      float* y = ws.f(op.outputs[0]);
+      for (int64_t t = 0; t < rows_of(op.inputs[0]); ++t)
+        std::memcpy(y + t * n, x + t * w + op.col_offset, sizeof(float) * n);
+      break;
+    }
+    case OpKind::Scale: {
+      // One multiply per value (by the op's constant, then by the weight's
+      // value when there is one): elementwise, any split gives the same bits.
+      float* x = ws.f(op.outputs[0]);
+      const float c = op.scale, w = b.w1 ? b.w1[0] : 1.0f;
+      const bool by_c = c != 1.0f, by_w = b.w1 != nullptr;
+      pool.parallel_for(
+          rows_of(op.outputs[0]) * p.values[op.outputs[0]].cols,
+          [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) {
+              if (by_c) x[i] = x[i] * c;
+              if (by_w) x[i] = x[i] * w;
+            }
+          },
+          kElementwiseGrain);
+      break;
+    }
     case OpKind::Argmax: {
       const int64_t n = p.values[op.inputs[0]].cols;
       const float* x = ws.f(op.inputs[0]);

@@ -21,6 +21,7 @@ RecurrentState::RecurrentState(const ModelSpec& spec, int64_t rollback_margin) :
            L.dv);
     L.S.assign(static_cast<size_t>(L.heads * L.dk * L.dv), 0.0f);
     L.base_S = L.S;
+    any_ = true;
   }
 }
 
@@ -48,6 +49,7 @@ void RecurrentState::replay(Layer& L, std::vector<float>& S, int64_t count) cons
 }
 
 void RecurrentState::truncate(int64_t n) {
+  if (!any_) return;
   if (n < base_) fail("session", "recurrent state", "position {} is before the checkpoint at {}", n, base_);
   for (Layer& L : layers_) {
     if (L.S.empty()) continue;
@@ -63,6 +65,7 @@ void RecurrentState::truncate(int64_t n) {
 }
 
 void RecurrentState::commit(int64_t length) {
+  if (!any_) return;
   logged_ = length - base_;
   if (logged_ <= 2 * margin_) return;
   const int64_t advance = logged_ - margin_;

@@ -43,7 +43,7 @@ class RecurrentState {
            int64_t count);
 
   // Whether S can be rebuilt for position n (n between the checkpoint and length).
-  bool can_resume_at(int64_t n) const { return n >= base_; }
+  bool can_resume_at(int64_t n) const { return !any_ || n >= base_; }
   // Rebuilds every layer's S for position n (can_resume_at(n), n <= length).
   void truncate(int64_t n);
   // After the sequence reached `length`: moves the checkpoint up when the log
@@ -65,6 +65,7 @@ class RecurrentState {
 
   std::vector<Layer> layers_;
   int64_t margin_ = 0;
+  bool any_ = false;    // some layer is recurrent (else every operation is a no-op)
   int64_t base_ = 0;    // checkpoint position
   int64_t logged_ = 0;  // positions in the log
 };

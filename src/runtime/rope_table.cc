@@ -19,8 +19,14 @@ RopeTable::RopeTable(const RopeSpec& spec, int64_t rot_dim, int64_t context_leng
 
   const RopeScaling& sc = spec.scaling;
   const float factor = static_cast<float>(sc.factor);
-  if (sc.type == "default" || sc.type == "proportional") {
+  if (sc.type == "default") {
     // nothing
+  } else if (sc.type == "proportional") {
+    // _compute_proportional_rope_parameters: the first int(prf · rot_dim / 2)
+    // pairs turn at θ^(-2i/rot_dim) (rot_dim: the whole head), the rest not at
+    // all; every frequency divided by the factor.
+    const auto turning = static_cast<int64_t>(spec.partial_rotary_factor * static_cast<double>(rot_dim) / 2.0);
+    for (int64_t i = 0; i < half; ++i) inv_freq_[i] = i < turning ? inv_freq_[i] / factor : 0.0f;
   } else if (sc.type == "linear") {
     for (float& f : inv_freq_) f = f / factor;
   } else if (sc.type == "llama3") {

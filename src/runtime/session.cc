@@ -116,6 +116,7 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
     ctx.logit_rows.push_back(static_cast<int32_t>(n - 1));  // the head runs; its result is unused
   }
   Workspace* prev = nullptr;
+  const Program* prev_program = nullptr;
   int prev_x = -1;
   for (size_t i = 0; i < set.programs.size(); ++i) {
     const Program& p = set.programs[i];
@@ -132,12 +133,19 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
         std::copy(ids.begin(), ids.end(), ws.i(id));
       } else if (v.name == "positions") {
         for (int64_t t = 0; t < n; ++t) ws.i(id)[t] = static_cast<int32_t>(length() + t);
-      } else if (v.name == "x") {
-        std::memcpy(ws.f(id), prev->f(prev_x), sizeof(float) * n * v.cols);
       } else if (v.name == "rope.cos" || v.name == "rope_local.cos") {
         const RopeTable& table = model_.rope(v.name == "rope_local.cos");
         table.fill(length(), n, ws.f(id), ws.f(p.find_value(v.name.substr(0, v.name.size() - 3) + "sin")));
-      } else if (v.name != "rope.sin" && v.name != "rope_local.sin") {
+      } else if (v.name == "rope.sin" || v.name == "rope_local.sin") {
+        // filled with its cos
+      } else if (const int from = prev_program ? prev_program->find_value(v.name) : -1;
+                 from >= 0 && v.type == ValueType::F32 &&
+                 std::find(prev_program->outputs.begin(), prev_program->outputs.end(), from) !=
+                     prev_program->outputs.end()) {
+        // Carried from the chunk before (model/builders.cc connect_chunks):
+        // the residual stream, per-layer embeddings, a shared layer's k / v.
+        std::memcpy(ws.f(id), prev->f(from), sizeof(float) * n * v.cols);
+      } else {
         fail(p.name, v.name, "the runtime does not know how to provide this input");
       }
     }
@@ -149,6 +157,7 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
     if (timed)
       on_program_timed(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     prev = &ws;
+    prev_program = &p;
     prev_x = p.find_value("x");
     if (on_chunk_output && prev_x >= 0 &&
         std::find(p.outputs.begin(), p.outputs.end(), prev_x) != p.outputs.end())

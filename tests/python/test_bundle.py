@@ -60,7 +60,10 @@ def test_half_bundle_runs_the_float_kernels(tiny_dir, tmp_path, fmt):
     plain = tessera.Session(tessera.Model(str(bundle), isa="scalar")).forward(ids)
     ref = tessera.Session(tessera.Model(str(src), reference=True)).forward(ids)
     assert np.abs(base - plain).max() <= 1e-3 * plain.std(), f"{name} {fmt}"
-    assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > (0.9999 if fmt == "f16" else 0.999), f"{name} {fmt}"
+    # bf16 keeps 8 bits of mantissa; Gemma 4's scale-1 attention over
+    # normalized q and k amplifies that rounding (measured 0.9965).
+    floor = 0.9999 if fmt == "f16" else 0.995 if name == "gemma4" else 0.999
+    assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > floor, f"{name} {fmt}"
     for chunks, threads, per_call in [(2, 2, 0), (2, 1, 7)]:
         model = tessera.Model(str(bundle), chunks=chunks, threads=threads)
         got = tessera.Session(model).forward(ids, max_tokens_per_call=per_call)
@@ -77,6 +80,12 @@ MIN_SOURCE_CORRELATION_LFM2 = {**MIN_SOURCE_CORRELATION, "lut3": 0.65}
 # 0.94 with the linear-attention projections kept f32, 0.997 at int8; the
 # scalar and vector kernels agree on the same bundle (asserted below).
 MIN_SOURCE_CORRELATION_QWEN3_5 = {**MIN_SOURCE_CORRELATION, "lut4": 0.7, "lut3": 0.45, "lut2": 0.2}
+# Gemma 4's attention has scale 1 over normalized q and k, so the tiny random
+# model's softmax is nearly one-hot and flips under any weight error:
+# measured 0.56-0.60 (lut4), 0.41 (lut3), 0.27 (lut2), 0.97 (int8); no one
+# group of weights is to blame (keeping attention, MLP or per-layer
+# embeddings at f32 lifts lut4 to 0.74 at most).
+MIN_SOURCE_CORRELATION_GEMMA4 = {**MIN_SOURCE_CORRELATION, "lut4": 0.5, "lut3": 0.35, "lut2": 0.2}
 
 
 @pytest.mark.parametrize("fmt", ["lut4", "int8", "lut3", "lut2"])
@@ -103,7 +112,8 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     # 0.81-0.90 (lut3), 0.40-0.69 (lut2) on these models, the same at every
     # level; the integer-dot kernels stay within 0.021 of the logit spread of
     # the reference kernels on the same bundle, at every format.
-    floor = {"lfm2": MIN_SOURCE_CORRELATION_LFM2, "qwen3_5": MIN_SOURCE_CORRELATION_QWEN3_5}.get(
+    floor = {"lfm2": MIN_SOURCE_CORRELATION_LFM2, "qwen3_5": MIN_SOURCE_CORRELATION_QWEN3_5,
+             "gemma4": MIN_SOURCE_CORRELATION_GEMMA4}.get(
         name, MIN_SOURCE_CORRELATION)[fmt]
     assert np.corrcoef(base.ravel(), ref.ravel())[0, 1] > floor, name
     assert np.abs(base - plain).max() <= 0.05 * plain.std(), f"{name} {fmt}"

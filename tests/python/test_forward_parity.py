@@ -93,8 +93,11 @@ def test_f16_kv_cache_is_split_free_and_close_to_transformers(tiny):
     and value; measured max |Δlogit| 4-7e-4 · max |logit| on these models):
     top-1 still identical at every position and max |Δlogit| <= 3e-3 ·
     max |logit|, three times the f32 cache's tolerance, while a wrong row,
-    slot or window moves logits by 1e-2 and more. The cache takes half the
-    f32 cache's bytes."""
+    slot or window moves logits by 1e-2 and more. Gemma 4 is the exception:
+    its attention has scale 1 over normalized q and k (scores up to about
+    head_dim), so a key's f16 rounding moves its score ~head_dim times more
+    (measured 9e-3 · max |logit| on its tiny model): 1.5e-2 there, top-1
+    still identical. The cache takes half the f32 cache's bytes."""
     name, directory, _, ids, ref = tiny
     seq = ids[0].tolist()
     base = tessera.Model(str(directory), reference=True, kv_type="f16")
@@ -109,7 +112,8 @@ def test_f16_kv_cache_is_split_free_and_close_to_transformers(tiny):
     err, scale = np.abs(one - ref).max(), np.abs(ref).max()
     print(f"\n{name} f16 KV vs transformers: top-1 {top1:.3f}, max |Δlogit| {err:.3g} (scale {scale:.3g})")
     assert top1 == 1.0, f"{name}: f16 KV top-1 agreement {top1:.3f}"
-    assert err <= 3e-3 * scale, f"{name}: f16 KV max |Δlogit| {err:.3g} > 3e-3 · {scale:.3g}"
+    bound = 1.5e-2 if name == "gemma4" else 3e-3
+    assert err <= bound * scale, f"{name}: f16 KV max |Δlogit| {err:.3g} > {bound} · {scale:.3g}"
     f32 = tessera.Session(tessera.Model(str(directory), reference=True))
     f32.forward(seq, all_logits=False)
     assert 2 * session.kv_bytes == f32.kv_bytes
@@ -144,7 +148,7 @@ def test_second_turn_rollbacks_and_snapshots_equal_a_fresh_run(tiny):
         assert s.length == SEQ
     got = s.forward(other[:3], all_logits=True)
     assert np.array_equal(got, tessera.Session(model).forward(seq + other[:3], all_logits=True)[-3:]), name
-    bounded = name.startswith("gemma3") or name in ("lfm2", "qwen3_5")
+    bounded = name.startswith("gemma") or name in ("lfm2", "qwen3_5")
     far = SEQ + 3 - (margin + 12)
     assert s.can_truncate(far) == (not bounded), name
     assert s.truncate(far) == (not bounded), name

@@ -50,6 +50,17 @@ def _configs():
             layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
             linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
             linear_conv_kernel_dim=4),
+        # Gemma 4 (E2B's structure, shrunk): 16-wide sliding heads, 32-wide
+        # full-attention heads with proportional RoPE over a quarter of them,
+        # one KV head, per-layer embeddings, the last 3 of 7 layers sharing
+        # the KV of layers 3 (sliding) and 2 (full) with double-wide MLPs,
+        # final softcap, a window of 8.
+        "gemma4": lambda: transformers.Gemma4TextConfig(
+            **{**common, "num_key_value_heads": 1}, num_hidden_layers=7, head_dim=16, global_head_dim=32,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                         "sliding_attention", "full_attention", "full_attention"],
+            sliding_window=8, num_kv_shared_layers=3, hidden_size_per_layer_input=8, vocab_size_per_layer_input=VOCAB,
+            use_double_wide_mlp=True, final_logit_softcapping=30.0, tie_word_embeddings=True),
         "gemma3_softcap": lambda: transformers.Gemma3TextConfig(
             **common, num_hidden_layers=2, head_dim=16, sliding_window=5, query_pre_attn_scalar=16,
             layer_types=["sliding_attention", "full_attention"], attn_logit_softcapping=3.0,
@@ -68,13 +79,19 @@ def make_tiny_model(name: str, directory: Path, seed: int = 0):
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     # Gemma and Qwen3.5 norms scale by (1 + w); Qwen3.5's gated norm of the
     # delta-net output by w.
-    plus_one = name.startswith("gemma") or name == "qwen3_5"
+    plus_one = name.startswith("gemma3") or name == "qwen3_5"
     with torch.no_grad():
         for pname, p in model.named_parameters():
-            if "norm" in pname:
+            if "norm" in pname and name == "gemma4":  # Gemma 4's norms scale by w
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif "norm" in pname:
                 centre = 0.0 if plus_one and "linear_attn.norm" not in pname else 1.0
                 p.copy_(centre + 0.1 * torch.randn_like(p))
             else:
                 p.normal_(0.0, 0.1)
+        # Gemma 4's per-layer output scale is a buffer (1 at init): vary it too.
+        for bname, buf in model.named_buffers():
+            if bname.endswith("layer_scalar"):
+                buf.copy_(0.5 + torch.rand_like(buf))
     model.save_pretrained(directory)
     return model
