@@ -48,7 +48,7 @@ def _configs():
         "qwen3_5": lambda: transformers.Qwen3_5TextConfig(
             **common, num_hidden_layers=4, head_dim=16, tie_word_embeddings=False,
             layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
-            linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
+            linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
             linear_conv_kernel_dim=4),
         # Gemma 4 (E2B's structure, shrunk): 16-wide sliding heads, 32-wide
         # full-attention heads with proportional RoPE over a quarter of them,
@@ -95,3 +95,15 @@ def make_tiny_model(name: str, directory: Path, seed: int = 0):
                 buf.copy_(0.5 + torch.rand_like(buf))
     model.save_pretrained(directory)
     return model
+
+
+def add_byte_tokenizer(directory: Path):
+    """Gives a tiny model a tokenizer.json: byte-level BPE over exactly its
+    256 byte tokens (no merges), so that text tools (oracle, run -p) work."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    assert len(alphabet) == VOCAB
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.save(str(Path(directory) / "tokenizer.json"))
