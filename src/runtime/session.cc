@@ -65,6 +65,15 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
   return logits_;
 }
 
+const std::vector<float>& Session::forward_as_decode(std::span<const int32_t> ids, int64_t max_tokens_per_call) {
+  struct Flag {
+    bool& on;
+    explicit Flag(bool& f) : on(f) { on = true; }
+    ~Flag() { on = false; }
+  } flag(decode_kernels_);
+  return forward(ids, LogitsWanted::All, max_tokens_per_call);
+}
+
 const std::vector<int32_t>& Session::greedy_ids() {
   if (!greedy_ready_) {
     const int64_t vocab = model_.spec().vocab_size;
@@ -92,6 +101,7 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
   ctx.rows = n;
   ctx.kv = &kv_;
   ctx.pool = &model_.pool();
+  ctx.decode_kernels = decode_kernels_;
   if (on_linear_input) ctx.on_linear_input = &on_linear_input;
   if (logits_out) {
     if (all_logits) {

@@ -30,6 +30,12 @@ class Session {
   // ids do not fit in the context or are outside the vocabulary.
   const std::vector<float>& forward(std::span<const int32_t> ids, LogitsWanted wanted = LogitsWanted::Last,
                                     int64_t max_tokens_per_call = 0);
+  // forward(ids, All, max_tokens_per_call) with every row computed as a
+  // one-token decode step computes it (CallContext::decode_kernels): each
+  // row's logits and argmax have the bits that running the tokens one at a
+  // time through forward() gives, whatever the kernel paths of longer calls.
+  // Speculative verification (runtime/speculative.h) relies on it.
+  const std::vector<float>& forward_as_decode(std::span<const int32_t> ids, int64_t max_tokens_per_call = 0);
   // The argmax of each logits row of the last forward() (lowest id on
   // ties, ref::argmax): the programs' Argmax op computed it, or, for a
   // bundle recorded without that op, a scan of the logits made here on the
@@ -80,6 +86,7 @@ class Session {
   std::vector<float> logits_;
   std::vector<int32_t> greedy_ids_;  // valid when greedy_ready_
   bool greedy_ready_ = false;
+  bool decode_kernels_ = false;  // forward_as_decode() in progress
 };
 
 }  // namespace tessera
