@@ -114,10 +114,13 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   extended_.assign(context.begin(), context.end());
   extended_.insert(extended_.end(), draft_.begin(), draft_.end());
   const std::span<const int32_t> ext(extended_);
-  const std::vector<float>& logits = session_.forward_as_decode(ext.subspan(base, static_cast<size_t>(k + 1)),
-                                                                max_tokens_per_call_);
-  const int64_t vocab = session_.model().spec().vocab_size;
+  //    Plain greedy needs only each row's argmax, which the programs compute:
+  //    the logits rows are then not copied out.
   const SamplingParams& sp = sampler_.params();
+  const bool ids_only = sp.temperature == 0.0f && sp.repeat_penalty == 1.0f;
+  const std::vector<float>& logits = session_.forward_as_decode(ext.subspan(base, static_cast<size_t>(k + 1)),
+                                                                max_tokens_per_call_, !ids_only);
+  const int64_t vocab = session_.model().spec().vocab_size;
 
   // 2. Acceptance, row by row: row i is the target after the pending token
   //    and draft[0, i); its sampling context is the context and those drafts.
@@ -125,7 +128,7 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   int32_t next = 0;
   for (;; ++a) {
     const std::span<const int32_t> row_context = ext.first(context.size() + static_cast<size_t>(a));
-    const float* row = logits.data() + a * vocab;
+    const float* row = ids_only ? nullptr : logits.data() + a * vocab;  // ids_only: greedy_ids() alone
     if (sp.temperature == 0.0f) {
       // Greedy: the choice plain decode would make; accepted if it is the draft.
       next = sampler_.picks_argmax(row_context) ? session_.greedy_ids()[static_cast<size_t>(a)]
@@ -166,14 +169,15 @@ void SpeculativeDecoder::truncate(std::span<const int32_t> tokens, int64_t n) {
 void SpeculativeDecoder::refeed(std::span<const int32_t> tokens, int64_t n) {
   // As generate() ran them: what preceded the prompt, the prompt in one
   // forward() with the request's call size, then the generated tokens, each
-  // with the numerics of a decode step (in calls of up to 32 rows, to keep
-  // the all-rows logits small).
+  // with the numerics of a decode step (in calls of up to 32 rows; only the
+  // KV is wanted).
   const int64_t prompt_end = prompt_begin_ + prompt_length_;
   if (prompt_begin_ > 0) session_.forward(tokens.first(static_cast<size_t>(prompt_begin_)));
   session_.forward(tokens.subspan(static_cast<size_t>(prompt_begin_), static_cast<size_t>(prompt_length_)),
                    LogitsWanted::Last, max_tokens_per_call_);
   for (int64_t at = prompt_end; at < n; at += 32)
-    session_.forward_as_decode(tokens.subspan(static_cast<size_t>(at), static_cast<size_t>(std::min<int64_t>(32, n - at))));
+    session_.forward_as_decode(tokens.subspan(static_cast<size_t>(at), static_cast<size_t>(std::min<int64_t>(32, n - at))),
+                               0, false);
 }
 
 }  // namespace tessera
