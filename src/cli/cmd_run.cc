@@ -4,7 +4,9 @@
 // decode speeds go to stderr. --chat renders the prompt as a user message
 // (after --system) with the model's chat template. --prompt-ids 1,2,3 feeds
 // token ids directly. --json prints one object instead of streaming:
-// {"prompt_ids", "ids", "text", "finish_reason", "prefill_tok_s", "decode_tok_s", "ttft_ms"}.
+// {"prompt_ids", "ids", "text", "finish_reason", "prefill_tok_s", "decode_tok_s", "ttft_ms", "decode_tokens",
+// "decode_seconds", "speculative": {"mode", "drafted", "accepted", "verify_calls", "refeeds"}}.
+// --speculative lookup|auto: speculative decoding (runtime/speculative.h).
 #include <charconv>
 #include <cstdio>
 
@@ -79,6 +81,13 @@ void register_run(CLI::App& app) {
       out["prefill_tok_s"] = r.prefill_tok_s();
       out["decode_tok_s"] = r.decode_tok_s();
       out["ttft_ms"] = r.ttft_ms;
+      out["decode_tokens"] = r.decode_steps;
+      out["decode_seconds"] = r.decode_seconds;
+      out["speculative"] = {{"mode", speculative_mode_name(options.speculative.mode)},
+                            {"drafted", r.speculative.drafted},
+                            {"accepted", r.speculative.accepted},
+                            {"verify_calls", r.speculative.verify_calls},
+                            {"refeeds", r.speculative.refeeds}};
       fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }

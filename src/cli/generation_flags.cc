@@ -25,6 +25,14 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
   cmd.add_option("-b,--batch", settings.max_tokens_per_call, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
+  cmd.add_option("--speculative", settings.speculative,
+                 "Speculative decoding: off, lookup (verify every prompt-lookup draft) or auto (prompt lookup, "
+                 "draft length and on/off adapted to the measured acceptance and verify cost); greedy output "
+                 "is identical to plain decoding")
+      ->check(CLI::IsMember({"off", "lookup", "auto"}))
+      ->capture_default_str();
+  cmd.add_option("--draft-max", settings.draft_max, "Speculative decoding: drafted tokens per verify call at most (1-32)")
+      ->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
   cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
   cmd.add_flag("--reference", reference, kReferenceHelp);
@@ -75,6 +83,10 @@ bool print_text(std::string_view text) {
 void print_speed(const GenerateResult& r) {
   fmt::print(stderr, "\nspeed: prefill {} tok ({:.1f} tok/s) | decode {} tok ({:.1f} tok/s) | ttft {:.1f} ms | {}\n",
              r.prompt_tokens, r.prefill_tok_s(), r.decode_steps, r.decode_tok_s(), r.ttft_ms, r.finish_reason);
+  const SpeculativeStats& s = r.speculative;
+  if (s.verify_calls > 0)
+    fmt::print(stderr, "speculative: {} verify calls | drafted {} | accepted {} ({:.1f}%) | refeeds {}\n",
+               s.verify_calls, s.drafted, s.accepted, 100.0 * s.acceptance(), s.refeeds);
 }
 
 }  // namespace tessera::cli

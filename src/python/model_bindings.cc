@@ -8,9 +8,14 @@
 //       (chunks 0 / prefill_sizes []: the bundle's own, else 1 chunk and 8/32/512)
 //   m.vocab_size, m.stop_token_ids, m.programs_json(), m.path (the bundle loaded, or the source), m.from_bundle
 //   s = _tessera.Session(m, context_length=0)
-//   s.forward(ids, all_logits=True, max_tokens_per_call=0) -> float32 ndarray [rows, vocab]
+//   s.forward(ids, all_logits=True, max_tokens_per_call=0, as_decode=False) -> float32 ndarray [rows, vocab]
+//       (as_decode: Session::forward_as_decode, every row with a decode step's bits)
 //   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False, stop=[], repeat_last_n=64,
-//              max_tokens_per_call=0) -> dict (settings checked by make_generate_options, as the CLI's)
+//              max_tokens_per_call=0, speculative="off", draft_max=8)
+//       -> dict {"ids", "text", "finish_reason", "prompt_tokens", "decode_tokens", "decode_seconds",
+//                "speculative": {"drafted", "accepted", "verify_calls", "refeeds"}}
+//       (settings checked by make_generate_options, as the CLI's; speculative: "off" | "lookup" | "auto",
+//       runtime/speculative.h)
 //   s.length, s.reset(), s.truncate(n) -> bool, s.can_truncate(n), s.rollback(k) -> bool,
 //   s.snapshot() -> SessionSnapshot, s.restore(snapshot), s.state_bytes, s.rollback_margin
 //   (runtime/sequence_state.h: false = the state could not go back there; the session was reset)
@@ -118,11 +123,16 @@ void bind_model(py::module_& m) {
            py::keep_alive<1, 2>())
       .def(
           "forward",
-          [](Session& s, const std::vector<int32_t>& ids, bool all_logits, int64_t per_call) {
+          [](Session& s, const std::vector<int32_t>& ids, bool all_logits, int64_t per_call, bool as_decode) {
             std::vector<float> logits;
             {
               py::gil_scoped_release release;
-              logits = s.forward(ids, all_logits ? LogitsWanted::All : LogitsWanted::Last, per_call);
+              if (as_decode) {
+                if (!all_logits) fail("session", "as_decode", "computes every row's logits: needs all_logits=True");
+                logits = s.forward_as_decode(ids, per_call);
+              } else {
+                logits = s.forward(ids, all_logits ? LogitsWanted::All : LogitsWanted::Last, per_call);
+              }
             }
             const int64_t vocab = s.model().spec().vocab_size;
             const int64_t rows = static_cast<int64_t>(logits.size()) / vocab;
@@ -130,12 +140,14 @@ void bind_model(py::module_& m) {
             std::copy(logits.begin(), logits.end(), out.mutable_data());
             return out;
           },
-          py::arg("ids"), py::arg("all_logits") = true, py::arg("max_tokens_per_call") = 0)
+          py::arg("ids"), py::arg("all_logits") = true, py::arg("max_tokens_per_call") = 0,
+          py::arg("as_decode") = false)
       .def(
           "generate",
           [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, float temperature, int64_t top_k,
              float top_p, float min_p, float repeat_penalty, uint64_t seed, bool ignore_eos,
-             std::vector<std::string> stop, int64_t repeat_last_n, int64_t max_tokens_per_call) {
+             std::vector<std::string> stop, int64_t repeat_last_n, int64_t max_tokens_per_call,
+             const std::string& speculative, int64_t draft_max) {
             GenerationSettings settings;
             settings.max_tokens = max_tokens;
             settings.temperature = temperature;
@@ -148,6 +160,8 @@ void bind_model(py::module_& m) {
             settings.ignore_eos = ignore_eos;
             settings.stop = std::move(stop);
             settings.max_tokens_per_call = max_tokens_per_call;
+            settings.speculative = speculative;
+            settings.draft_max = draft_max;
             const GenerateOptions o = make_generate_options(settings);
             GenerateResult r;
             {
@@ -158,12 +172,22 @@ void bind_model(py::module_& m) {
             d["ids"] = r.ids;
             d["text"] = r.text;
             d["finish_reason"] = r.finish_reason;
+            d["prompt_tokens"] = r.prompt_tokens;
+            d["decode_tokens"] = r.decode_steps;
+            d["decode_seconds"] = r.decode_seconds;
+            py::dict spec;
+            spec["drafted"] = r.speculative.drafted;
+            spec["accepted"] = r.speculative.accepted;
+            spec["verify_calls"] = r.speculative.verify_calls;
+            spec["refeeds"] = r.speculative.refeeds;
+            d["speculative"] = spec;
             return d;
           },
           py::arg("ids"), py::arg("max_tokens"), py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repeat_penalty") = 1.0f, py::arg("seed") = 0,
           py::arg("ignore_eos") = false, py::arg("stop") = std::vector<std::string>{},
-          py::arg("repeat_last_n") = 64, py::arg("max_tokens_per_call") = 0)
+          py::arg("repeat_last_n") = 64, py::arg("max_tokens_per_call") = 0, py::arg("speculative") = "off",
+          py::arg("draft_max") = 8)
       .def_property_readonly("length", &Session::length)
       .def_property_readonly("kv_bytes", [](const Session& x) { return x.kv().bytes_allocated(); })
       .def_property_readonly("state_bytes", [](const Session& x) { return x.state().bytes_allocated(); })

@@ -421,7 +421,7 @@ size_t BoundProgram::run_step(size_t i, Workspace& ws, const CallContext& ctx, b
   const int64_t rows = op.kind == OpKind::Linear && p.values[op.inputs[0]].rows == RowsKind::LogitRows
                            ? static_cast<int64_t>(ctx.logit_rows.size())
                            : ctx.rows;
-  const size_t n = step_length(i, rows);
+  const size_t n = step_length(i, ctx.decode_kernels ? 1 : rows);
   OpProfile* prof = ctx.profile;
   const auto start = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   if (n > 1) run_linear_group(i, n, ws, ctx);
@@ -569,7 +569,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       const float* x = ws.f(in);
       float* y = ws.f(out);
       if (ctx.on_linear_input) (*ctx.on_linear_input)(op.weights[0], x, rows, k);
-      const LinearPath path = linear_path(b, rows);
+      const LinearPath path = linear_path(b, ctx.decode_kernels ? 1 : rows);
       if (path == LinearPath::Amx) {
         // Linears sharing an input share its row count, so the one that
         // packed this input (reuse_acts) took this path too.

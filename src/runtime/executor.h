@@ -78,6 +78,12 @@ struct CallContext {
   SequenceState* state = nullptr;    // the sequence's per-layer state (KV, conv tails)
   ThreadPool* pool = nullptr;
   OpProfile* profile = nullptr;      // optional: per-op timing
+  // Every Linear takes the kernel path of a one-token call (the integer-dot
+  // kernels, whose bits do not depend on the number of tokens), never the
+  // int16 GEMM or AMX tiles of longer calls: each row then has the bits a
+  // decode step of that token alone would give. Speculative verification
+  // (runtime/speculative.h) sets it so that its output equals plain decode's.
+  bool decode_kernels = false;
   // Optional: called before every Linear with its weight's name and its
   // input [rows][cols] (calibration, convert/calibration.h).
   // Set, it sees whole calls: row blocks are off.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <optional>
 
 #include "core/error.h"
@@ -49,6 +50,9 @@ GenerateOptions make_generate_options(const GenerationSettings& s) {
   o.stop_strings = s.stop;
   o.ignore_eos = s.ignore_eos;
   o.max_tokens_per_call = s.max_tokens_per_call;
+  o.speculative.mode = parse_speculative_mode(s.speculative);
+  if (s.draft_max < 1 || s.draft_max > 32) fail("options", "draft_max", "must be in 1..32, got {}", s.draft_max);
+  o.speculative.max_draft = s.draft_max;
   return o;
 }
 
@@ -78,9 +82,20 @@ GenerateResult generate(Session& session, std::span<const int32_t> prompt, const
   context.insert(context.end(), prompt.begin(), prompt.end());
   std::string pending;  // decoded text not yet handed out
 
+  const int64_t prompt_begin = session.length();
   const auto start = Clock::now();
   const std::vector<float>* logits = &session.forward(prompt, LogitsWanted::Last, options.max_tokens_per_call);
   r.prefill_seconds = seconds_since(start);
+
+  std::optional<SpeculativeDecoder> speculative;
+  if (options.speculative.mode != SpeculativeMode::Off)
+    speculative.emplace(session, sampler, options.speculative, prompt_begin, r.prompt_tokens,
+                        options.max_tokens_per_call);
+  // Tokens chosen but not yet handed out, in order. Without speculation at
+  // most one; a verify call decides the accepted drafts and the next token
+  // at once (those but the last already in the session).
+  std::deque<int32_t> decided;
+  std::vector<int32_t> step_tokens;
 
   bool cancelled = false;
   auto emit = [&](std::string_view text) {
@@ -88,10 +103,13 @@ GenerateResult generate(Session& session, std::span<const int32_t> prompt, const
     if (on_text && !text.empty() && !on_text(text)) cancelled = true;
   };
   const auto decode_start = Clock::now();
+  decided.push_back(sampler.picks_argmax(context) ? session.greedy_ids().back()
+                                                  : sampler.sample(logits->data(), vocab, context));
   for (;;) {
-    const int32_t id = sampler.picks_argmax(context) ? session.greedy_ids().back()
-                                                     : sampler.sample(logits->data(), vocab, context);
+    const int32_t id = decided.front();
+    decided.pop_front();
     if (r.ids.empty()) r.ttft_ms = seconds_since(start) * 1000.0;
+    else ++r.decode_steps;
     r.ids.push_back(id);
     context.push_back(id);
     const bool is_stop = !options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end();
@@ -121,12 +139,29 @@ GenerateResult generate(Session& session, std::span<const int32_t> prompt, const
       r.finish_reason = "length";
       break;
     }
+    if (!decided.empty()) continue;  // already run: a verify call accepted it
     if (session.length() + 1 > session.context_length()) {
       r.finish_reason = "context";
       break;
     }
-    logits = &session.forward(std::span<const int32_t>(&r.ids.back(), 1));
-    ++r.decode_steps;
+    if (speculative) {
+      // Drafts may fill what max_tokens and the context leave after the pending token.
+      const int64_t room = std::min(options.max_tokens - static_cast<int64_t>(r.ids.size()),
+                                    session.context_length() - session.length()) - 1;
+      step_tokens.clear();
+      speculative->step(context, room, step_tokens);
+      decided.insert(decided.end(), step_tokens.begin(), step_tokens.end());
+    } else {
+      logits = &session.forward(std::span<const int32_t>(&r.ids.back(), 1));
+      decided.push_back(sampler.picks_argmax(context) ? session.greedy_ids().back()
+                                                      : sampler.sample(logits->data(), vocab, context));
+    }
+  }
+  if (speculative) {
+    // A stop may come before the last accepted draft: the session keeps
+    // the generated tokens but the last, as without speculation.
+    speculative->truncate(context, prompt_begin + r.prompt_tokens + static_cast<int64_t>(r.ids.size()) - 1);
+    r.speculative = speculative->stats();
   }
   r.decode_seconds = seconds_since(decode_start);
   if (detok && r.finish_reason != "stop") emit(pending + detok->finish());

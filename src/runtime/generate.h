@@ -12,6 +12,7 @@
 
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speculative.h"
 
 namespace tessera {
 
@@ -21,6 +22,7 @@ struct GenerateOptions {
   std::vector<std::string> stop_strings;  // generation ends before the first occurrence
   bool ignore_eos = false;                // keep going past stop tokens
   int64_t max_tokens_per_call = 0;        // prefill call size (0: largest variant)
+  SpeculativeOptions speculative;          // speculative decoding (runtime/speculative.h); off by default
 };
 
 // A generation request as a user states it: what the CLI's flags
@@ -35,11 +37,14 @@ struct GenerationSettings {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   int64_t max_tokens_per_call = 0;  // prefill call size (0: largest variant)
+  std::string speculative = "off";  // "off" | "lookup" | "auto" (runtime/speculative.h)
+  int64_t draft_max = 8;            // drafted tokens per verify call, 1..32
 };
 
 // Throws Error ("options", field name, problem) for the first value out of
-// range: max_tokens < 1, max_tokens_per_call < 0, an empty stop string, or a
-// sampling parameter (SamplingParams::validate).
+// range: max_tokens < 1, max_tokens_per_call < 0, an empty stop string, a
+// sampling parameter (SamplingParams::validate), an unknown speculative mode
+// or draft_max outside 1..32.
 GenerateOptions make_generate_options(const GenerationSettings& settings);
 
 struct GenerateResult {
@@ -49,7 +54,8 @@ struct GenerateResult {
   int64_t prompt_tokens = 0;   // tokens prefilled by this call
   double prefill_seconds = 0, decode_seconds = 0;
   double ttft_ms = 0;          // start to first generated token
-  int64_t decode_steps = 0;    // forward calls of one token
+  int64_t decode_steps = 0;    // tokens decoded after the first (one forward call each without speculation)
+  SpeculativeStats speculative;  // all zero without speculation
 
   double prefill_tok_s() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
   double decode_tok_s() const { return decode_seconds > 0 ? decode_steps / decode_seconds : 0; }

@@ -39,18 +39,37 @@ struct SamplingParams {
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
+  const SamplingParams& params() const { return p_; }
 
   // `context`: every token so far (prompt + generated), for the penalty.
   int32_t sample(const float* logits, int64_t vocab, std::span<const int32_t> context);
+  // The distribution sample() draws from for these logits: the tokens left
+  // after steps 1-5 with their probabilities (summing to 1), most likely
+  // first; at temperature 0 the one token sample() returns, with 1. Valid
+  // until the next call. Speculative sampling (runtime/speculative.h) reads it.
+  const std::vector<std::pair<int32_t, double>>& distribution(const float* logits, int64_t vocab,
+                                                              std::span<const int32_t> context);
+  // The next draw of the generator as a double in [0, 1) (53 bits), the
+  // number sample() draws with.
+  double uniform();
   // True when sample() returns the logits' argmax whatever they are
   // (temperature 0 and no repetition penalty in effect): the caller may
   // take the programs' own argmax (Session::greedy_ids) instead.
   bool picks_argmax(std::span<const int32_t> context) const;
 
  private:
+  // Steps 1-5 for temperature > 0: cand_[0, keep), sorted, with
+  // probabilities prob_[0, keep) (the softmax after top-k, so they sum to
+  // at most 1 once top-p / min-p cut); returns keep.
+  size_t filter(const float* logits, int64_t vocab, std::span<const int32_t> context);
+  // Temperature 0: the (penalized) argmax.
+  int32_t argmax(const float* logits, int64_t vocab, std::span<const int32_t> context) const;
+
   SamplingParams p_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> cand_;
+  std::vector<double> prob_;
+  std::vector<std::pair<int32_t, double>> dist_;
 };
 
 }  // namespace tessera

@@ -62,20 +62,34 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
   const int64_t per_call = max_tokens_per_call > 0 ? std::min(max_tokens_per_call, largest) : largest;
   const bool all = wanted == LogitsWanted::All;
   const int64_t vocab = s.vocab_size;
-  logits_.assign(static_cast<size_t>((all ? ids.size() : 1) * vocab), 0.0f);
+  if (ids_only_) logits_.clear();
+  else logits_.assign(static_cast<size_t>((all ? ids.size() : 1) * vocab), 0.0f);
   greedy_ids_.assign(all ? ids.size() : 1, 0);
   greedy_ready_ = true;  // until a call's program has no Argmax op
   size_t done = 0;
   while (done < ids.size()) {
     const int64_t n = std::min<int64_t>(per_call, static_cast<int64_t>(ids.size() - done));
     const bool last_call = done + n == ids.size();
-    float* out = all ? logits_.data() + done * vocab : (last_call ? logits_.data() : nullptr);
+    float* out = ids_only_ ? nullptr : all ? logits_.data() + done * vocab : (last_call ? logits_.data() : nullptr);
     int32_t* greedy = all ? greedy_ids_.data() + done : (last_call ? greedy_ids_.data() : nullptr);
     run_call(ids.subspan(done, n), all, out, greedy);
     done += n;
   }
   history_.insert(history_.end(), ids.begin(), ids.end());
   return logits_;
+}
+
+const std::vector<float>& Session::forward_as_decode(std::span<const int32_t> ids, int64_t max_tokens_per_call,
+                                                     bool with_logits) {
+  struct Flag {
+    bool& on;
+    Flag(bool& f, bool value) : on(f) { on = value; }
+    ~Flag() { on = false; }
+  };
+  const ProgramSet& set = model_.programs();
+  const bool has_argmax = !set.programs.empty() && set.programs.back().find_value("next_ids") >= 0;
+  Flag decode(decode_kernels_, true), ids_only(ids_only_, !with_logits && has_argmax);
+  return forward(ids, LogitsWanted::All, max_tokens_per_call);
 }
 
 const std::vector<int32_t>& Session::greedy_ids() {
@@ -105,8 +119,9 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
   ctx.rows = n;
   ctx.state = &state_;
   ctx.pool = &model_.pool();
+  ctx.decode_kernels = decode_kernels_;
   if (on_linear_input) ctx.on_linear_input = &on_linear_input;
-  if (logits_out) {
+  if (logits_out || ids_out) {
     if (all_logits) {
       for (int64_t r = 0; r < n; ++r) ctx.logit_rows.push_back(static_cast<int32_t>(r));
     } else {
@@ -163,10 +178,10 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
         std::find(p.outputs.begin(), p.outputs.end(), prev_x) != p.outputs.end())
       on_chunk_output(p.chunk, ws.f(prev_x), n, p.values[prev_x].cols);
   }
-  if (logits_out && prev) {
+  if ((logits_out || ids_out) && prev) {
     const Program& last = *set.variant(variant).back();
     const int64_t rows = static_cast<int64_t>(ctx.logit_rows.size()), vocab = model_.spec().vocab_size;
-    std::memcpy(logits_out, prev->f(last.find_value("logits")), sizeof(float) * rows * vocab);
+    if (logits_out) std::memcpy(logits_out, prev->f(last.find_value("logits")), sizeof(float) * rows * vocab);
     if (const int next = last.find_value("next_ids"); next >= 0)
       std::memcpy(ids_out, prev->i(next), sizeof(int32_t) * rows);
     else

@@ -31,6 +31,17 @@ class Session {
   // ids do not fit in the context or are outside the vocabulary.
   const std::vector<float>& forward(std::span<const int32_t> ids, LogitsWanted wanted = LogitsWanted::Last,
                                     int64_t max_tokens_per_call = 0);
+  // forward(ids, All, max_tokens_per_call) with every row computed as a
+  // one-token decode step computes it (CallContext::decode_kernels): each
+  // row's logits and argmax have the bits that running the tokens one at a
+  // time through forward() gives, whatever the kernel paths of longer calls.
+  // Speculative verification (runtime/speculative.h) relies on it.
+  // with_logits false: only greedy_ids() is wanted, and the logits rows
+  // (rows × vocab floats: 9.4 MB for 9 rows of Gemma 3's 262,144) are not
+  // copied out when the programs compute the argmax (the result is then
+  // empty); bundles without the Argmax op copy them regardless.
+  const std::vector<float>& forward_as_decode(std::span<const int32_t> ids, int64_t max_tokens_per_call = 0,
+                                              bool with_logits = true);
   // The argmax of each logits row of the last forward() (lowest id on
   // ties, ref::argmax): the programs' Argmax op computed it, or, for a
   // bundle recorded without that op, a scan of the logits made here on the
@@ -97,6 +108,8 @@ class Session {
   std::vector<float> logits_;
   std::vector<int32_t> greedy_ids_;  // valid when greedy_ready_
   bool greedy_ready_ = false;
+  bool decode_kernels_ = false;  // forward_as_decode() in progress
+  bool ids_only_ = false;        // forward_as_decode(with_logits = false) in progress
 };
 
 }  // namespace tessera

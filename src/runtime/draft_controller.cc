@@ -1,0 +1,87 @@
+#include "runtime/draft_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tessera {
+
+
+DraftController::DraftController(const DraftControlOptions& options) : o_(options) {
+  if (o_.max_draft < 1) fail("speculative", "max_draft", "must be at least 1, got {}", o_.max_draft);
+  if (!(o_.prior_acceptance > 0 && o_.prior_acceptance < 1))
+    fail("speculative", "prior_acceptance", "must be in (0, 1), got {}", o_.prior_acceptance);
+  if (!(o_.decay > 0 && o_.decay <= 1)) fail("speculative", "decay", "must be in (0, 1], got {}", o_.decay);
+  if (o_.probe_interval < 1 || o_.max_probe_interval < o_.probe_interval || o_.probe_tokens < 1)
+    fail("speculative", "probe", "needs 1 <= probe_interval <= max_probe_interval and probe_tokens >= 1");
+  if (!(o_.cost_decay > 0 && o_.cost_decay <= 1) || o_.refresh_interval < 2)
+    fail("speculative", "cost", "needs cost_decay in (0, 1] and refresh_interval >= 2");
+  accepted_ = 2 * o_.prior_acceptance;
+  decided_ = 2;
+  probe_wait_ = o_.probe_interval;
+}
+
+double DraftController::expected_tokens(int64_t k) const {
+  const double a = std::min(acceptance(), 1.0 - 1e-9);
+  return (1 - std::pow(a, static_cast<double>(k + 1))) / (1 - a);
+}
+
+double DraftController::verify_seconds(int64_t k) const {
+  const double prior_m = o_.prior_row_cost * decode_s_;
+  if (sw_ <= 0) return decode_s_ + prior_m * static_cast<double>(k);
+  const double mk = sk_ / sw_, mt = st_ / sw_;
+  const double var = skk_ / sw_ - mk * mk;
+  // A slope needs calls of at least two draft lengths (variance of k of a
+  // quarter or more); else the prior slope through the calls' mean.
+  double m = var >= 0.25 ? (skt_ / sw_ - mk * mt) / var : prior_m;
+  m = std::max(m, 0.0);
+  return std::max(mt + m * (static_cast<double>(k) - mk), decode_s_);
+}
+
+double DraftController::relative_rate(int64_t k) const {
+  return expected_tokens(k) * decode_s_ / verify_seconds(k);
+}
+
+int64_t DraftController::draft_length(int64_t available) {
+  available = std::min(available, o_.max_draft);
+  if (decode_samples_ < 2 || ++since_plain_ >= o_.refresh_interval) return 0;  // time a plain step
+  if (available <= 0) return 0;
+  int64_t best = 1;
+  for (int64_t k = 2; k <= available; ++k)
+    if (relative_rate(k) > relative_rate(best)) best = k;
+  if (relative_rate(best) > 1 + o_.margin) {
+    plain_with_proposal_ = 0;
+    return best;
+  }
+  if (++plain_with_proposal_ < probe_wait_) return 0;
+  plain_with_proposal_ = 0;
+  probing_ = true;
+  return std::min(available, o_.probe_tokens);
+}
+
+void DraftController::record_decode(double seconds) {
+  since_plain_ = 0;
+  // The first step of a request runs cold (first use of the decode
+  // programs' buffers): not a measure of the next ones.
+  if (decode_samples_++ == 0) return;
+  const int64_t n = decode_samples_ - 1;
+  decode_s_ += (seconds - decode_s_) / static_cast<double>(std::min<int64_t>(n, 8));
+}
+
+void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds) {
+  accepted_ = o_.decay * accepted_ + static_cast<double>(accepted);
+  decided_ = o_.decay * decided_ + static_cast<double>(accepted + (accepted < drafted ? 1 : 0));
+  const double k = static_cast<double>(drafted), d = o_.cost_decay;
+  sw_ = d * sw_ + 1;
+  sk_ = d * sk_ + k;
+  skk_ = d * skk_ + k * k;
+  st_ = d * st_ + seconds;
+  skt_ = d * skt_ + k * seconds;
+  if (probing_) {
+    probe_wait_ = accepted > 0 ? o_.probe_interval : std::min(2 * probe_wait_, o_.max_probe_interval);
+    probing_ = false;
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,90 @@
+// Adaptive control of speculative decoding (runtime/speculative.h): how
+// many drafted tokens to verify at each step — none meaning a plain decode
+// step — from what this request has measured so far, so that speculation
+// is used where it pays and costs next to nothing where it does not.
+//
+// The model. A verify call of k drafted tokens (k + 1 rows) costs
+//   c(k) = c0 + m · k,
+// a line fitted by least squares to this request's own verify calls (their
+// wall time against k, each weighted by decay^age, so the fit follows the
+// machine's current load); c0 is more than a decode step's c1 (the batched
+// kernels' fixed costs), so the fit does not pin the line at c1. With too
+// few distinct k the slope is the prior m = prior_row_cost · c1 and the
+// line goes through the mean of the calls. c1 is the running mean of plain
+// decode steps (the first, cold step of a request not counted; one plain
+// step is forced every refresh_interval steps so that c1 follows the load
+// while speculation runs). If each drafted token is accepted with
+// probability α given that the ones before it were (drafts are accepted as
+// a prefix), a verify call yields on average
+//   E(k) = 1 + α + α² + ... + α^k = (1 − α^(k+1)) / (1 − α)
+// tokens (the accepted drafts plus the target's own next token), so its
+// rate is E(k) / c(k) tokens per second against 1 / c1 for plain decode.
+// draft_length() picks the k in 0..available with the best rate, and
+// speculates only when that beats plain decode by a margin.
+//
+// α is estimated from the verify calls as the fraction of accepted among
+// decided drafts: a call that accepted a of k drafts decided a + (a < k)
+// of them (the drafts after the first rejected one say nothing about α).
+// Both counts decay by a factor per call, so α follows the text: high while
+// it is copying, low in free text.
+//
+// Probing. Switched off, the estimate would never change; so after a run
+// of plain steps during which the drafter had proposals, one short verify
+// (probe_tokens drafts) measures again. A probe that fails doubles the
+// wait before the next one (up to max_probe_interval), one that accepts
+// resets it: in free text the probes' cost stays around a percent of the
+// decode time.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera {
+
+struct DraftControlOptions {
+  int64_t max_draft = 8;           // drafted tokens per verify at most
+  double prior_acceptance = 0.5;   // α before any verify (as one decided draft of weight 2)
+  double decay = 0.7;              // per verify call, of the acceptance counts
+  double margin = 0.03;            // speculate when the best rate beats 1 / c1 by this fraction
+  double prior_row_cost = 0.15;    // m / c1 before any verify has been timed
+  int64_t probe_interval = 8;      // plain steps with a proposal before a probe
+  int64_t max_probe_interval = 128;
+  int64_t probe_tokens = 2;
+  double cost_decay = 0.9;         // per verify call, of the weights of the cost fit
+  int64_t refresh_interval = 32;   // steps between forced plain steps while speculating
+};
+
+class DraftController {
+ public:
+  explicit DraftController(const DraftControlOptions& options = {});
+
+  // How many of the `available` drafted tokens to verify now (0: a plain
+  // decode step). Before the first decode step has been timed, 0.
+  int64_t draft_length(int64_t available);
+  // The time of a plain decode step.
+  void record_decode(double seconds);
+  // The time of a verify call of `drafted` tokens that accepted `accepted`.
+  void record_verify(int64_t drafted, int64_t accepted, double seconds);
+
+  double acceptance() const { return accepted_ / decided_; }
+  double decode_seconds() const { return decode_s_; }
+  // The fitted verify cost c(k) (before any verify: c1 + prior · c1 · k).
+  double verify_seconds(int64_t k) const;
+  // Expected tokens per verify of k drafts, and its rate relative to plain
+  // decode (E(k) · c1 / c(k)).
+  double expected_tokens(int64_t k) const;
+  double relative_rate(int64_t k) const;
+
+ private:
+  DraftControlOptions o_;
+  double accepted_, decided_;        // decayed counts
+  double decode_s_ = 0;              // c1 (0: not measured yet)
+  int64_t decode_samples_ = 0;       // plain steps timed (the first is not used)
+  // Decayed sums of the verify calls for the fit: weight, k, k², t, k·t.
+  double sw_ = 0, sk_ = 0, skk_ = 0, st_ = 0, skt_ = 0;
+  int64_t plain_with_proposal_ = 0;  // plain steps since the last verify while the drafter had proposals
+  int64_t since_plain_ = 0;          // steps since the last plain step
+  int64_t probe_wait_;
+  bool probing_ = false;             // the verify in flight is a probe
+};
+
+}  // namespace tessera

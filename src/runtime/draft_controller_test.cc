@@ -1,0 +1,129 @@
+#include "runtime/draft_controller.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace tessera {
+namespace {
+
+// Two timed plain steps (the first of a request does not count).
+void warm(DraftController& c, double seconds) {
+  c.record_decode(5 * seconds);  // cold: ignored
+  c.record_decode(seconds);
+}
+
+TEST(DraftController, PlainDecodeUntilTwoDecodeStepsAreTimed) {
+  DraftController c;
+  EXPECT_EQ(c.draft_length(8), 0);
+  c.record_decode(0.050);
+  EXPECT_EQ(c.draft_length(8), 0);
+  c.record_decode(0.010);
+  EXPECT_DOUBLE_EQ(c.decode_seconds(), 0.010);  // the cold first step is not in it
+  EXPECT_GT(c.draft_length(8), 0);
+  EXPECT_EQ(c.draft_length(0), 0);  // nothing proposed
+}
+
+TEST(DraftController, ExpectedTokensFollowTheGeometricSeries) {
+  DraftController c;  // prior acceptance 0.5
+  EXPECT_DOUBLE_EQ(c.acceptance(), 0.5);
+  EXPECT_DOUBLE_EQ(c.expected_tokens(0), 1.0);
+  EXPECT_DOUBLE_EQ(c.expected_tokens(2), 1.75);
+}
+
+// The verify cost is the least-squares line through the calls: a fixed
+// part above a decode step and a part per drafted row.
+TEST(DraftController, FitsTheVerifyCostToTheCalls) {
+  DraftController c;
+  warm(c, 0.010);
+  EXPECT_NEAR(c.verify_seconds(4), 0.010 * (1 + 0.15 * 4), 1e-12);  // the prior
+  for (int64_t k : {2, 5, 3, 8, 1, 6}) c.record_verify(k, k, 0.014 + 0.002 * k);
+  EXPECT_NEAR(c.verify_seconds(1), 0.016, 1e-9);
+  EXPECT_NEAR(c.verify_seconds(8), 0.030, 1e-9);
+}
+
+// Cheap verify calls and drafts that are always accepted: the controller
+// drafts as many as it may, with a plain step every refresh_interval steps.
+TEST(DraftController, DraftsLongWhenDraftsAreAcceptedAndVerifyIsCheap) {
+  DraftControlOptions o;
+  o.refresh_interval = 10;
+  DraftController c(o);
+  warm(c, 0.010);
+  int plain = 0;
+  for (int i = 0; i < 30; ++i) {
+    const int64_t k = c.draft_length(8);
+    if (k == 0) {
+      ++plain;
+      c.record_decode(0.010);
+      continue;
+    }
+    c.record_verify(k, k, 0.011 + 0.001 * k);
+  }
+  EXPECT_EQ(plain, 3);
+  EXPECT_GT(c.acceptance(), 0.9);
+  EXPECT_EQ(c.draft_length(8), 8);
+  EXPECT_EQ(c.draft_length(3), 3);
+}
+
+// Drafts that are always rejected: after a few verify calls the controller
+// stops speculating, then probes with short drafts, ever more rarely.
+TEST(DraftController, TurnsOffAfterRejectionsAndProbesEverMoreRarely) {
+  DraftControlOptions o;
+  o.probe_interval = 4;
+  o.max_probe_interval = 16;
+  o.refresh_interval = 1000;
+  DraftController c(o);
+  warm(c, 0.010);
+  int verifies = 0;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t k = c.draft_length(8);
+    if (k == 0) break;
+    c.record_verify(k, 0, 0.012 + 0.002 * k);
+    ++verifies;
+  }
+  EXPECT_LE(verifies, 4);
+  EXPECT_LT(c.relative_rate(1), 1.0);
+  // Off: a probe of probe_tokens drafts after 4 plain steps with proposals,
+  // then after 8, then 16, then 16 (the cap).
+  std::vector<int> gaps;
+  int since = 1;  // the call that returned 0 above was the first plain step
+  for (int step = 0; step < 60; ++step) {
+    ++since;
+    const int64_t k = c.draft_length(8);
+    if (k == 0) continue;
+    EXPECT_EQ(k, o.probe_tokens);
+    c.record_verify(k, 0, 0.012 + 0.002 * k);
+    gaps.push_back(since);
+    since = 0;
+  }
+  ASSERT_GE(gaps.size(), 4u);
+  EXPECT_EQ(gaps[0], 4);
+  EXPECT_EQ(gaps[1], 8);
+  EXPECT_EQ(gaps[2], 16);
+  EXPECT_EQ(gaps[3], 16);
+}
+
+// Verify calls that cost as much per drafted row as a decode step never pay
+// (E(k) <= k + 1): the controller stays off whatever the acceptance.
+TEST(DraftController, StaysOffWhenVerifyCostsAsMuchAsDecoding) {
+  DraftController c;
+  warm(c, 0.010);
+  for (int64_t k : {4, 2}) c.record_verify(k, k, 0.010 * (k + 1));
+  EXPECT_NEAR(c.verify_seconds(3), 0.040, 1e-9);
+  EXPECT_EQ(c.draft_length(4), 0);
+}
+
+TEST(DraftController, ChecksItsOptions) {
+  DraftControlOptions o;
+  o.max_draft = 0;
+  EXPECT_THROW(DraftController{o}, Error);
+  o = {};
+  o.prior_acceptance = 1;
+  EXPECT_THROW(DraftController{o}, Error);
+  o = {};
+  o.probe_interval = 0;
+  EXPECT_THROW(DraftController{o}, Error);
+}
+
+}  // namespace
+}  // namespace tessera

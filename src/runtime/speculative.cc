@@ -1,0 +1,183 @@
+#include "runtime/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "runtime/lookup_drafter.h"
+
+namespace tessera {
+
+const char* speculative_mode_name(SpeculativeMode mode) {
+  switch (mode) {
+    case SpeculativeMode::Off: return "off";
+    case SpeculativeMode::Lookup: return "lookup";
+    case SpeculativeMode::Auto: return "auto";
+  }
+  return "?";
+}
+
+SpeculativeMode parse_speculative_mode(const std::string& name) {
+  if (name == "off") return SpeculativeMode::Off;
+  if (name == "lookup") return SpeculativeMode::Lookup;
+  if (name == "auto") return SpeculativeMode::Auto;
+  fail("options", "speculative", "unknown mode '{}' (expected off, lookup or auto)", name);
+}
+
+int64_t accepted_prefix(std::span<const int32_t> draft, std::span<const int32_t> target) {
+  if (target.size() != draft.size() + 1)
+    fail("speculative", "verify", "{} target tokens for {} drafts (expected one more)", target.size(), draft.size());
+  int64_t a = 0;
+  while (a < static_cast<int64_t>(draft.size()) && draft[a] == target[a]) ++a;
+  return a;
+}
+
+SpeculativeChoice speculative_sample(const std::vector<std::pair<int32_t, double>>& p, int32_t draft,
+                                     double u_accept, double u_draw) {
+  if (p.empty()) fail("speculative", "sample", "empty distribution");
+  double p_draft = 0;
+  for (const auto& [id, prob] : p)
+    if (id == draft) p_draft = prob;
+  // min(1, p(d) / q(d)) with q(d) = 1.
+  if (u_accept < p_draft) return {true, draft};
+  // norm(max(0, p − q)): p with the draft's mass removed. Its total is
+  // 1 − p(d), summed here over the remaining entries so that rounding
+  // cannot leave u past the last one.
+  double rest = 0;
+  for (const auto& [id, prob] : p)
+    if (id != draft) rest += prob;
+  const double u = u_draw * rest;
+  double acc = 0;
+  int32_t last = draft;
+  for (const auto& [id, prob] : p) {
+    if (id == draft || prob <= 0) continue;
+    acc += prob;
+    last = id;
+    if (u < acc) return {false, id};
+  }
+  // Only reached through rounding at the top end (or when p is the draft
+  // alone, which u_accept < 1 = p(d) has already accepted).
+  return {false, last};
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+DraftControlOptions control_options(const SpeculativeOptions& o) {
+  DraftControlOptions c;
+  c.max_draft = o.max_draft;
+  return c;
+}
+
+}  // namespace
+
+SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const SpeculativeOptions& options,
+                                       int64_t prompt_begin, int64_t prompt_length, int64_t max_tokens_per_call)
+    : session_(session),
+      sampler_(sampler),
+      options_(options),
+      prompt_begin_(prompt_begin),
+      prompt_length_(prompt_length),
+      max_tokens_per_call_(max_tokens_per_call),
+      drafter_(std::make_unique<LookupDrafter>()),
+      controller_(control_options(options)) {
+  if (options.max_draft < 1 || options.max_draft > 32)
+    fail("options", "draft_max", "must be in 1..32, got {}", options.max_draft);
+}
+
+int32_t SpeculativeDecoder::decode(std::span<const int32_t> context) {
+  const std::vector<float>& logits = session_.forward(context.last(1));
+  return sampler_.picks_argmax(context) ? session_.greedy_ids().back()
+                                        : sampler_.sample(logits.data(), session_.model().spec().vocab_size, context);
+}
+
+void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draft, std::vector<int32_t>& decided) {
+  const auto start = std::chrono::steady_clock::now();
+  max_draft = std::min(max_draft, options_.max_draft);
+  draft_.clear();
+  if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
+  const int64_t k = options_.mode == SpeculativeMode::Lookup ? static_cast<int64_t>(draft_.size())
+                                                              : controller_.draft_length(static_cast<int64_t>(draft_.size()));
+  if (k == 0) {
+    decided.push_back(decode(context));
+    controller_.record_decode(seconds_since(start));
+    return;
+  }
+  draft_.resize(static_cast<size_t>(k));
+
+  // 1. One call: the pending token and the drafts, every row's logits with
+  //    decode numerics.
+  const int64_t base = session_.length();  // the pending token's position
+  extended_.assign(context.begin(), context.end());
+  extended_.insert(extended_.end(), draft_.begin(), draft_.end());
+  const std::span<const int32_t> ext(extended_);
+  //    Plain greedy needs only each row's argmax, which the programs compute:
+  //    the logits rows are then not copied out.
+  const SamplingParams& sp = sampler_.params();
+  const bool ids_only = sp.temperature == 0.0f && sp.repeat_penalty == 1.0f;
+  const std::vector<float>& logits = session_.forward_as_decode(ext.subspan(base, static_cast<size_t>(k + 1)),
+                                                                max_tokens_per_call_, !ids_only);
+  const int64_t vocab = session_.model().spec().vocab_size;
+
+  // 2. Acceptance, row by row: row i is the target after the pending token
+  //    and draft[0, i); its sampling context is the context and those drafts.
+  int64_t a = 0;
+  int32_t next = 0;
+  for (;; ++a) {
+    const std::span<const int32_t> row_context = ext.first(context.size() + static_cast<size_t>(a));
+    const float* row = ids_only ? nullptr : logits.data() + a * vocab;  // ids_only: greedy_ids() alone
+    if (sp.temperature == 0.0f) {
+      // Greedy: the choice plain decode would make; accepted if it is the draft.
+      next = sampler_.picks_argmax(row_context) ? session_.greedy_ids()[static_cast<size_t>(a)]
+                                                : sampler_.sample(row, vocab, row_context);
+      if (a == k || next != draft_[static_cast<size_t>(a)]) break;
+    } else if (a == k) {
+      next = sampler_.sample(row, vocab, row_context);  // all accepted: one more token from p_k
+      break;
+    } else {
+      const double u_accept = sampler_.uniform(), u_draw = sampler_.uniform();
+      const SpeculativeChoice c =
+          speculative_sample(sampler_.distribution(row, vocab, row_context), draft_[static_cast<size_t>(a)], u_accept,
+                             u_draw);
+      if (!c.accepted) {
+        next = c.token;
+        break;
+      }
+    }
+  }
+
+  // 3. Keep the pending token and the accepted drafts.
+  truncate(ext, base + 1 + a);
+  decided.insert(decided.end(), draft_.begin(), draft_.begin() + a);
+  decided.push_back(next);
+  ++stats_.verify_calls;
+  stats_.drafted += k;
+  stats_.accepted += a;
+  controller_.record_verify(k, a, seconds_since(start));
+}
+
+void SpeculativeDecoder::truncate(std::span<const int32_t> tokens, int64_t n) {
+  if (n >= session_.length()) return;
+  if (session_.truncate(n)) return;
+  ++stats_.refeeds;
+  refeed(tokens, n);
+}
+
+void SpeculativeDecoder::refeed(std::span<const int32_t> tokens, int64_t n) {
+  // As generate() ran them: what preceded the prompt, the prompt in one
+  // forward() with the request's call size, then the generated tokens, each
+  // with the numerics of a decode step (in calls of up to 32 rows; only the
+  // KV is wanted).
+  const int64_t prompt_end = prompt_begin_ + prompt_length_;
+  if (prompt_begin_ > 0) session_.forward(tokens.first(static_cast<size_t>(prompt_begin_)));
+  session_.forward(tokens.subspan(static_cast<size_t>(prompt_begin_), static_cast<size_t>(prompt_length_)),
+                   LogitsWanted::Last, max_tokens_per_call_);
+  for (int64_t at = prompt_end; at < n; at += 32)
+    session_.forward_as_decode(tokens.subspan(static_cast<size_t>(at), static_cast<size_t>(std::min<int64_t>(32, n - at))),
+                               0, false);
+}
+
+}  // namespace tessera
