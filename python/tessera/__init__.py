@@ -24,6 +24,10 @@ Tokenizer = _core.Tokenizer
 # Session.kv_bytes: the bytes its KV cache holds (kv_type="f16": half of f32's).
 Model = _core.Model
 Session = _core.Session
+# decode_batch([s0, s1, ...], [id0, id1, ...]) -> logits ndarray [sessions, vocab]: one
+# decode step of several sessions of one model in one call of the programs, each row
+# bit for bit its session's own decode step (Session::decode_batch).
+decode_batch = _core.decode_batch
 # calibrate(source, text="", max_tokens=512, threads=1) -> {"ids", "random_ids",
 # "input_moments": {weight: E[x_c^2] per input column}}: what `tessera convert`
 # weighs activation-aware palettes with (convert/calibration.h).

@@ -19,6 +19,8 @@
 //   s.length, s.reset(), s.truncate(n) -> bool, s.can_truncate(n), s.rollback(k) -> bool,
 //   s.snapshot() -> SessionSnapshot, s.restore(snapshot), s.state_bytes, s.rollback_margin
 //   (runtime/sequence_state.h: false = the state could not go back there; the session was reset)
+//   _tessera.decode_batch([s0, s1, ...], [id0, id1, ...]) -> float32 ndarray [sessions, vocab]
+//       one decode step of several sessions of one model in one call (Session::decode_batch)
 //   _tessera.calibrate(source, text="", max_tokens=512, threads=1)
 //       -> {"ids": [...], "random_ids": bool, "input_moments": {weight name: float32 ndarray [cols]}}
 //       (convert/calibration.h; text "" = the built-in calibration text)
@@ -198,6 +200,20 @@ void bind_model(py::module_& m) {
       .def("rollback", &Session::rollback)
       .def("snapshot", &Session::snapshot)
       .def("restore", &Session::restore);
+  m.def(
+      "decode_batch",
+      [](const std::vector<Session*>& sessions, const std::vector<int32_t>& ids) {
+        {
+          py::gil_scoped_release release;
+          Session::decode_batch(sessions, ids);
+        }
+        const int64_t vocab = sessions.empty() ? 0 : sessions[0]->model().spec().vocab_size;
+        py::array_t<float> out({static_cast<int64_t>(sessions.size()), vocab});
+        for (size_t r = 0; r < sessions.size(); ++r)
+          std::copy(sessions[r]->logits().begin(), sessions[r]->logits().end(), out.mutable_data() + r * vocab);
+        return out;
+      },
+      py::arg("sessions"), py::arg("ids"));
   py::class_<Session::Snapshot>(m, "SessionSnapshot")
       .def_property_readonly("length", [](const Session::Snapshot& x) { return x.state.length(); });
 }

@@ -477,14 +477,15 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
 // bits depend on how the sequence was cut into calls. Value heads are
 // independent, so the thread split changes no bits; the updates are logged
 // for rollback (runtime/recurrent_state.h).
-void BoundProgram::run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
+void BoundProgram::run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx, SequenceState& state,
+                                  int64_t row0, int64_t rows) const {
   const Op& op = *b.op;
-  const int64_t T = ctx.rows, Hv = op.heads, Hk = op.kv_heads, dk = op.head_dim, dv = op.value_dim;
+  const int64_t T = rows, Hv = op.heads, Hk = op.kv_heads, dk = op.head_dim, dv = op.value_dim;
   const int64_t group = Hv / Hk, width = 2 * Hk * dk + Hv * dv;
-  const float* qkv = ws.f(op.inputs[0]);
-  const float *a = ws.f(op.inputs[1]), *bb = ws.f(op.inputs[2]);
-  float* o = ws.f(op.outputs[0]);
-  RecurrentState& rs = ctx.state->recurrent();
+  const float* qkv = ws.f(op.inputs[0]) + row0 * width;
+  const float *a = ws.f(op.inputs[1]) + row0 * Hv, *bb = ws.f(op.inputs[2]) + row0 * Hv;
+  float* o = ws.f(op.outputs[0]) + row0 * Hv * dv;
+  RecurrentState& rs = state.recurrent();
   float* S = rs.matrices(op.layer);
   // Per position: q̂ per key head, k̂ per value head (the log's layout), v, decay, β.
   std::vector<float> q(static_cast<size_t>(T * Hk * dk)), k(static_cast<size_t>(T * Hv * dk));
@@ -530,10 +531,91 @@ void BoundProgram::run_delta_rule(const BoundOp& b, Workspace& ws, const CallCon
       }
     }
   });
-  rs.log(op.layer, ctx.state->length(), k.data(), vals.data(), decay.data(), beta.data(), T);
+  rs.log(op.layer, state.length(), k.data(), vals.data(), decay.data(), beta.data(), T);
+}
+
+void BoundProgram::run_rows_on_own_states(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
+  const Program& p = *program_;
+  const Op& op = *b.op;
+  const int64_t B = ctx.rows;
+  ThreadPool& pool = *ctx.pool;
+  const kernels::VectorOps& v = *vops_;
+  const auto& states = ctx.row_states;
+  switch (op.kind) {
+    case OpKind::Attention: {
+      const int64_t qw = p.values[op.inputs[0]].cols, kvw = p.values[op.inputs[1]].cols;
+      float *k = ws.f(op.inputs[1]), *vv = ws.f(op.inputs[2]);
+      if (states[0]->kv().type() == KvType::F16) {
+        v.round_to_f16(k, B * kvw);
+        v.round_to_f16(vv, B * kvw);
+      }
+      const ref::AttentionShape shape{op.heads, op.kv_heads, op.head_dim, op.window, op.scale, op.softcap};
+      const float* q = ws.f(op.inputs[0]);
+      float* o = ws.f(op.outputs[0]);
+      // Items (row, run of heads), as one decode step splits its heads.
+      const int64_t parts = std::min<int64_t>(pool.threads(), op.heads);
+      pool.parallel_for(B * parts, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t r = i / parts, part = i % parts;
+          const ref::KvSpan span = states[r]->kv().span(op.kv_layer, op.window, k + r * kvw, vv + r * kvw);
+          v.attention(q + r * qw, 1, span, shape, op.heads * part / parts, op.heads * (part + 1) / parts, 0, 1,
+                      o + r * qw);
+        }
+      });
+      break;
+    }
+    case OpKind::KvStore: {
+      const int64_t kvw = p.values[op.inputs[0]].cols;
+      for (int64_t r = 0; r < B; ++r)
+        states[r]->kv().store(op.kv_layer, ws.f(op.inputs[0]) + r * kvw, ws.f(op.inputs[1]) + r * kvw, 1);
+      break;
+    }
+    case OpKind::ShortConv:
+    case OpKind::CausalConv: {
+      const int64_t channels = p.values[op.outputs.back()].cols, kernel = op.kernel;
+      const int64_t in_cols = p.values[op.inputs[0]].cols;
+      const bool gated = op.kind == OpKind::ShortConv;
+      pool.parallel_for(B, [&](int64_t r0, int64_t r1) {
+        std::vector<const float*> past(static_cast<size_t>(std::max<int64_t>(0, kernel - 1)));
+        for (int64_t r = r0; r < r1; ++r) {
+          ConvState& conv = states[r]->conv();
+          conv.past_rows(op.layer, states[r]->length(), past.data());
+          const float* x = ws.f(op.inputs[0]) + r * in_cols;
+          float* y = ws.f(op.outputs.back()) + r * channels;
+          if (gated) {
+            float* bx = ws.f(op.outputs[0]) + r * channels;
+            v.short_conv(x, 1, channels, kernel, b.prepared.data(), past.data(), 0, channels, bx, y);
+            conv.store(op.layer, states[r]->length(), bx, 1);
+          } else {
+            v.causal_conv_silu(x, 1, channels, kernel, b.prepared.data(), past.data(), 0, channels, y);
+            conv.store(op.layer, states[r]->length(), x, 1);
+          }
+        }
+      });
+      break;
+    }
+    case OpKind::DeltaRule:
+      for (int64_t r = 0; r < B; ++r) run_delta_rule(b, ws, ctx, *states[r], r, 1);
+      break;
+    default:
+      fail(p.name, op_kind_name(op.kind), "op has no per-sequence form");
+  }
 }
 
 void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
+  if (!ctx.row_states.empty()) {
+    switch (b.op->kind) {
+      case OpKind::Attention:
+      case OpKind::KvStore:
+      case OpKind::ShortConv:
+      case OpKind::CausalConv:
+      case OpKind::DeltaRule:
+        run_rows_on_own_states(b, ws, ctx);
+        return;
+      default:
+        break;
+    }
+  }
   const Program& p = *program_;
   const int64_t T = ctx.rows;
   const int64_t L = static_cast<int64_t>(ctx.logit_rows.size());
@@ -783,7 +865,7 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       break;
     }
     case OpKind::DeltaRule:
-      run_delta_rule(b, ws, ctx);
+      run_delta_rule(b, ws, ctx, *ctx.state, 0, T);
       break;
     case OpKind::SliceCols: {
       const int64_t w = p.values[op.inputs[0]].cols, n = p.values[op.outputs[0]].cols;

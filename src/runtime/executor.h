@@ -76,6 +76,11 @@ struct CallContext {
   int64_t rows = 0;                  // tokens in this call (<= max_tokens)
   std::vector<int32_t> logit_rows;   // rows (0..rows-1) whose logits are wanted
   SequenceState* state = nullptr;    // the sequence's per-layer state (KV, conv tails)
+  // Set instead of `state` for a step of several sequences at once (one
+  // token each, Session::decode_batch): row r is the next token of the
+  // sequence whose state is row_states[r], at position row_states[r]->length().
+  // The ops that read or write state handle each row against its own.
+  std::vector<SequenceState*> row_states;
   ThreadPool* pool = nullptr;
   OpProfile* profile = nullptr;      // optional: per-op timing
   // Every Linear takes the kernel path of a one-token call (the integer-dot
@@ -150,7 +155,13 @@ class BoundProgram {
   enum class LinearPath { Reference, IntegerDot, Amx, I16Gemm, Float };
   LinearPath linear_path(const BoundOp& b, int64_t rows) const;
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
-  void run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+  // Rows [row0, row0 + rows) of the call, on `state` at its length().
+  void run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx, SequenceState& state, int64_t row0,
+                      int64_t rows) const;
+  // The stateful ops (attention, KV store, convolutions, delta rule) of a
+  // step of several sequences (CallContext::row_states): each row against its
+  // own state, as a one-token call would run it.
+  void run_rows_on_own_states(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
   // ops_[first .. first+count): a linear group on the integer-dot path.
   void run_linear_group(size_t first, size_t count, Workspace& ws, const CallContext& ctx) const;
   // How many ops starting at ops_[i] this call runs as one step (1, or a group).

@@ -102,37 +102,26 @@ const std::vector<int32_t>& Session::greedy_ids() {
   return greedy_ids_;
 }
 
-void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out) {
+namespace {
+
+// The smallest variant that takes n tokens in one call (the largest if none does).
+int64_t variant_for(const ProgramSet& set, int64_t n) {
+  if (n <= 1) return 1;
+  for (int64_t t : set.prefill_sizes)
+    if (t >= n) return t;
+  return set.prefill_sizes.back();
+}
+
+}  // namespace
+
+Workspace* Session::run_programs(CallContext& ctx, std::span<const int32_t> ids,
+                                       std::span<const int64_t> positions, int64_t variant) {
   const int64_t n = static_cast<int64_t>(ids.size());
   const ProgramSet& set = model_.programs();
-  // The smallest variant that takes n tokens in one call.
-  int64_t variant = 1;
-  if (n > 1) {
-    variant = set.prefill_sizes.back();
-    for (int64_t t : set.prefill_sizes)
-      if (t >= n) {
-        variant = t;
-        break;
-      }
-  }
-  CallContext ctx;
-  ctx.rows = n;
-  ctx.state = &state_;
-  ctx.pool = &model_.pool();
-  ctx.decode_kernels = decode_kernels_;
-  if (on_linear_input) ctx.on_linear_input = &on_linear_input;
-  if (logits_out || ids_out) {
-    if (all_logits) {
-      for (int64_t r = 0; r < n; ++r) ctx.logit_rows.push_back(static_cast<int32_t>(r));
-    } else {
-      ctx.logit_rows.push_back(static_cast<int32_t>(n - 1));
-    }
-  } else {
-    ctx.logit_rows.push_back(static_cast<int32_t>(n - 1));  // the head runs; its result is unused
-  }
+  bool consecutive = true;
+  for (int64_t t = 1; t < n; ++t) consecutive &= positions[t] == positions[0] + t;
   Workspace* prev = nullptr;
   const Program* prev_program = nullptr;
-  int prev_x = -1;
   for (size_t i = 0; i < set.programs.size(); ++i) {
     const Program& p = set.programs[i];
     if (p.max_tokens != variant) continue;
@@ -147,10 +136,16 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
       if (v.name == "ids") {
         std::copy(ids.begin(), ids.end(), ws.i(id));
       } else if (v.name == "positions") {
-        for (int64_t t = 0; t < n; ++t) ws.i(id)[t] = static_cast<int32_t>(length() + t);
+        for (int64_t t = 0; t < n; ++t) ws.i(id)[t] = static_cast<int32_t>(positions[t]);
       } else if (v.name == "rope.cos" || v.name == "rope_local.cos") {
         const RopeTable& table = model_.rope(v.name == "rope_local.cos");
-        table.fill(length(), n, ws.f(id), ws.f(p.find_value(v.name.substr(0, v.name.size() - 3) + "sin")));
+        float* cos = ws.f(id);
+        float* sin = ws.f(p.find_value(v.name.substr(0, v.name.size() - 3) + "sin"));
+        if (consecutive) {
+          table.fill(positions[0], n, cos, sin);
+        } else {  // a step of several sequences: each row at its own position
+          for (int64_t t = 0; t < n; ++t) table.fill(positions[t], 1, cos + t * table.half(), sin + t * table.half());
+        }
       } else if (v.name == "rope.sin" || v.name == "rope_local.sin") {
         // filled with its cos
       } else if (const int from = prev_program ? prev_program->find_value(v.name) : -1;
@@ -173,11 +168,35 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
       on_program_timed(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     prev = &ws;
     prev_program = &p;
-    prev_x = p.find_value("x");
-    if (on_chunk_output && prev_x >= 0 &&
-        std::find(p.outputs.begin(), p.outputs.end(), prev_x) != p.outputs.end())
-      on_chunk_output(p.chunk, ws.f(prev_x), n, p.values[prev_x].cols);
+    const int x = p.find_value("x");
+    if (on_chunk_output && x >= 0 && std::find(p.outputs.begin(), p.outputs.end(), x) != p.outputs.end())
+      on_chunk_output(p.chunk, ws.f(x), n, p.values[x].cols);
   }
+  return prev;
+}
+
+void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const ProgramSet& set = model_.programs();
+  const int64_t variant = variant_for(set, n);
+  CallContext ctx;
+  ctx.rows = n;
+  ctx.state = &state_;
+  ctx.pool = &model_.pool();
+  ctx.decode_kernels = decode_kernels_;
+  if (on_linear_input) ctx.on_linear_input = &on_linear_input;
+  if (logits_out || ids_out) {
+    if (all_logits) {
+      for (int64_t r = 0; r < n; ++r) ctx.logit_rows.push_back(static_cast<int32_t>(r));
+    } else {
+      ctx.logit_rows.push_back(static_cast<int32_t>(n - 1));
+    }
+  } else {
+    ctx.logit_rows.push_back(static_cast<int32_t>(n - 1));  // the head runs; its result is unused
+  }
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) positions[t] = length() + t;
+  Workspace* prev = run_programs(ctx, ids, positions, variant);
   if ((logits_out || ids_out) && prev) {
     const Program& last = *set.variant(variant).back();
     const int64_t rows = static_cast<int64_t>(ctx.logit_rows.size()), vocab = model_.spec().vocab_size;
@@ -188,6 +207,65 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
       greedy_ready_ = false;  // greedy_ids() scans the logits
   }
   state_.advance(n);
+}
+
+void Session::decode_batch(std::span<Session* const> sessions, std::span<const int32_t> ids) {
+  if (sessions.size() != ids.size())
+    fail("session", "decode batch", "{} sessions for {} tokens", sessions.size(), ids.size());
+  if (sessions.empty()) return;
+  Session& lead = *sessions[0];
+  const Model& model = lead.model_;
+  const ProgramSet& set = model.programs();
+  const int64_t largest = set.prefill_sizes.empty() ? 1 : set.prefill_sizes.back();
+  if (static_cast<int64_t>(sessions.size()) > largest) {  // steps of at most the largest variant
+    for (size_t i = 0; i < sessions.size(); i += static_cast<size_t>(largest)) {
+      const size_t m = std::min(sessions.size() - i, static_cast<size_t>(largest));
+      decode_batch(sessions.subspan(i, m), ids.subspan(i, m));
+    }
+    return;
+  }
+  for (size_t r = 0; r < sessions.size(); ++r) {
+    Session& s = *sessions[r];
+    if (&s.model_ != &model) fail("session", "decode batch", "session {} runs another model", r);
+    for (size_t q = 0; q < r; ++q)
+      if (sessions[q] == &s) fail("session", "decode batch", "session {} appears twice", r);
+    if (s.length() + 1 > s.context_length())
+      fail("session", "context", "session {} is full ({} positions)", r, s.context_length());
+    if (ids[r] < 0 || ids[r] >= model.spec().vocab_size)
+      fail("input", "token ids", "token id {} of session {} is outside the vocabulary [0, {})", ids[r], r,
+           model.spec().vocab_size);
+  }
+  if (sessions.size() == 1) {
+    lead.forward(ids, LogitsWanted::Last);
+    return;
+  }
+  const int64_t n = static_cast<int64_t>(sessions.size());
+  const int64_t variant = variant_for(set, n);
+  CallContext ctx;
+  ctx.rows = n;
+  ctx.pool = &model.pool();
+  // Every Linear on the one-token path, every stateful op on each row's own
+  // state: each row gets its session's decode bits.
+  ctx.decode_kernels = true;
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    ctx.row_states.push_back(&sessions[r]->state_);
+    ctx.logit_rows.push_back(static_cast<int32_t>(r));
+    positions[r] = sessions[r]->length();
+  }
+  Workspace* last_ws = lead.run_programs(ctx, ids, positions, variant);
+  const Program& last = *set.variant(variant).back();
+  const int64_t vocab = model.spec().vocab_size;
+  const float* logits = last_ws->f(last.find_value("logits"));
+  const int next = last.find_value("next_ids");
+  for (int64_t r = 0; r < n; ++r) {
+    Session& s = *sessions[r];
+    s.logits_.assign(logits + r * vocab, logits + (r + 1) * vocab);
+    s.greedy_ids_.assign(1, next >= 0 ? last_ws->i(next)[r] : 0);
+    s.greedy_ready_ = next >= 0;
+    s.state_.advance(1);
+    s.history_.push_back(ids[r]);
+  }
 }
 
 }  // namespace tessera

@@ -42,6 +42,16 @@ class Session {
   // empty); bundles without the Argmax op copy them regardless.
   const std::vector<float>& forward_as_decode(std::span<const int32_t> ids, int64_t max_tokens_per_call = 0,
                                               bool with_logits = true);
+  // One decode step of several sessions of the same model at once
+  // (continuous batching): session r takes ids[r] as its next token. The
+  // programs run once over all rows, so each weight is read once for all of
+  // them, and each session's logits, greedy_ids() and state are bit for bit
+  // what its own forward({ids[r]}) would give (CallContext::row_states,
+  // decode_kernels). Throws Error (nothing run) for mixed models, a session
+  // listed twice, a full context or an id outside the vocabulary.
+  static void decode_batch(std::span<Session* const> sessions, std::span<const int32_t> ids);
+  // The logits of the last forward() or decode_batch() step.
+  const std::vector<float>& logits() const { return logits_; }
   // The argmax of each logits row of the last forward() (lowest id on
   // ties, ref::argmax): the programs' Argmax op computed it, or, for a
   // bundle recorded without that op, a scan of the logits made here on the
@@ -100,6 +110,10 @@ class Session {
   // logits_out / ids_out: where the call's logits rows and their argmax go
   // (both null: the call's logits are not wanted).
   void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out);
+  // Runs the programs of `variant` over one call's rows (row t at
+  // positions[t]) on this session's workspaces; returns the last program's.
+  Workspace* run_programs(CallContext& ctx, std::span<const int32_t> ids, std::span<const int64_t> positions,
+                          int64_t variant);
 
   const Model& model_;
   SequenceState state_;
