@@ -1,0 +1,105 @@
+// The engine: one loaded Model, a few session slots holding conversations'
+// KV state, and a scheduler thread that runs requests from a bounded queue.
+// The C++ and C APIs, the Python Engine and `tessera serve` all sit on it.
+//
+// Scheduling today: one request at a time, in arrival order (a Model runs
+// one session at a time); concurrent requests take turns, a whole
+// generation each. The loop is written so that a batched decode step over
+// every running request can replace `execute` later without changing the
+// queue, the slots or the front doors.
+//
+// KV reuse: each request runs on the slot whose history shares the longest
+// common token prefix with its prompt (slot_choice.h); the slot is cut back
+// to that prefix (Session::truncate) and only the rest is prefilled. When the
+// cut is impossible (a sliding-window ring no longer holds what the position
+// needs) the whole prompt is prefilled and the result says so
+// (reused_tokens 0, reuse_note) — never silently.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/request.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+
+namespace tessera::engine {
+
+struct EngineOptions {
+  LoadOptions load;        // threads, kv_type, ...
+  bool reference = false;  // GGUF / HF sources: run the source dequantized to f32, not its cached bundle
+  int slots = 1;           // session slots (KV states kept), >= 1
+  int queue_capacity = 16; // requests waiting beyond the running one, >= 1
+  int64_t context_length = 0;  // per slot; 0: the model's
+};
+
+// Thrown by submit() when the queue is full (the server answers 503).
+class QueueFull : public Error {
+ public:
+  explicit QueueFull(size_t capacity);
+};
+
+class Engine {
+ public:
+  // Loads `name_or_path` as `tessera run` does (a bundle, or a GGUF / HF
+  // directory / pulled name through its cached default bundle). Throws Error.
+  static std::unique_ptr<Engine> load(const std::string& name_or_path, const EngineOptions& options);
+  Engine(std::unique_ptr<Model> model, const EngineOptions& options);
+  // Waits for the running request; queued ones fail with Error ("engine stopped").
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues the request. Throws Error for bad settings or no prompt, QueueFull
+  // when the queue holds queue_capacity requests. The future yields the
+  // Result, or rethrows the Error the request hit (prompt too long, no chat
+  // template, token id outside the vocabulary, ...).
+  std::future<Result> submit(Request request);
+  // submit(...).get().
+  Result run(Request request);
+  // Empties every slot (waits for the running request).
+  void reset();
+
+  const Model& model() const { return *model_; }
+  const EngineOptions& options() const { return options_; }
+  size_t queued() const;
+
+ private:
+  struct Job {
+    Request request;
+    GenerateOptions options;
+    std::promise<Result> promise;
+    double submitted_at = 0;
+  };
+  struct Slot {
+    std::unique_ptr<Session> session;
+    uint64_t last_used = 0;
+  };
+
+  void scheduler_loop();
+  Result execute(Job& job);
+  std::vector<int32_t> prompt_ids(const Request& request) const;
+
+  std::unique_ptr<Model> model_;
+  EngineOptions options_;
+  std::vector<Slot> slots_;
+  uint64_t clock_ = 0;  // last_used stamps
+
+  mutable std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<std::unique_ptr<Job>> queue_;
+  bool stopping_ = false;
+
+  std::mutex run_mutex_;  // held while a request runs, and by reset()
+  std::thread scheduler_;
+};
+
+}  // namespace tessera::engine
