@@ -18,6 +18,7 @@ void register_quality(CLI::App& app);
 void register_chat(CLI::App& app);
 void register_audit(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_serve(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_info(app);
@@ -30,6 +31,7 @@ void register_commands(CLI::App& app) {
   register_chat(app);
   register_audit(app);
   register_bench(app);
+  register_serve(app);
 }
 
 }  // namespace tessera::cli

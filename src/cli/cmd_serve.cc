@@ -1,0 +1,93 @@
+// tessera serve MODEL [--host 127.0.0.1] [--port 8080] [--api-key K] [--parallel N] [--threads N]
+//
+// An OpenAI-compatible HTTP server (server/server.h) with a web chat page at /.
+// --parallel N keeps N conversations' KV states (session slots); requests take
+// turns on the model, one generation at a time, from a queue of --queue
+// requests (503 beyond it). Prints "listening on http://HOST:PORT" on stdout
+// once it accepts connections; SIGINT / SIGTERM stop it.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/generation_flags.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "server/server.h"
+
+namespace tessera::cli {
+
+namespace {
+
+server::Server* g_server = nullptr;
+
+void stop_on_signal(int) {
+  if (g_server) g_server->stop();
+}
+
+// The name clients use for the model: a pulled name as given, a path's last
+// component without a .gguf extension.
+std::string served_model_name(const std::string& model) {
+  std::filesystem::path p(model);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();  // "dir/"
+  std::string name = p.filename().string();
+  if (p.extension() == ".gguf") name = p.stem().string();
+  return name.empty() ? model : name;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API, with a web chat at /");
+  static std::string model;
+  static server::ServerOptions options;
+  static engine::EngineOptions engine_options;
+  static KernelFlags kernels;
+  static int threads = 1;
+  static bool reference = false;
+  cmd->add_option("model", model, "GGUF path, HF checkpoint directory, bundle or pulled model name")->required();
+  cmd->add_option("--host", options.host, "Address to listen on (127.0.0.1: this machine only)")->capture_default_str();
+  cmd->add_option("--port", options.port, "Port (0: any free port, printed)")->capture_default_str();
+  cmd->add_option("--api-key", options.api_key, "Require 'Authorization: Bearer KEY' on /v1/* (default: none)");
+  cmd->add_option("--model-name", options.model_name, "Model id clients see (default: from MODEL)");
+  cmd->add_option("--parallel", engine_options.slots,
+                  "Conversations whose KV state is kept (session slots); requests take turns on the model")
+      ->capture_default_str();
+  cmd->add_option("--queue", engine_options.queue_capacity, "Requests waiting beyond the running one (503 beyond)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", threads, "Compute threads")->capture_default_str();
+  cmd->add_option("-c,--ctx", engine_options.context_length, "Context length per slot (0 = the model's)")
+      ->capture_default_str();
+  cmd->add_option("--max-tokens", options.max_tokens_cap, "Cap on a request's max_tokens (and its default)")
+      ->capture_default_str();
+  cmd->add_option("--max-body", options.max_body_bytes, "Largest request body in bytes (413 beyond)")
+      ->capture_default_str();
+  cmd->add_option("--timeout", options.io_timeout_s, "Seconds a client may stall reading or sending")
+      ->capture_default_str();
+  cmd->add_flag("--reference", reference, kReferenceHelp);
+  kernels.add_to(*cmd);
+  cmd->callback([] {
+    if (options.max_tokens_cap < 1) fail("options", "--max-tokens", "must be at least 1");
+    if (options.io_timeout_s < 1) fail("options", "--timeout", "must be at least 1");
+    if (options.model_name.empty()) options.model_name = served_model_name(model);
+    engine_options.load.threads = threads;
+    engine_options.reference = reference;
+    kernels.apply(engine_options.load);
+    auto engine = engine::Engine::load(model, engine_options);
+    server::Server server(*engine, options);
+    const int port = server.bind();
+    g_server = &server;
+    std::signal(SIGINT, stop_on_signal);
+    std::signal(SIGTERM, stop_on_signal);
+    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not a dead server
+    fmt::print("tessera serve: {} listening on http://{}:{}\n", options.model_name, options.host, port);
+    std::fflush(stdout);
+    server.listen();
+    g_server = nullptr;
+    fmt::print(stderr, "tessera serve: stopped\n");
+  });
+}
+
+}  // namespace tessera::cli
