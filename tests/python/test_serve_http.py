@@ -272,6 +272,43 @@ def check_full_queue(smollm2_server):
     assert status == 200, reply
 
 
+class Disturbance:
+    """While active: a client that declares a 64 MB body and keeps pushing it
+    (refused from its headers; it starts over once a second), and a streaming
+    client that never reads its response."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def __enter__(self):
+        self.stop = threading.Event()
+        self.uploader = threading.Thread(target=self.upload, daemon=True)
+        self.uploader.start()
+        self.stalled = socket.socket()
+        self.stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.stalled.connect((self.server.host, self.server.port))
+        body = chat_body("Go on and on.", stream=True, max_tokens=64, ignore_eos=True)
+        self.stalled.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                             str(len(body)).encode() + b"\r\n\r\n" + body)
+        return self
+
+    def upload(self):
+        while not self.stop.is_set():
+            try:
+                with socket.create_connection((self.server.host, self.server.port), timeout=5) as u:
+                    u.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 67108864\r\n\r\n")
+                    for _ in range(64):
+                        u.sendall(b"x" * (1 << 20))
+            except OSError:
+                pass
+            self.stop.wait(1.0)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.stalled.close()
+        self.uploader.join(timeout=10)
+
+
 def test_decode_rate_undisturbed_by_a_huge_upload_and_a_stalled_client(smollm2_server):
     def rate():
         body = chat_body("Describe the sea.", max_tokens=48, ignore_eos=True, temperature=0)
@@ -279,38 +316,16 @@ def test_decode_rate_undisturbed_by_a_huge_upload_and_a_stalled_client(smollm2_s
         assert status == 200, reply
         return json.loads(reply)["timings"]["decode_tok_s"]
 
-    quiet = sorted(rate() for _ in range(3))[1]
-    # Disturbances: clients that each declare a 64 MB body and keep sending it
-    # (the server refuses each from its headers and closes; the client then
-    # starts over, once a second), and a stalled streaming reader.
-    stop = threading.Event()
-
-    def upload():
-        while not stop.is_set():
-            try:
-                with socket.create_connection((smollm2_server.host, smollm2_server.port), timeout=5) as u:
-                    u.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 67108864\r\n\r\n")
-                    for _ in range(64):
-                        u.sendall(b"x" * (1 << 20))
-            except OSError:
-                pass
-            stop.wait(1.0)
-
-    uploader = threading.Thread(target=upload, daemon=True)
-    uploader.start()
-    stalled = socket.socket()
-    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    stalled.connect((smollm2_server.host, smollm2_server.port))
-    body = chat_body("Go on and on.", stream=True, max_tokens=64, ignore_eos=True)
-    stalled.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                    str(len(body)).encode() + b"\r\n\r\n" + body)
-    try:
-        busy = sorted(rate() for _ in range(3))[1]
-    finally:
-        stop.set()
-        stalled.close()
-        uploader.join(timeout=10)
-    print(f"decode tok/s: undisturbed {quiet:.1f}, with a 64 MB upload and a stalled client {busy:.1f}")
-    # The issue's bar is 10%; on a shared 2-core CI host the median of three
-    # runs still moves by a few percent, so 15% is what this asserts.
-    assert busy >= 0.85 * quiet, (quiet, busy)
+    # Quiet and disturbed runs interleaved, so that the load of a shared host
+    # drifting over the test shifts both alike; the median ratio is compared.
+    ratios = []
+    for _ in range(5):
+        quiet = rate()
+        with Disturbance(smollm2_server):
+            busy = rate()
+        ratios.append(busy / quiet)
+        print(f"decode tok/s: undisturbed {quiet:.1f}, with a 64 MB upload and a stalled client {busy:.1f}")
+    ratio = sorted(ratios)[2]
+    # The issue's bar is 10%; on a shared 2-core CI host single runs still move
+    # by more than that, so the median of five ratios must be >= 0.85.
+    assert ratio >= 0.85, ratios
