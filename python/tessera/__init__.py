@@ -24,6 +24,10 @@ Tokenizer = _core.Tokenizer
 # Session.kv_bytes: the bytes its KV cache holds (kv_type="f16": half of f32's).
 Model = _core.Model
 Session = _core.Session
+# Engine(model, threads=1, slots=1, ...).generate(prompt | messages= | prompt_ids=, max_tokens, temperature,
+# top_p, seed, stop, ...) -> GenerationResult, .stream(...) -> iterator of text pieces, .reset():
+# the engine that `tessera serve` and the C / C++ APIs use (python/tessera/engine.py).
+from .engine import Engine, GenerationResult, TextStream  # noqa: E402
 # calibrate(source, text="", max_tokens=512, threads=1) -> {"ids", "random_ids",
 # "input_moments": {weight: E[x_c^2] per input column}}: what `tessera convert`
 # weighs activation-aware palettes with (convert/calibration.h).

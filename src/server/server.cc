@@ -8,11 +8,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "engine/generation_channel.h"
 #include "server/api_error.h"
 #include "server/chat_page.h"
 #include "server/completion_request.h"
 #include "server/completion_response.h"
-#include "server/generation_channel.h"
 
 namespace tessera::server {
 
@@ -160,8 +160,8 @@ struct Server::Impl {
       throw ApiError(404, fmt::format("model '{}' does not exist; this server serves '{}'", c.model, options.model_name),
                      "invalid_request_error", "model", "model_not_found");
 
-    auto channel = std::make_shared<GenerationChannel>();
-    GenerationChannel::attach(channel, c.request);
+    auto channel = std::make_shared<engine::GenerationChannel>();
+    engine::GenerationChannel::attach(channel, c.request);
     channel->set_future(engine.submit(std::move(c.request)));  // QueueFull, Error: the exception handler
     const ResponseHeader header = new_response_header(endpoint, options.model_name);
 

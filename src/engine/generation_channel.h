@@ -1,9 +1,10 @@
 // The hand-over between the engine's scheduler thread, which generates, and
-// the HTTP thread that writes one response. The engine side only appends
-// text to a queue and never blocks on the network, so a slow or stalled
-// client cannot hold up anyone else's generation; the HTTP side drains the
-// queue at the client's pace and cancels the generation when the client is
-// gone (a failed write) — at the next token, not at the end.
+// the thread that consumes one request's text (an HTTP response, a Python
+// iterator). The engine side only appends text to a queue and never blocks
+// on the consumer, so a slow or stalled reader cannot hold up anyone else's
+// generation; the consumer drains the queue at its own pace and cancels the
+// generation when it gives up (a failed write, a dropped iterator) — at the
+// next token, not at the end.
 #pragma once
 
 #include <chrono>
@@ -17,14 +18,14 @@
 
 #include "engine/engine.h"
 
-namespace tessera::server {
+namespace tessera::engine {
 
 class GenerationChannel {
  public:
   // Sets the request's on_text / on_started / cancel to feed this channel.
   // The channel must be held by a shared_ptr (the callbacks keep it alive).
-  static void attach(const std::shared_ptr<GenerationChannel>& channel, engine::Request& request);
-  void set_future(std::future<engine::Result> result);
+  static void attach(const std::shared_ptr<GenerationChannel>& channel, Request& request);
+  void set_future(std::future<Result> result);
 
   // Blocks until the request has started generating (true) or finished
   // without starting (false: cancelled while queued, or failed).
@@ -32,7 +33,7 @@ class GenerationChannel {
   // Blocks until there is text (returned) or the request has finished (nullopt).
   std::optional<std::string> next_text();
   // The result once finished; rethrows the request's error.
-  engine::Result result();
+  Result result();
   void cancel() { cancel_->store(true); }
 
  private:
@@ -42,8 +43,8 @@ class GenerationChannel {
   std::condition_variable cv_;
   std::deque<std::string> pieces_;
   bool started_ = false;
-  std::future<engine::Result> future_;
+  std::future<Result> future_;
   std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
 };
 
-}  // namespace tessera::server
+}  // namespace tessera::engine

@@ -1,6 +1,6 @@
-#include "server/generation_channel.h"
+#include "engine/generation_channel.h"
 
-namespace tessera::server {
+namespace tessera::engine {
 
 namespace {
 // How often a waiting HTTP thread looks at the future: it is set after the
@@ -8,7 +8,7 @@ namespace {
 constexpr auto kPollInterval = std::chrono::milliseconds(10);
 }  // namespace
 
-void GenerationChannel::attach(const std::shared_ptr<GenerationChannel>& channel, engine::Request& request) {
+void GenerationChannel::attach(const std::shared_ptr<GenerationChannel>& channel, Request& request) {
   request.cancel = channel->cancel_;
   request.on_text = [channel](std::string_view text) {
     {
@@ -27,7 +27,7 @@ void GenerationChannel::attach(const std::shared_ptr<GenerationChannel>& channel
   };
 }
 
-void GenerationChannel::set_future(std::future<engine::Result> result) {
+void GenerationChannel::set_future(std::future<Result> result) {
   std::lock_guard lock(mutex_);
   future_ = std::move(result);
 }
@@ -55,8 +55,8 @@ std::optional<std::string> GenerationChannel::next_text() {
   }
 }
 
-engine::Result GenerationChannel::result() {
-  std::future<engine::Result> f;
+Result GenerationChannel::result() {
+  std::future<Result> f;
   {
     std::lock_guard lock(mutex_);
     f = std::move(future_);
@@ -64,4 +64,4 @@ engine::Result GenerationChannel::result() {
   return f.get();
 }
 
-}  // namespace tessera::server
+}  // namespace tessera::engine
