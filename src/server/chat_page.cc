@@ -72,7 +72,7 @@ async function streamReply(reply) {
     throw new Error(body.error ? body.error.message : response.statusText);
   }
   const reader = response.body.getReader(), decoder = new TextDecoder();
-  let buffer = "", text = "", timings = null;
+  let buffer = "", text = "", timings = null, pieces = 0;
   for (;;) {
     const {value, done} = await reader.read();
     if (done) break;
@@ -91,6 +91,7 @@ async function streamReply(reply) {
       if (choice && choice.delta && choice.delta.content) {
         text += choice.delta.content;
         reply.textContent = text;
+        reply.dataset.pieces = ++pieces;  // how many streamed updates the reply took
         window.scrollTo(0, document.body.scrollHeight);
       }
     }
