@@ -32,6 +32,7 @@ struct LoadConfig {
   int64_t context_length = 0;    // per conversation; 0: the model's
   std::string kv_type = "f32";   // or "f16"
   bool reference = false;        // GGUF / HF sources: the f32 reference path, not the cached bundle
+  uint64_t prefix_cache_bytes = 256ull << 20;  // state kept for shared prompt prefixes (0: off)
 };
 
 struct ChatMessage {
@@ -61,6 +62,7 @@ struct Result {
   int64_t prompt_tokens = 0;  // the whole prompt
   int64_t reused_tokens = 0;  // of which the KV came from an earlier request
   std::string reuse_note;     // empty, or why fewer tokens were reused than were shared
+  std::string reused_from;    // "slot", "prefix cache" or "" (nothing reused)
   double ttft_ms = 0, prefill_tok_s = 0, decode_tok_s = 0;
 };
 

@@ -29,6 +29,7 @@ class GenerationResult:
     prompt_tokens: int
     reused_tokens: int
     reuse_note: str
+    reused_from: str  # "slot" | "prefix cache" | "" (nothing reused)
     ttft_ms: float
     prefill_tok_s: float
     decode_tok_s: float
@@ -60,12 +61,16 @@ class TextStream:
 
 class Engine:
     def __init__(self, model: str, *, threads: int = 1, slots: int = 1, queue_capacity: int = 16,
-                 context_length: int = 0, kv_type: str = "f32", reference: bool = False):
+                 context_length: int = 0, kv_type: str = "f32", reference: bool = False,
+                 prefix_cache_mb: int = 256):
         """`model`: a bundle directory, GGUF file, HF checkpoint directory or
-        pulled model name (converted once into the bundle cache)."""
+        pulled model name (converted once into the bundle cache).
+        `prefix_cache_mb`: session state kept for shared prompt prefixes
+        (system prompts), 0 to keep only the slots' own."""
         from . import _core
 
-        self._engine = _core.Engine(str(model), threads, slots, queue_capacity, context_length, kv_type, reference)
+        self._engine = _core.Engine(str(model), threads, slots, queue_capacity, context_length, kv_type, reference,
+                                    prefix_cache_mb)
 
     @property
     def model_path(self) -> str:

@@ -42,6 +42,7 @@ Result from_engine_result(const engine::Result& e) {
   r.prompt_tokens = e.prompt_tokens;
   r.reused_tokens = e.reused_tokens;
   r.reuse_note = e.reuse_note;
+  r.reused_from = e.reused_from;
   r.ttft_ms = e.generation.ttft_ms;
   r.prefill_tok_s = e.generation.prefill_tok_s();
   r.decode_tok_s = e.generation.decode_tok_s();
@@ -58,6 +59,7 @@ Engine Engine::load(const std::string& model, const LoadConfig& config) {
   o.slots = config.slots;
   o.queue_capacity = config.queue_capacity;
   o.context_length = config.context_length;
+  o.prefix_cache_bytes = config.prefix_cache_bytes;
   auto impl = std::make_unique<Impl>();
   impl->engine = engine::Engine::load(model, o);
   return Engine(std::move(impl));

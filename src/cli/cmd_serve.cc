@@ -58,6 +58,10 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--queue", engine_options.queue_capacity, "Requests waiting beyond the running one (503 beyond)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", threads, "Compute threads")->capture_default_str();
+  static uint64_t prefix_cache_mb = engine_options.prefix_cache_bytes >> 20;
+  cmd->add_option("--prefix-cache-mb", prefix_cache_mb,
+                  "MiB of session state kept for shared prompt prefixes, e.g. system prompts (0 = off)")
+      ->capture_default_str();
   cmd->add_option("-c,--ctx", engine_options.context_length, "Context length per slot (0 = the model's)")
       ->capture_default_str();
   cmd->add_option("--max-tokens", options.max_tokens_cap, "Cap on a request's max_tokens (and its default)")
@@ -73,6 +77,7 @@ void register_serve(CLI::App& app) {
     if (options.io_timeout_s < 1) fail("options", "--timeout", "must be at least 1");
     if (options.model_name.empty()) options.model_name = served_model_name(model);
     engine_options.load.threads = threads;
+    engine_options.prefix_cache_bytes = prefix_cache_mb << 20;
     engine_options.reference = reference;
     kernels.apply(engine_options.load);
     auto engine = engine::Engine::load(model, engine_options);

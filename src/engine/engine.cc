@@ -32,6 +32,7 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options)
     fail("options", "context_length", "must be >= 0 (0: the model's), got {}", options_.context_length);
   for (int i = 0; i < options_.slots; ++i)
     slots_.push_back(Slot{std::make_unique<Session>(*model_, options_.context_length), 0});
+  if (options_.prefix_cache_bytes > 0) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
   scheduler_ = std::thread([this] { scheduler_loop(); });
 }
 
@@ -72,6 +73,12 @@ void Engine::reset() {
     s.session->reset();
     s.last_used = 0;
   }
+  if (prefix_cache_) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
+}
+
+std::pair<size_t, uint64_t> Engine::prefix_cache_usage() {
+  std::lock_guard lock(run_mutex_);
+  return prefix_cache_ ? std::pair{prefix_cache_->size(), prefix_cache_->bytes()} : std::pair<size_t, uint64_t>{0, 0};
 }
 
 size_t Engine::queued() const {
@@ -113,6 +120,92 @@ std::vector<int32_t> Engine::prompt_ids(const Request& request) const {
   return ids;
 }
 
+namespace {
+
+// A slot whose history runs at most this many tokens past the shared prefix
+// is the same conversation going on (its last reply re-tokenized a little
+// differently): it is cut, not kept.
+constexpr int64_t kContinuationSlack = 16;
+// Shorter shared prefixes are not worth a cache entry.
+constexpr int64_t kMinCachedPrefix = 32;
+
+std::string cut_failed_note(int64_t shared, const char* where) {
+  return fmt::format(
+      "{} prompt tokens were in {}, but a sliding-window layer no longer holds what position {} needs, so "
+      "they were prefilled again",
+      shared, where, shared);
+}
+
+}  // namespace
+
+Engine::ReusePlan Engine::place(const std::vector<int32_t>& ids) {
+  std::vector<SlotView> views;
+  for (const Slot& s : slots_) views.push_back(SlotView{s.session->history(), s.last_used});
+  const SlotChoice best = choose_slot(views, ids);
+  Session& best_session = *slots_[best.slot].session;
+  const int64_t shared = best.reusable;
+  const bool continuation =
+      best_session.length() - shared <= kContinuationSlack && best_session.can_truncate(shared);
+  PrefixCache::Match cached = prefix_cache_ ? prefix_cache_->find(ids) : PrefixCache::Match{};
+
+  if (!prefix_cache_ || (continuation && shared >= cached.common)) {
+    if (best_session.truncate(shared)) return {best.slot, shared, shared > 0 ? "slot" : "", ""};
+    return {best.slot, 0, "", cut_failed_note(shared, "the slot's KV")};  // truncate() reset it
+  }
+
+  // The prompt leaves the best slot's conversation early: keep their shared
+  // prefix in the cache, and leave that conversation where it is.
+  if (shared >= kMinCachedPrefix && shared > cached.common) {
+    Session::Snapshot s = best_session.snapshot();
+    if (s.state.truncate(shared)) {
+      s.history.resize(static_cast<size_t>(shared));
+      prefix_cache_->insert(std::move(s));
+      cached = prefix_cache_->find(ids);
+    }
+  }
+  // The request's slot: an empty one, else the least recently used.
+  size_t target = 0;
+  for (size_t i = 1; i < slots_.size(); ++i)
+    if (slots_[i].last_used < slots_[target].last_used) target = i;
+  Session& session = *slots_[target].session;
+  std::string note;
+  if (target == best.slot && shared >= cached.common) {
+    if (session.truncate(shared)) return {target, shared, shared > 0 ? "slot" : "", ""};
+    note = cut_failed_note(shared, "the slot's KV");
+  }
+  if (cached.common > 0) {
+    session.restore(*cached.snapshot);
+    if (session.truncate(cached.common)) return {target, cached.common, "prefix cache", note};
+    note = cut_failed_note(cached.common, "the prefix cache");  // find() checked: not expected
+  }
+  session.reset();
+  if (note.empty() && shared > cached.common && shared > 0)
+    note = fmt::format("{} prompt tokens were in another conversation's slot (shorter than the {} worth caching)",
+                       shared, kMinCachedPrefix);
+  return {target, 0, "", note};
+}
+
+int64_t Engine::system_prefix_to_cache(const Request& request, const std::vector<int32_t>& ids) const {
+  if (!prefix_cache_ || !request.messages) return 0;
+  nlohmann::ordered_json system = nlohmann::ordered_json::array();
+  for (const auto& m : *request.messages) {
+    if (!m.is_object() || m.value("role", "") != "system") break;
+    system.push_back(m);
+  }
+  if (system.empty() || system.size() == request.messages->size()) return 0;
+  std::vector<int32_t> prefix;
+  try {
+    prefix = chat_prompt_ids(*model_, system, nlohmann::ordered_json::object(), /*add_generation_prompt=*/false);
+  } catch (const Error&) {
+    return 0;  // a template that refuses a system-only conversation: nothing to cache
+  }
+  const int64_t n = static_cast<int64_t>(prefix.size());
+  if (n < kMinCachedPrefix || n >= static_cast<int64_t>(ids.size()) || common_prefix_length(prefix, ids) != n ||
+      prefix_cache_->covers(prefix))
+    return 0;
+  return n;
+}
+
 Result Engine::execute(Job& job) {
   std::lock_guard lock(run_mutex_);
   Result r;
@@ -128,25 +221,17 @@ Result Engine::execute(Job& job) {
   if (r.prompt_tokens >= context)
     fail("request", "prompt", "{} prompt tokens leave no room to generate within the context length {}",
          r.prompt_tokens, context);
-
   for (int32_t id : ids)
     if (id < 0 || id >= model_->spec().vocab_size)
       fail("request", "prompt", "token id {} is outside the vocabulary (0..{})", id, model_->spec().vocab_size - 1);
 
-  std::vector<SlotView> views;
-  for (const Slot& s : slots_) views.push_back(SlotView{s.session->history(), s.last_used});
-  const SlotChoice choice = choose_slot(views, ids);
-  Slot& slot = slots_[choice.slot];
-  r.slot = choice.slot;
-  r.reused_tokens = choice.reusable;
-  if (!slot.session->truncate(choice.reusable)) {
-    // The session reset itself: everything is prefilled again. Say so.
-    r.reuse_note = fmt::format(
-        "{} prompt tokens were in the slot's KV, but a sliding-window layer no longer holds what position {} "
-        "needs, so the whole prompt was prefilled",
-        choice.reusable, choice.reusable);
-    r.reused_tokens = 0;
-  }
+  const int64_t system_end = system_prefix_to_cache(job.request, ids);
+  const ReusePlan plan = place(ids);
+  Slot& slot = slots_[plan.slot];
+  r.slot = plan.slot;
+  r.reused_tokens = plan.reused;
+  r.reused_from = plan.from;
+  r.reuse_note = plan.note;
   slot.last_used = ++clock_;
   if (job.request.on_started) job.request.on_started();
 
@@ -156,8 +241,22 @@ Result Engine::execute(Job& job) {
     return on_text ? on_text(text) : true;
   };
   try {
-    r.generation = generate(*slot.session, std::span<const int32_t>(ids).subspan(r.reused_tokens), job.options,
-                            forward_text);
+    // Prefill to the end of the system messages first and cache that state
+    // (the same bits as one call: results never depend on the call split).
+    int64_t done = plan.reused;
+    double system_seconds = 0;
+    if (system_end > done) {
+      const double start = now_ms();
+      slot.session->forward(std::span<const int32_t>(ids).subspan(done, system_end - done), LogitsWanted::Last,
+                            job.options.max_tokens_per_call);
+      system_seconds = (now_ms() - start) / 1000.0;
+      prefix_cache_->insert(slot.session->snapshot());
+      done = system_end;
+    }
+    r.generation = generate(*slot.session, std::span<const int32_t>(ids).subspan(done), job.options, forward_text);
+    r.generation.prompt_tokens += done - plan.reused;
+    r.generation.prefill_seconds += system_seconds;
+    r.generation.ttft_ms += system_seconds * 1000.0;
   } catch (...) {
     // generate() changes nothing when it refuses the prompt, but a failure
     // mid-way leaves the slot's history unknown: drop it.

@@ -8,12 +8,19 @@
 // every running request can replace `execute` later without changing the
 // queue, the slots or the front doors.
 //
-// KV reuse: each request runs on the slot whose history shares the longest
-// common token prefix with its prompt (slot_choice.h); the slot is cut back
-// to that prefix (Session::truncate) and only the rest is prefilled. When the
-// cut is impossible (a sliding-window ring no longer holds what the position
-// needs) the whole prompt is prefilled and the result says so
-// (reused_tokens 0, reuse_note) — never silently.
+// KV reuse: a request continues the slot whose history shares the longest
+// common token prefix with its prompt (slot_choice.h) when that slot holds
+// (nearly) nothing beyond the prefix — the next turn of its conversation.
+// Otherwise the prompt diverges from that slot's conversation: the shared
+// prefix goes into the prefix cache (prefix_cache.h), and the request runs on
+// an empty or the least recently used slot, restored from the cache entry
+// sharing the most with it, so the other conversation keeps its state. A
+// chat request's system messages are also cached at their exact end (its
+// prefill stops there once to take the snapshot), which is what a sliding-
+// window model needs to reuse a shared system prompt. Only the rest of the
+// prompt is prefilled. When a state cannot be cut where the prompt diverges
+// (a sliding-window ring no longer holds what the position needs) the result
+// says so (reused_tokens lower than shared, reuse_note) — never silently.
 #pragma once
 
 #include <condition_variable>
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -39,6 +47,9 @@ struct EngineOptions {
   int slots = 1;           // session slots (KV states kept), >= 1
   int queue_capacity = 16; // requests waiting beyond the running one, >= 1
   int64_t context_length = 0;  // per slot; 0: the model's
+  // Prefix cache capacity (bytes of session state kept); 0: no prefix cache,
+  // a prompt then always continues its best slot, cutting it where they differ.
+  uint64_t prefix_cache_bytes = 256ull << 20;
 };
 
 // Thrown by submit() when the queue is full (the server answers 503).
@@ -71,6 +82,8 @@ class Engine {
   const Model& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
   size_t queued() const;
+  // Entries and bytes in the prefix cache (0, 0 when disabled).
+  std::pair<size_t, uint64_t> prefix_cache_usage();
 
  private:
   struct Job {
@@ -83,14 +96,27 @@ class Engine {
     std::unique_ptr<Session> session;
     uint64_t last_used = 0;
   };
+  // Where a request runs and how much of its prompt the slot then holds.
+  struct ReusePlan {
+    size_t slot = 0;
+    int64_t reused = 0;
+    std::string from;  // "slot", "prefix cache" or "" (nothing reused)
+    std::string note;
+  };
 
   void scheduler_loop();
   Result execute(Job& job);
   std::vector<int32_t> prompt_ids(const Request& request) const;
+  // Chooses the slot, puts the reusable state into it and says what it holds.
+  ReusePlan place(const std::vector<int32_t>& ids);
+  // Length of the prompt's leading system messages as tokens, where caching
+  // them is worthwhile (long enough, not cached yet); 0 otherwise.
+  int64_t system_prefix_to_cache(const Request& request, const std::vector<int32_t>& ids) const;
 
   std::unique_ptr<Model> model_;
   EngineOptions options_;
   std::vector<Slot> slots_;
+  std::unique_ptr<PrefixCache> prefix_cache_;  // null when disabled
   uint64_t clock_ = 0;  // last_used stamps
 
   mutable std::mutex queue_mutex_;

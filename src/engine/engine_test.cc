@@ -155,3 +155,95 @@ TEST(Engine, QueueFullIsRefusedNotBlocked) {
 
 }  // namespace
 }  // namespace tessera::engine
+
+namespace tessera::engine {
+namespace {
+
+ordered_json chat(const std::string& system, const std::string& user) {
+  return ordered_json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}});
+}
+
+Request chat_request(const ordered_json& messages, int64_t max_tokens = 6) {
+  Request r;
+  r.messages = messages;
+  r.settings.max_tokens = max_tokens;
+  r.settings.ignore_eos = true;
+  return r;
+}
+
+const std::string kSystem = "You are a careful assistant. Answer briefly and check every number twice.";
+
+TEST(EnginePrefixCache, ANewConversationStartsFromTheSharedSystemPromptAndLeavesTheOtherAlone) {
+  TinyModel tiny;
+  EngineOptions o;
+  o.slots = 2;
+  Engine engine(tiny.load(), o);
+  const Result a = engine.run(chat_request(chat(kSystem, "first question")));
+  const Result b = engine.run(chat_request(chat(kSystem, "another one")));
+  const std::vector<int32_t> system_ids =
+      chat_prompt_ids(engine.model(), ordered_json::array({chat(kSystem, "x")[0]}), ordered_json::object(), false);
+  EXPECT_NE(a.slot, b.slot);
+  EXPECT_EQ(b.reused_from, "prefix cache");
+  EXPECT_GE(b.reused_tokens, static_cast<int64_t>(system_ids.size()));
+  EXPECT_EQ(b.reuse_note, "");
+  const std::vector<int32_t> b_ids = chat_prompt_ids(engine.model(), chat(kSystem, "another one"));
+  EXPECT_EQ(b.generation.ids, fresh(engine.model(), b_ids, chat_request(ordered_json()).settings).ids);
+  // Conversation A's slot was left alone: its next turn continues it.
+  ordered_json a2 = chat(kSystem, "first question");
+  a2.push_back({{"role", "assistant"}, {"content", a.generation.text}});
+  a2.push_back({{"role", "user"}, {"content", "and?"}});
+  const Result a_next = engine.run(chat_request(a2));
+  EXPECT_EQ(a_next.slot, a.slot);
+  EXPECT_EQ(a_next.reused_from, "slot");
+  EXPECT_GT(a_next.reused_tokens, a.prompt_tokens);
+  // Two entries: the state at the end of the system message (cached by A's
+  // request) and the longer prefix A and B share (cached when B diverged).
+  EXPECT_EQ(engine.prefix_cache_usage().first, 2u);
+}
+
+TEST(EnginePrefixCache, ServesTheSystemPromptAfterItsSlotWasReused) {
+  TinyModel tiny;
+  Engine engine(tiny.load(), EngineOptions{});  // one slot
+  engine.run(chat_request(chat(kSystem, "question one")));
+  engine.run(text_request("an unrelated prompt that takes over the only slot"));
+  const Result r = engine.run(chat_request(chat(kSystem, "question two")));
+  EXPECT_EQ(r.reused_from, "prefix cache");
+  EXPECT_GE(r.reused_tokens, 32);
+  EXPECT_EQ(r.generation.ids, fresh(engine.model(), chat_prompt_ids(engine.model(), chat(kSystem, "question two")),
+                                    chat_request(ordered_json()).settings)
+                                  .ids);
+}
+
+TEST(EnginePrefixCache, SlidingWindowModelReusesTheSystemPromptCachedAtItsEnd) {
+  // The ring of 4 (+ rollback margin) positions cannot be cut back to the
+  // end of the system prompt once a conversation has gone past it, but the
+  // state cached exactly there needs no cut.
+  TinyModel tiny(/*sliding_window=*/4);
+  Engine engine(tiny.load(), EngineOptions{});
+  engine.run(chat_request(chat(kSystem, "a first question long enough to wrap the ring several times over")));
+  const Result r = engine.run(chat_request(chat(kSystem, "second")));
+  const int64_t system_tokens = static_cast<int64_t>(
+      chat_prompt_ids(engine.model(), ordered_json::array({chat(kSystem, "x")[0]}), ordered_json::object(), false)
+          .size());
+  EXPECT_EQ(r.reused_from, "prefix cache");
+  EXPECT_EQ(r.reused_tokens, system_tokens);
+  EXPECT_EQ(r.generation.prompt_tokens, r.prompt_tokens - system_tokens);
+  EXPECT_EQ(r.generation.ids, fresh(engine.model(), chat_prompt_ids(engine.model(), chat(kSystem, "second")),
+                                    chat_request(ordered_json()).settings)
+                                  .ids);
+}
+
+TEST(EnginePrefixCache, DisabledMeansSlotsOnly) {
+  TinyModel tiny;
+  EngineOptions o;
+  o.prefix_cache_bytes = 0;
+  Engine engine(tiny.load(), o);
+  engine.run(chat_request(chat(kSystem, "question one")));
+  engine.run(text_request("an unrelated prompt that takes over the only slot"));
+  const Result r = engine.run(chat_request(chat(kSystem, "question two")));
+  EXPECT_EQ(r.reused_tokens, 0);
+  EXPECT_EQ(engine.prefix_cache_usage().first, 0u);
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -47,6 +47,9 @@ struct Result {
   // why fewer were (e.g. a sliding-window layer's ring no longer held what
   // the cut needed, so the whole prompt was prefilled).
   std::string reuse_note;
+  // Where the reused state came from: "slot" (this conversation's slot),
+  // "prefix cache" (a state another conversation left), or "" (none).
+  std::string reused_from;
   size_t slot = 0;
   double queue_ms = 0;  // submitted to started
 };

@@ -1,7 +1,7 @@
 // _tessera.Engine: the engine (engine/engine.h) for Python; python/tessera/engine.py
 // wraps it with keyword arguments, type hints and a result dataclass.
 //
-//   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference)
+//   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference, prefix_cache_mb)
 //   h = e.submit(prompt, messages_json, prompt_ids, max_tokens, temperature, top_k, top_p, min_p,
 //                repeat_penalty, seed, stop, ignore_eos)  -> GenerationHandle
 //   h.result() -> dict   (waits, GIL released)
@@ -46,6 +46,7 @@ py::dict to_dict(const engine::Result& r) {
   d["prompt_tokens"] = r.prompt_tokens;
   d["reused_tokens"] = r.reused_tokens;
   d["reuse_note"] = r.reuse_note;
+  d["reused_from"] = r.reused_from;
   d["ttft_ms"] = r.generation.ttft_ms;
   d["prefill_tok_s"] = r.generation.prefill_tok_s();
   d["decode_tok_s"] = r.generation.decode_tok_s();
@@ -78,7 +79,7 @@ void bind_engine(py::module_& m) {
 
   py::class_<engine::Engine>(m, "Engine")
       .def(py::init([](const std::string& model, int threads, int slots, int queue_capacity, int64_t context_length,
-                       const std::string& kv_type, bool reference) {
+                       const std::string& kv_type, bool reference, uint64_t prefix_cache_mb) {
              engine::EngineOptions o;
              o.load.threads = threads;
              o.load.kv_type = parse_kv_type(kv_type);
@@ -86,11 +87,13 @@ void bind_engine(py::module_& m) {
              o.queue_capacity = queue_capacity;
              o.context_length = context_length;
              o.reference = reference;
+             o.prefix_cache_bytes = prefix_cache_mb << 20;
              py::gil_scoped_release release;
              return engine::Engine::load(model, o);
            }),
            py::arg("model"), py::arg("threads") = 1, py::arg("slots") = 1, py::arg("queue_capacity") = 16,
-           py::arg("context_length") = 0, py::arg("kv_type") = "f32", py::arg("reference") = false)
+           py::arg("context_length") = 0, py::arg("kv_type") = "f32", py::arg("reference") = false,
+           py::arg("prefix_cache_mb") = 256)
       .def(
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,

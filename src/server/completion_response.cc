@@ -50,6 +50,7 @@ ojson timings_json(const engine::Result& r) {
   const GenerateResult& g = r.generation;
   return {{"ttft_ms", g.ttft_ms},          {"prefill_tokens", g.prompt_tokens}, {"prefill_tok_s", g.prefill_tok_s()},
           {"decode_tokens", g.decode_steps}, {"decode_tok_s", g.decode_tok_s()}, {"reused_tokens", r.reused_tokens},
+          {"reused_from", r.reused_from},
           {"reuse_note", r.reuse_note},     {"queue_ms", r.queue_ms}};
 }
 

@@ -99,7 +99,9 @@ struct Server::Impl {
                 {{"status", "ok"},
                  {"model", options.model_name},
                  {"slots", engine.options().slots},
-                 {"queued", engine.queued()}});
+                 {"queued", engine.queued()},
+                 {"prefix_cache", {{"entries", engine.prefix_cache_usage().first},
+                                   {"bytes", engine.prefix_cache_usage().second}}}});
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200,

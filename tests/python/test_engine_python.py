@@ -92,6 +92,21 @@ def test_sliding_window_reuse_refusal_is_reported(tmp_path, home):
     assert engine.generate("a prompt lonXXXXXXXXXXXXXXXX", max_tokens=4, ignore_eos=True).ids == r.ids
 
 
+def test_prefix_cache_serves_a_shared_system_prompt(tiny, home):
+    system = {"role": "system", "content": "You answer in one line and never use more than ten words."}
+    engine = tessera.Engine(str(tiny))
+    engine.generate(messages=[system, {"role": "user", "content": "a"}], max_tokens=4)
+    engine.generate("something else takes the only slot", max_tokens=4)
+    r = engine.generate(messages=[system, {"role": "user", "content": "b"}], max_tokens=4)
+    assert r.reused_from == "prefix cache" and r.reused_tokens > 40
+    off = tessera.Engine(str(tiny), prefix_cache_mb=0)
+    off.generate(messages=[system, {"role": "user", "content": "a"}], max_tokens=4)
+    off.generate("something else takes the only slot", max_tokens=4)
+    r_off = off.generate(messages=[system, {"role": "user", "content": "b"}], max_tokens=4)
+    assert r_off.reused_tokens == 0 and r_off.reused_from == ""
+    assert r_off.ids == r.ids
+
+
 def test_reset_forgets_conversations(tiny, home):
     engine = tessera.Engine(str(tiny))
     engine.generate("the same prompt", max_tokens=3)

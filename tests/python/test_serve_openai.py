@@ -6,6 +6,7 @@ prompt reuses the first turn's tokens (usage.prompt_tokens_details.cached_tokens
 and generates what a fresh server generates."""
 
 import json
+import urllib.request
 
 import pytest
 
@@ -188,3 +189,35 @@ def test_second_turn_reuses_the_first_turns_tokens_and_matches_a_fresh_server(se
                                                             temperature=0)
         assert r2_fresh.usage.prompt_tokens_details.cached_tokens == 0
     assert r2.choices[0].message.content == r2_fresh.choices[0].message.content
+
+
+def test_shared_system_prompt_is_served_from_the_prefix_cache(served):
+    # One slot: conversation B takes it over from A (their shared prefix goes
+    # into the prefix cache as B diverges), then an unrelated completion; A's
+    # next turn starts from the shared prefix in the cache, not from zero,
+    # and replies what a fresh server replies.
+    server, model, env = served
+    client = client_of(server)
+    system = {"role": "system", "content": "You are a meticulous assistant for a small bakery. Keep answers short, "
+                                           "friendly and accurate; never invent prices or opening hours."}
+    a1 = [system, {"role": "user", "content": "Do you sell bread?"}]
+    ra1 = client.chat.completions.create(model=server.model_name, messages=a1, max_tokens=8, temperature=0)
+    b1 = [system, {"role": "user", "content": "What about cakes?"}]
+    rb1 = client.chat.completions.create(model=server.model_name, messages=b1, max_tokens=8, temperature=0)
+    client.completions.create(model=server.model_name, prompt="Unrelated.", max_tokens=4, temperature=0)
+    a2 = a1 + [{"role": "assistant", "content": ra1.choices[0].message.content},
+               {"role": "user", "content": "Thanks!"}]
+    ra2 = client.chat.completions.create(model=server.model_name, messages=a2, max_tokens=8, temperature=0)
+    # B shares the system message and the user header with A: more than 20
+    # tokens with either tokenizer, fewer than its whole prompt.
+    shared = rb1.usage.prompt_tokens_details.cached_tokens
+    assert 20 <= shared < rb1.usage.prompt_tokens
+    # A's turn two finds that same shared prefix in the cache.
+    assert ra2.model_extra["timings"]["reused_from"] == "prefix cache", ra2.model_extra["timings"]
+    assert ra2.usage.prompt_tokens_details.cached_tokens == shared
+    health = json.loads(urllib.request.urlopen(server.url + "/health").read())
+    assert health["prefix_cache"]["entries"] >= 1 and health["prefix_cache"]["bytes"] > 0
+    with Server(model, "--threads", 2, env=env) as fresh:
+        want = client_of(fresh).chat.completions.create(model=fresh.model_name, messages=a2, max_tokens=8,
+                                                        temperature=0)
+    assert ra2.choices[0].message.content == want.choices[0].message.content
