@@ -74,11 +74,12 @@ void Engine::reset() {
     s.last_used = 0;
   }
   if (prefix_cache_) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
+  publish_cache_usage();
 }
 
-std::pair<size_t, uint64_t> Engine::prefix_cache_usage() {
-  std::lock_guard lock(run_mutex_);
-  return prefix_cache_ ? std::pair{prefix_cache_->size(), prefix_cache_->bytes()} : std::pair<size_t, uint64_t>{0, 0};
+void Engine::publish_cache_usage() {
+  cache_entries_ = prefix_cache_ ? prefix_cache_->size() : 0;
+  cache_bytes_ = prefix_cache_ ? prefix_cache_->bytes() : 0;
 }
 
 size_t Engine::queued() const {
@@ -233,6 +234,7 @@ Result Engine::execute(Job& job) {
   r.reused_from = plan.from;
   r.reuse_note = plan.note;
   slot.last_used = ++clock_;
+  publish_cache_usage();
   if (job.request.on_started) job.request.on_started();
 
   const auto& on_text = job.request.on_text;
@@ -251,6 +253,7 @@ Result Engine::execute(Job& job) {
                             job.options.max_tokens_per_call);
       system_seconds = (now_ms() - start) / 1000.0;
       prefix_cache_->insert(slot.session->snapshot());
+      publish_cache_usage();
       done = system_end;
     }
     r.generation = generate(*slot.session, std::span<const int32_t>(ids).subspan(done), job.options, forward_text);

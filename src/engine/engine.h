@@ -23,6 +23,7 @@
 // says so (reused_tokens lower than shared, reuse_note) — never silently.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -82,8 +83,9 @@ class Engine {
   const Model& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
   size_t queued() const;
-  // Entries and bytes in the prefix cache (0, 0 when disabled).
-  std::pair<size_t, uint64_t> prefix_cache_usage();
+  // Entries and bytes in the prefix cache (0, 0 when disabled), as of the
+  // last request placed; never waits for the running one.
+  std::pair<size_t, uint64_t> prefix_cache_usage() const { return {cache_entries_.load(), cache_bytes_.load()}; }
 
  private:
   struct Job {
@@ -125,6 +127,9 @@ class Engine {
   bool stopping_ = false;
 
   std::mutex run_mutex_;  // held while a request runs, and by reset()
+  std::atomic<size_t> cache_entries_{0};
+  std::atomic<uint64_t> cache_bytes_{0};
+  void publish_cache_usage();
   std::thread scheduler_;
 };
 
