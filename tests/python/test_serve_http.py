@@ -329,3 +329,18 @@ def test_decode_rate_undisturbed_by_a_huge_upload_and_a_stalled_client(smollm2_s
     # The bar is 10%; on a shared 2-core CI host single runs still move
     # by more than that, so the median of five ratios must be >= 0.85.
     assert ratio >= 0.85, ratios
+
+
+def test_health_and_models_answer_while_a_generation_runs(smollm2_server):
+    s = stream_request(smollm2_server, {"messages": [{"role": "user", "content": "Tell a long story."}],
+                                        "max_tokens": 400, "ignore_eos": True, "temperature": 0})
+    try:
+        got = b""
+        while got.count(b"data: ") < 2:
+            got += s.recv(4096)
+        for path in ("/health", "/v1/models", "/"):
+            start = time.monotonic()
+            status, _, _ = raw_request(smollm2_server, "GET", path)
+            assert status == 200 and time.monotonic() - start < 1.0, path
+    finally:
+        s.close()
