@@ -194,15 +194,24 @@ int64_t Engine::system_prefix_to_cache(const Request& request, const std::vector
     system.push_back(m);
   }
   if (system.empty() || system.size() == request.messages->size()) return 0;
-  std::vector<int32_t> prefix;
+  // What the template renders before the first user message's text,
+  // whatever that text is: the common prefix of two renders that differ only
+  // there. (Templates such as Gemma's put the system text inside the first
+  // user turn, so the system messages alone would not render a prefix.)
+  std::vector<int32_t> a, b;
   try {
-    prefix = chat_prompt_ids(*model_, system, nlohmann::ordered_json::object(), /*add_generation_prompt=*/false);
+    nlohmann::ordered_json with_a = system, with_b = system;
+    with_a.push_back({{"role", "user"}, {"content", "a"}});
+    with_b.push_back({{"role", "user"}, {"content", "b"}});
+    a = chat_prompt_ids(*model_, with_a);
+    b = chat_prompt_ids(*model_, with_b);
   } catch (const Error&) {
-    return 0;  // a template that refuses a system-only conversation: nothing to cache
+    return 0;  // the template refuses such a conversation: nothing to cache
   }
-  const int64_t n = static_cast<int64_t>(prefix.size());
-  if (n < kMinCachedPrefix || n >= static_cast<int64_t>(ids.size()) || common_prefix_length(prefix, ids) != n ||
-      prefix_cache_->covers(prefix))
+  int64_t n = common_prefix_length(a, b);
+  n = std::min(n, common_prefix_length(std::span<const int32_t>(a).first(static_cast<size_t>(n)), ids));
+  if (n < kMinCachedPrefix || n >= static_cast<int64_t>(ids.size()) ||
+      prefix_cache_->covers(std::span<const int32_t>(ids).first(static_cast<size_t>(n))))
     return 0;
   return n;
 }

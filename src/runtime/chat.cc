@@ -7,12 +7,12 @@
 namespace tessera {
 
 std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered_json& messages,
-                                     const nlohmann::ordered_json& extra, bool add_generation_prompt) {
+                                     const nlohmann::ordered_json& extra) {
   const tok::Tokenizer& tok = model.require_tokenizer();
   const ChatTemplate* tpl = model.chat_template();
   if (!tpl) fail(model.path(), "chat template", "the model has no chat template");
   ChatTemplateOptions o;
-  o.add_generation_prompt = add_generation_prompt;
+  o.add_generation_prompt = true;
   if (tok.bos_id()) o.bos_token = std::string(tok.token_to_piece(*tok.bos_id()));
   if (tok.eos_id()) o.eos_token = std::string(tok.token_to_piece(*tok.eos_id()));
   o.extra = extra;

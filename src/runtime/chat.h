@@ -17,13 +17,12 @@
 
 namespace tessera {
 
-// The token ids of `messages` rendered with the model's chat template and
-// (unless add_generation_prompt is false) a generation prompt, tokenized
-// without adding special tokens again (as apply_chat_template(tokenize=True)).
-// Throws Error when the model has no template or no tokenizer.
+// The token ids of `messages` rendered with the model's chat template and a
+// generation prompt, tokenized without adding special tokens again (as
+// apply_chat_template(tokenize=True)). Throws Error when the model has no
+// template or no tokenizer.
 std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered_json& messages,
-                                     const nlohmann::ordered_json& extra = nlohmann::ordered_json::object(),
-                                     bool add_generation_prompt = true);
+                                     const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
 
 class Chat {
  public:
