@@ -55,6 +55,17 @@ std::optional<std::string> GenerationChannel::next_text() {
   }
 }
 
+bool GenerationChannel::wait_finished_for(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    pieces_.clear();
+    if (finished_locked()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    cv_.wait_for(lock, kPollInterval);
+  }
+}
+
 Result GenerationChannel::result() {
   std::future<Result> f;
   {

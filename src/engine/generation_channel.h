@@ -32,6 +32,9 @@ class GenerationChannel {
   bool wait_started();
   // Blocks until there is text (returned) or the request has finished (nullopt).
   std::optional<std::string> next_text();
+  // Waits up to `timeout` for the request to finish; true if it has (the
+  // text it produced is discarded: for consumers that want only the result).
+  bool wait_finished_for(std::chrono::milliseconds timeout);
   // The result once finished; rethrows the request's error.
   Result result();
   void cancel() { cancel_->store(true); }

@@ -20,6 +20,9 @@ namespace {
 
 using json = nlohmann::json;
 
+// How often a non-streamed response in the making checks that its client is still there.
+constexpr std::chrono::milliseconds kHeartbeat{1000};
+
 void send_json(httplib::Response& res, int status, const ojson& body) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
@@ -167,19 +170,8 @@ struct Server::Impl {
     channel->set_future(engine.submit(std::move(c.request)));  // QueueFull, Error: the exception handler
     const ResponseHeader header = new_response_header(endpoint, options.model_name);
 
-    if (!c.stream) {
-      engine::Result r;
-      try {
-        r = channel->result();
-      } catch (...) {
-        send_error(res, request_error(std::current_exception()));
-        return;
-      }
-      send_json(res, 200, full_response(header, r));
-      return;
-    }
-    // Streaming: the status line goes out before the first token, so wait
-    // until the prompt has been accepted (or refused: then a JSON error).
+    // The status line goes out before the first token, so wait until the
+    // prompt has been accepted (or refused: then a JSON error).
     if (!channel->wait_started()) {
       try {
         channel->result();
@@ -189,6 +181,35 @@ struct Server::Impl {
       }
     }
     res.set_header("Cache-Control", "no-cache");
+    if (!c.stream) {
+      // One JSON object, sent chunked: until it is ready a space goes out
+      // every second (leading whitespace is valid JSON), and a write that
+      // fails means the client has gone, which cancels its generation. A
+      // failure after the start (rare: the prompt was checked) becomes the
+      // body's error object under status 200.
+      res.set_chunked_content_provider(
+          "application/json",
+          [channel, header](size_t, httplib::DataSink& sink) {
+            while (!channel->wait_finished_for(kHeartbeat)) {
+              if (!sink.write(" ", 1)) {
+                channel->cancel();
+                return false;
+              }
+            }
+            ojson body;
+            try {
+              body = full_response(header, channel->result());
+            } catch (...) {
+              body = request_error(std::current_exception()).body();
+            }
+            const std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+            if (!sink.write(text.data(), text.size())) return false;
+            sink.done();
+            return true;
+          },
+          [channel](bool) { channel->cancel(); });
+      return;
+    }
     res.set_header("X-Accel-Buffering", "no");
     const bool include_usage = c.include_usage;
     res.set_chunked_content_provider(

@@ -7,8 +7,10 @@
 // Content-Length over max_body_bytes (413, answered from the headers; the
 // connection is then closed rather than drained). Then malformed JSON and
 // wrong fields get 400, an unknown model 404, a full engine queue 503; every
-// error body is OpenAI's {"error": {...}} shape. A streaming client that goes
-// away cancels its generation at the next token.
+// error body is OpenAI's {"error": {...}} shape. A client that goes away
+// cancels its generation: a streamed one at the next token it fails to take,
+// a non-streamed one within two seconds (its JSON is sent chunked after a
+// space a second, whose write then fails).
 #pragma once
 
 #include <cstdint>

@@ -114,7 +114,26 @@ def read_response(s: socket.socket) -> tuple:
             if not chunk:
                 break
             rest += chunk
+    elif headers.get("transfer-encoding") == "chunked":
+        while not rest.endswith(b"0\r\n\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        rest = dechunk(rest)
     return status, headers, rest
+
+
+def dechunk(data: bytes) -> bytes:
+    """The body of a chunked transfer encoding."""
+    out = b""
+    while True:
+        size_line, data = data.split(b"\r\n", 1)
+        size = int(size_line, 16)
+        if size == 0:
+            return out
+        out += data[:size]
+        data = data[size + 2:]
 
 
 def error_of(body: bytes) -> dict:

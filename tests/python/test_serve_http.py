@@ -344,3 +344,30 @@ def test_health_and_models_answer_while_a_generation_runs(smollm2_server):
             assert status == 200 and time.monotonic() - start < 1.0, path
     finally:
         s.close()
+
+
+def test_non_streaming_client_that_disconnects_cancels_its_generation(smollm2_server):
+    # The server writes a space a second into a non-streamed response while it
+    # generates; once the client is gone that write fails and the generation
+    # stops, so the next request does not wait for 1500 tokens.
+    body = chat_body("Count to a thousand.", max_tokens=1500, ignore_eos=True, temperature=0)
+    s = socket.create_connection((smollm2_server.host, smollm2_server.port), timeout=60)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + str(len(body)).encode() +
+              b"\r\n\r\n" + body)
+    head = s.recv(4096)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    s.close()
+    start = time.monotonic()
+    status, _, reply = raw_request(smollm2_server, "POST", "/v1/chat/completions", chat_body("Hi", max_tokens=4))
+    assert status == 200, reply
+    assert time.monotonic() - start < 6
+    assert json.loads(reply)["timings"]["queue_ms"] < 4000
+
+
+def test_non_streaming_response_is_json_after_heartbeat_spaces(smollm2_server):
+    status, headers, reply = raw_request(
+        smollm2_server, "POST", "/v1/chat/completions",
+        chat_body("Describe a forest.", max_tokens=160, ignore_eos=True, temperature=0), timeout=120)
+    assert status == 200 and headers["content-type"] == "application/json"
+    parsed = json.loads(reply)  # leading spaces are valid JSON
+    assert parsed["usage"]["completion_tokens"] == 160
