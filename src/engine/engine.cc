@@ -190,7 +190,8 @@ int64_t Engine::system_prefix_to_cache(const Request& request, const std::vector
   if (!prefix_cache_ || !request.messages) return 0;
   nlohmann::ordered_json system = nlohmann::ordered_json::array();
   for (const auto& m : *request.messages) {
-    if (!m.is_object() || m.value("role", "") != "system") break;
+    const bool is_system = m.is_object() && m.contains("role") && m["role"].is_string() && m["role"] == "system";
+    if (!is_system) break;
     system.push_back(m);
   }
   if (system.empty() || system.size() == request.messages->size()) return 0;

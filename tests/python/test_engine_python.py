@@ -145,3 +145,11 @@ def test_smollm2_chat_equals_tessera_run(pulled_model_path):
     r = engine.generate(messages=[{"role": "user", "content": "What is 2+2?"}], max_tokens=24)
     run = json.loads(run_tessera("run", gguf, "--chat", "-p", "What is 2+2?", "-n", 24, "--json").stdout)
     assert r.ids == run["ids"] and r.text == run["text"]
+
+
+def test_malformed_messages_raise_tessera_error(tiny, home):
+    engine = tessera.Engine(str(tiny))
+    for messages in ([{"role": 5, "content": "x"}, {"role": "user", "content": "y"}], [], ["not an object"]):
+        with pytest.raises(tessera.TesseraError):
+            engine.generate(messages=messages, max_tokens=2)
+    assert engine.generate("still fine", max_tokens=2).finish_reason in ("length", "eos")
