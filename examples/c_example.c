@@ -6,6 +6,11 @@
 #include <string.h>
 #include <tessera/tessera.h>
 
+static int stop_at_once(const char* text, size_t length, void* user_data) {
+  (void)text, (void)length, (void)user_data;
+  return 0; /* cancels the generation */
+}
+
 static int print_piece(const char* text, size_t length, void* user_data) {
   int* pieces = (int*)user_data;
   ++*pieces;
@@ -46,6 +51,15 @@ int main(int argc, char** argv) {
     }
     tessera_result_free(result);
   }
+
+  /* Cancelling from the callback. */
+  tessera_request_set_max_tokens(request, 64);
+  result = tessera_engine_generate(engine, request, stop_at_once, NULL);
+  if (!result || strcmp(tessera_result_finish_reason(result), "cancelled") != 0) {
+    fprintf(stderr, "expected a cancelled generation, got %s\n", result ? tessera_result_finish_reason(result) : tessera_last_error());
+    status = 1;
+  }
+  tessera_result_free(result);
 
   /* An error: max_tokens 0 is refused, and the message says which field. */
   tessera_request_set_max_tokens(request, 0);
