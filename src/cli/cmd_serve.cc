@@ -5,9 +5,13 @@
 // turns on the model, one generation at a time, from a queue of --queue
 // requests (503 beyond it). Prints "listening on http://HOST:PORT" on stdout
 // once it accepts connections; SIGINT / SIGTERM stop it.
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -21,10 +25,17 @@ namespace tessera::cli {
 
 namespace {
 
-server::Server* g_server = nullptr;
-
-void stop_on_signal(int) {
-  if (g_server) g_server->stop();
+// SIGINT / SIGTERM are blocked in every thread and taken by one waiting
+// thread with sigwait, which may then call anything: it cancels the running
+// generation and stops the server. SIGUSR1 wakes it when the server ends
+// on its own.
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  return set;
 }
 
 // The name clients use for the model: a pulled name as given, a path's last
@@ -80,17 +91,41 @@ void register_serve(CLI::App& app) {
     engine_options.prefix_cache_bytes = prefix_cache_mb << 20;
     engine_options.reference = reference;
     kernels.apply(engine_options.load);
+
+    // Before any other thread starts (the engine's, the thread pool's, the
+    // server's): they inherit the mask, so only `stopper` receives these.
+    const sigset_t signals = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::atomic<engine::Engine*> running_engine{nullptr};
+    std::atomic<server::Server*> running_server{nullptr};
+    std::thread stopper([&] {
+      int signal = 0;
+      sigwait(&signals, &signal);
+      if (signal == SIGUSR1) return;
+      server::Server* server = running_server.load();
+      if (!server) std::_Exit(128 + signal);  // still loading: nothing to wind down
+      fmt::print(stderr, "tessera serve: stopping (signal {})\n", signal);
+      running_engine.load()->stop();  // the running generation ends at its next token, queued ones fail
+      server->stop();
+    });
+    struct WakeAndJoin {  // also when loading throws
+      std::thread& t;
+      ~WakeAndJoin() {
+        pthread_kill(t.native_handle(), SIGUSR1);
+        t.join();
+      }
+    } wake_and_join{stopper};
+
     auto engine = engine::Engine::load(model, engine_options);
     server::Server server(*engine, options);
     const int port = server.bind();
-    g_server = &server;
-    std::signal(SIGINT, stop_on_signal);
-    std::signal(SIGTERM, stop_on_signal);
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not a dead server
+    running_engine = engine.get();
+    running_server = &server;
     fmt::print("tessera serve: {} listening on http://{}:{}\n", options.model_name, options.host, port);
     std::fflush(stdout);
     server.listen();
-    g_server = nullptr;
+    running_server = nullptr;
     fmt::print(stderr, "tessera serve: stopped\n");
   });
 }

@@ -37,12 +37,17 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options)
 }
 
 Engine::~Engine() {
+  stop();
+  scheduler_.join();
+}
+
+void Engine::stop() {
   {
     std::lock_guard lock(queue_mutex_);
     stopping_ = true;
   }
+  cancel_running_ = true;
   queue_cv_.notify_all();
-  scheduler_.join();
 }
 
 std::future<Result> Engine::submit(Request request) {
@@ -249,7 +254,7 @@ Result Engine::execute(Job& job) {
 
   const auto& on_text = job.request.on_text;
   auto forward_text = [&](std::string_view text) {
-    if (cancel && cancel->load()) return false;
+    if ((cancel && cancel->load()) || cancel_running_.load()) return false;
     return on_text ? on_text(text) : true;
   };
   try {

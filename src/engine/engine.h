@@ -65,7 +65,7 @@ class Engine {
   // directory / pulled name through its cached default bundle). Throws Error.
   static std::unique_ptr<Engine> load(const std::string& name_or_path, const EngineOptions& options);
   Engine(std::unique_ptr<Model> model, const EngineOptions& options);
-  // Waits for the running request; queued ones fail with Error ("engine stopped").
+  // stop(), then waits for the running request to end.
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -79,6 +79,10 @@ class Engine {
   Result run(Request request);
   // Empties every slot (waits for the running request).
   void reset();
+  // Cancels the running request at its next token, fails the queued ones
+  // with Error ("the engine stopped") and refuses new ones. Returns at once;
+  // callable from any thread (not from a signal handler).
+  void stop();
 
   const Model& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
@@ -125,6 +129,7 @@ class Engine {
   std::condition_variable queue_cv_;
   std::deque<std::unique_ptr<Job>> queue_;
   bool stopping_ = false;
+  std::atomic<bool> cancel_running_{false};
 
   std::mutex run_mutex_;  // held while a request runs, and by reset()
   std::atomic<size_t> cache_entries_{0};

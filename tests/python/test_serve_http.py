@@ -5,12 +5,16 @@ from the headers before the body is sent), stalled and vanished clients, a
 full queue (503), and after each the server keeps serving."""
 
 import json
+import os
+import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
+from conftest import tessera_bin
 from serve_helpers import Server, chat_body, error_of, make_tiny_chat_model, raw_request, read_response
 
 
@@ -371,3 +375,30 @@ def test_non_streaming_response_is_json_after_heartbeat_spaces(smollm2_server):
     assert status == 200 and headers["content-type"] == "application/json"
     parsed = json.loads(reply)  # leading spaces are valid JSON
     assert parsed["usage"]["completion_tokens"] == 160
+
+
+def test_sigterm_during_a_generation_stops_the_server_promptly(pulled_model_path):
+    server = Server(pulled_model_path("smollm2-135m-instruct"), "--threads", 2)
+    try:
+        s = stream_request(server, {"messages": [{"role": "user", "content": "Count to a thousand."}],
+                                    "max_tokens": 1500, "ignore_eos": True, "temperature": 0})
+        got = b""
+        while got.count(b"data: ") < 2:
+            got += s.recv(4096)
+        start = time.monotonic()
+        assert server.stop() == 0, "".join(server.stderr_lines)
+        assert time.monotonic() - start < 5  # not the 1500 tokens
+        s.close()
+    finally:
+        server.stop()
+    assert any("stopped" in line for line in server.stderr_lines)
+
+
+def test_sigterm_while_loading_exits(tmp_path):
+    model = make_tiny_chat_model(tmp_path / "m")
+    proc = subprocess.Popen([tessera_bin(), "serve", str(model), "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "TESSERA_HOME": str(tmp_path / "home")})
+    time.sleep(0.3)  # converting the checkpoint
+    proc.terminate()
+    proc.communicate(timeout=30)
+    assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM, 0)
