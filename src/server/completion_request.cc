@@ -1,6 +1,7 @@
 #include "server/completion_request.h"
 
 #include <limits>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -142,9 +143,12 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   s.top_k = integer(body, "top_k", 0, big).value_or(0);
   s.min_p = static_cast<float>(number(body, "min_p", 0, 1).value_or(0.0));
   s.repeat_penalty = static_cast<float>(number(body, "repeat_penalty", 0.01, 100).value_or(1.0));
+  // Without a seed, sampling differs from request to request, as OpenAI's does.
   if (std::optional<int64_t> seed = integer(body, "seed", std::numeric_limits<int64_t>::min(),
                                             std::numeric_limits<int64_t>::max()))
     s.seed = static_cast<uint64_t>(*seed);
+  else
+    s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
   s.stop = stop_strings(body);
   s.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   if (integer(body, "n", 1, 1).value_or(1) != 1) throw bad_request("only n = 1 is supported", "n");

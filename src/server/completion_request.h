@@ -6,7 +6,8 @@
 // Read: model, messages (chat: role + content as a string or a list of
 // {"type": "text", "text"} parts) or prompt (completions: a string or a list
 // of token ids), max_tokens / max_completion_tokens (clamped to the server's
-// cap; absent: the cap), temperature, top_p, seed, stop (a string or up to 4),
+// cap; absent: the cap), temperature, top_p, seed (absent: a random one),
+// stop (a string or up to 4),
 // stream, stream_options.include_usage, n (1 only), and Tessera's extras
 // top_k, min_p, repeat_penalty, ignore_eos.
 #pragma once

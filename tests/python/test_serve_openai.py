@@ -221,3 +221,13 @@ def test_shared_system_prompt_is_served_from_the_prefix_cache(served):
         want = client_of(fresh).chat.completions.create(model=fresh.model_name, messages=a2, max_tokens=8,
                                                         temperature=0)
     assert ra2.choices[0].message.content == want.choices[0].message.content
+
+
+def test_sampling_without_a_seed_differs_between_requests(served):
+    server, _, _ = served
+    client = client_of(server)
+    replies = {client.chat.completions.create(model=server.model_name, messages=[{"role": "user", "content": "Hi"}],
+                                              max_tokens=16, temperature=1.0,
+                                              extra_body={"ignore_eos": True}).choices[0].message.content
+               for _ in range(3)}
+    assert len(replies) > 1
