@@ -77,33 +77,37 @@ class Engine:
         return self._engine.model_path
 
     def _submit(self, prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty,
-                seed, stop, ignore_eos):
+                seed, stop, ignore_eos, speculative, draft_max):
         if isinstance(stop, str):
             stop = [stop]
         return self._engine.submit(
             prompt, None if messages is None else json.dumps(list(messages)), list(prompt_ids or []), max_tokens,
-            temperature, top_k, top_p, min_p, repeat_penalty, seed, list(stop or []), ignore_eos)
+            temperature, top_k, top_p, min_p, repeat_penalty, seed, list(stop or []), ignore_eos, speculative,
+            draft_max)
 
     def generate(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
                  prompt_ids: Optional[Sequence[int]] = None, max_tokens: int = 128, temperature: float = 0.0,
                  top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0, repeat_penalty: float = 1.0,
                  seed: int = 0, stop: Optional[str | Sequence[str]] = None,
-                 ignore_eos: bool = False) -> GenerationResult:
+                 ignore_eos: bool = False, speculative: str = "off", draft_max: int = 8) -> GenerationResult:
         """Generates a reply to exactly one of `prompt` (text), `messages`
         (chat, rendered with the model's template) and `prompt_ids`.
-        temperature 0 is greedy. Raises TesseraError for bad settings, a
-        prompt that does not fit the context, or a full queue."""
+        temperature 0 is greedy. speculative: "off", "lookup" or "auto"
+        (prompt-lookup drafts, runtime/speculative.h; greedy output is the
+        same). Raises TesseraError for bad settings, a prompt that does not
+        fit the context, or a full queue."""
         handle = self._submit(prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p,
-                              repeat_penalty, seed, stop, ignore_eos)
+                              repeat_penalty, seed, stop, ignore_eos, speculative, draft_max)
         return GenerationResult(**handle.result())
 
     def stream(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
                prompt_ids: Optional[Sequence[int]] = None, max_tokens: int = 128, temperature: float = 0.0,
                top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0, repeat_penalty: float = 1.0,
-               seed: int = 0, stop: Optional[str | Sequence[str]] = None, ignore_eos: bool = False) -> TextStream:
+               seed: int = 0, stop: Optional[str | Sequence[str]] = None, ignore_eos: bool = False,
+               speculative: str = "off", draft_max: int = 8) -> TextStream:
         """As generate(), but returns an iterator of text pieces."""
         return TextStream(self._submit(prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p,
-                                       repeat_penalty, seed, stop, ignore_eos))
+                                       repeat_penalty, seed, stop, ignore_eos, speculative, draft_max))
 
     def reset(self) -> None:
         """Forgets every conversation's KV state."""

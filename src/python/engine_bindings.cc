@@ -3,7 +3,7 @@
 //
 //   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference, prefix_cache_mb)
 //   h = e.submit(prompt, messages_json, prompt_ids, max_tokens, temperature, top_k, top_p, min_p,
-//                repeat_penalty, seed, stop, ignore_eos)  -> GenerationHandle
+//                repeat_penalty, seed, stop, ignore_eos, speculative, draft_max)  -> GenerationHandle
 //   h.result() -> dict   (waits, GIL released)
 //   for piece in h: ...  (text pieces as they become final, GIL released while waiting)
 //   h.cancel()           (also when the handle is garbage-collected before the end)
@@ -98,7 +98,8 @@ void bind_engine(py::module_& m) {
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,
              std::vector<int32_t> prompt_ids, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
-             float min_p, float repeat_penalty, uint64_t seed, std::vector<std::string> stop, bool ignore_eos) {
+             float min_p, float repeat_penalty, uint64_t seed, std::vector<std::string> stop, bool ignore_eos,
+             std::string speculative, int64_t draft_max) {
             engine::Request r;
             r.prompt = std::move(prompt);
             r.prompt_ids = std::move(prompt_ids);
@@ -116,6 +117,8 @@ void bind_engine(py::module_& m) {
             s.seed = seed;
             s.stop = std::move(stop);
             s.ignore_eos = ignore_eos;
+            s.speculative = std::move(speculative);
+            s.draft_max = draft_max;
             auto h = std::make_unique<GenerationHandle>();
             h->channel = std::make_shared<engine::GenerationChannel>();
             engine::GenerationChannel::attach(h->channel, r);
@@ -124,7 +127,8 @@ void bind_engine(py::module_& m) {
           },
           py::arg("prompt"), py::arg("messages_json"), py::arg("prompt_ids"), py::arg("max_tokens"),
           py::arg("temperature"), py::arg("top_k"), py::arg("top_p"), py::arg("min_p"), py::arg("repeat_penalty"),
-          py::arg("seed"), py::arg("stop"), py::arg("ignore_eos"), py::keep_alive<0, 1>())
+          py::arg("seed"), py::arg("stop"), py::arg("ignore_eos"), py::arg("speculative") = "off",
+          py::arg("draft_max") = 8, py::keep_alive<0, 1>())
       .def("reset",
            [](engine::Engine& e) {
              py::gil_scoped_release release;

@@ -151,6 +151,11 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
   s.stop = stop_strings(body);
   s.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+  if (const json* v = field(body, "speculative")) {
+    if (!v->is_string()) throw wrong_type("speculative", "a string (\"off\", \"lookup\" or \"auto\")");
+    s.speculative = v->get<std::string>();  // checked with the other settings by make_generate_options
+  }
+  s.draft_max = integer(body, "draft_max", 1, 32).value_or(s.draft_max);
   if (integer(body, "n", 1, 1).value_or(1) != 1) throw bad_request("only n = 1 is supported", "n");
 
   c.stream = boolean(body, "stream").value_or(false);

@@ -9,7 +9,8 @@
 // cap; absent: the cap), temperature, top_p, seed (absent: a random one),
 // stop (a string or up to 4),
 // stream, stream_options.include_usage, n (1 only), and Tessera's extras
-// top_k, min_p, repeat_penalty, ignore_eos.
+// top_k, min_p, repeat_penalty, ignore_eos, speculative ("off" | "lookup" |
+// "auto", runtime/speculative.h) and draft_max.
 #pragma once
 
 #include <cstdint>

@@ -46,8 +46,7 @@ ApiError request_error(std::exception_ptr e) {
   } catch (const engine::QueueFull& q) {
     return ApiError(503, q.what(), "server_error", "", "queue_full");
   } catch (const Error& err) {
-    return bad_request(err.what(), err.subject() == "prompt" || err.subject() == "messages" ? err.subject() : "",
-                       "invalid_value");
+    return bad_request(err.what(), err.subject(), "invalid_value");  // the subject names the field
   } catch (const ApiError& a) {
     return a;
   } catch (const std::exception& other) {

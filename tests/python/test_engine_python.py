@@ -57,6 +57,16 @@ def test_prompt_ids_stop_strings_and_seed(tiny, home):
     assert a.ids == b.ids
 
 
+def test_speculative_lookup_keeps_greedy_output(tiny, home):
+    engine = tessera.Engine(str(tiny))
+    prompt = "abcabcabcabcabcabc"
+    plain = engine.generate(prompt, max_tokens=24, ignore_eos=True)
+    engine.reset()
+    assert engine.generate(prompt, max_tokens=24, ignore_eos=True, speculative="lookup", draft_max=4).ids == plain.ids
+    with pytest.raises(tessera.TesseraError, match="speculative"):
+        engine.generate(prompt, speculative="sometimes")
+
+
 def test_cancel_a_stream(tiny, home):
     engine = tessera.Engine(str(tiny), context_length=1024)
     stream = engine.stream("count", max_tokens=900, ignore_eos=True)

@@ -231,3 +231,19 @@ def test_sampling_without_a_seed_differs_between_requests(served):
                                               extra_body={"ignore_eos": True}).choices[0].message.content
                for _ in range(3)}
     assert len(replies) > 1
+
+
+def test_speculative_decoding_gives_the_same_greedy_reply(served):
+    server, _, _ = served
+    client = client_of(server)
+    messages = [{"role": "user", "content": "Repeat after me: the quick brown fox jumps over the lazy dog. "
+                                            "The quick brown fox jumps over the lazy dog."}]
+
+    def reply(mode):
+        return client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=32,
+                                              temperature=0, extra_body={"speculative": mode}).choices[0].message.content
+
+    assert reply("lookup") == reply("auto") == reply("off")
+    with pytest.raises(openai.BadRequestError) as e:
+        reply("sometimes")
+    assert e.value.body["param"] == "speculative"
