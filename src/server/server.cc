@@ -172,12 +172,16 @@ struct Server::Impl {
     // The status line goes out before the first token, so wait until the
     // prompt has been accepted (or refused: then a JSON error).
     if (!channel->wait_started()) {
+      // Refused, or cancelled before it started: either way it is over (the
+      // result can be taken only once, so no response below may wait on it).
+      ApiError error(503, "the request was cancelled before it started", "server_error", "", "cancelled");
       try {
         channel->result();
       } catch (...) {
-        send_error(res, request_error(std::current_exception()));
-        return;
+        error = request_error(std::current_exception());
       }
+      send_error(res, error);
+      return;
     }
     res.set_header("Cache-Control", "no-cache");
     if (!c.stream) {
