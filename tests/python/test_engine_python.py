@@ -163,3 +163,16 @@ def test_malformed_messages_raise_tessera_error(tiny, home):
         with pytest.raises(tessera.TesseraError):
             engine.generate(messages=messages, max_tokens=2)
     assert engine.generate("still fine", max_tokens=2).finish_reason in ("length", "eos")
+
+
+def test_python_example_runs(tiny, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "python_example.py"
+    proc = subprocess.run([sys.executable, str(example), str(tiny)], capture_output=True, text=True, timeout=300,
+                          errors="replace", env={**os.environ, "TESSERA_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+    assert "refused as expected" in proc.stdout and "reused" in proc.stdout
