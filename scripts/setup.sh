@@ -9,6 +9,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libhwy-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   clang-14 libclang-rt-14-dev
+  chromium  # the web chat page's headless test (tests/python/test_serve_web.py)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

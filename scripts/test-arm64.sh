@@ -18,7 +18,10 @@ JOBS=${JOBS:-$(nproc)}
 ARM=build-arm64
 QEMU=(qemu-aarch64 -cpu max)
 
-cmake -S . -B "$ARM" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Without `tessera serve`: Debian's arm64 cpp-httplib is not among the
+# packages setup-arm64.sh installs, and the server has no kernels to check.
+cmake -S . -B "$ARM" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
+  -DTESSERA_BUILD_SERVER=OFF >/dev/null
 cmake --build "$ARM" -j "$JOBS"
 
 # Two tests exercise host facilities qemu-user emulates differently:

@@ -28,6 +28,10 @@ Session = _core.Session
 # decode step of several sessions of one model in one call of the programs, each row
 # bit for bit its session's own decode step (Session::decode_batch).
 decode_batch = _core.decode_batch
+# Engine(model, threads=1, slots=1, ...).generate(prompt | messages= | prompt_ids=, max_tokens, temperature,
+# top_p, seed, stop, ...) -> GenerationResult, .stream(...) -> iterator of text pieces, .reset():
+# the engine that `tessera serve` and the C / C++ APIs use (python/tessera/engine.py).
+from .engine import Engine, GenerationResult, TextStream  # noqa: E402
 # calibrate(source, text="", max_tokens=512, threads=1) -> {"ids", "random_ids",
 # "input_moments": {weight: E[x_c^2] per input column}}: what `tessera convert`
 # weighs activation-aware palettes with (convert/calibration.h).

@@ -18,6 +18,9 @@ void register_quality(CLI::App& app);
 void register_chat(CLI::App& app);
 void register_audit(CLI::App& app);
 void register_bench(CLI::App& app);
+#ifdef TESSERA_WITH_SERVER
+void register_serve(CLI::App& app);
+#endif
 
 void register_commands(CLI::App& app) {
   register_info(app);
@@ -30,6 +33,9 @@ void register_commands(CLI::App& app) {
   register_chat(app);
   register_audit(app);
   register_bench(app);
+#ifdef TESSERA_WITH_SERVER
+  register_serve(app);  // built unless -DTESSERA_BUILD_SERVER=OFF
+#endif
 }
 
 }  // namespace tessera::cli

@@ -20,3 +20,4 @@ void bind_spec(pybind11::module_& m);           // spec_bindings.cc
 void bind_chat_template(pybind11::module_& m);  // chat_template_bindings.cc
 void bind_tokenizer(pybind11::module_& m);      // tokenizer_bindings.cc
 void bind_model(pybind11::module_& m);          // model_bindings.cc
+void bind_engine(pybind11::module_& m);         // engine_bindings.cc

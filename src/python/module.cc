@@ -13,4 +13,5 @@ PYBIND11_MODULE(_tessera, m) {
   bind_chat_template(m);
   bind_tokenizer(m);
   bind_model(m);
+  bind_engine(m);
 }

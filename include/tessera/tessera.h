@@ -1,0 +1,78 @@
+/* Tessera's C API: load a model, generate or stream text, reset.
+ *
+ * Objects are opaque handles made by tessera_<object>_create and released by
+ * tessera_<object>_free (free accepts NULL). Functions that can fail return
+ * NULL or a negative int; tessera_last_error() then gives this thread's
+ * message. No C++ exception ever crosses this boundary.
+ *
+ *   tessera_engine* e = tessera_engine_create("smollm2-135m-instruct", NULL);
+ *   tessera_request* q = tessera_request_create();
+ *   tessera_request_add_message(q, "user", "Why is the sky blue?");
+ *   tessera_result* r = tessera_engine_generate(e, q, print_piece, NULL);
+ *   printf("%s\n", tessera_result_text(r));
+ *   tessera_result_free(r); tessera_request_free(q); tessera_engine_free(e);
+ */
+#ifndef TESSERA_TESSERA_H
+#define TESSERA_TESSERA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tessera_engine tessera_engine;
+typedef struct tessera_request tessera_request;
+typedef struct tessera_result tessera_result;
+
+typedef struct tessera_engine_options {
+  int threads;             /* default 1 */
+  int slots;               /* conversations whose KV state is kept; default 1 */
+  int queue_capacity;      /* default 16 */
+  int64_t context_length;  /* 0: the model's */
+} tessera_engine_options;
+
+/* Receives text as it becomes final (not NUL-terminated); return 0 to cancel. */
+typedef int (*tessera_text_callback)(const char* text, size_t length, void* user_data);
+
+/* This thread's message for the last failed call ("" if none). */
+const char* tessera_last_error(void);
+
+void tessera_engine_options_init(tessera_engine_options* options);
+/* options may be NULL (the defaults). NULL on failure. */
+tessera_engine* tessera_engine_create(const char* model, const tessera_engine_options* options);
+void tessera_engine_free(tessera_engine* engine);
+int tessera_engine_reset(tessera_engine* engine);
+/* on_text may be NULL. NULL on failure (bad settings, prompt too long, ...). */
+tessera_result* tessera_engine_generate(tessera_engine* engine, const tessera_request* request,
+                                        tessera_text_callback on_text, void* user_data);
+
+tessera_request* tessera_request_create(void);
+void tessera_request_free(tessera_request* request);
+/* The prompt: plain text, chat messages (added in order) or token ids; one kind per request. */
+int tessera_request_set_prompt(tessera_request* request, const char* text);
+int tessera_request_add_message(tessera_request* request, const char* role, const char* content);
+int tessera_request_set_prompt_ids(tessera_request* request, const int32_t* ids, size_t count);
+int tessera_request_set_max_tokens(tessera_request* request, int64_t max_tokens);
+int tessera_request_set_temperature(tessera_request* request, float temperature);
+int tessera_request_set_top_p(tessera_request* request, float top_p);
+int tessera_request_set_seed(tessera_request* request, uint64_t seed);
+int tessera_request_add_stop(tessera_request* request, const char* stop);
+
+void tessera_result_free(tessera_result* result);
+const char* tessera_result_text(const tessera_result* result);
+const char* tessera_result_finish_reason(const tessera_result* result);
+size_t tessera_result_token_count(const tessera_result* result);
+const int32_t* tessera_result_tokens(const tessera_result* result);
+int64_t tessera_result_prompt_tokens(const tessera_result* result);
+int64_t tessera_result_reused_tokens(const tessera_result* result);
+double tessera_result_ttft_ms(const tessera_result* result);
+double tessera_result_prefill_tok_s(const tessera_result* result);
+double tessera_result_decode_tok_s(const tessera_result* result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_TESSERA_H */

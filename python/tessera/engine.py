@@ -1,0 +1,114 @@
+"""tessera.Engine: load a model once, then generate or stream text from
+prompts, chat messages or token ids.
+
+    engine = tessera.Engine("smollm2-135m-instruct", threads=2)
+    result = engine.generate(messages=[{"role": "user", "content": "Hi!"}], max_tokens=64)
+    for piece in engine.stream("Once upon a time", max_tokens=64):
+        print(piece, end="", flush=True)
+
+The engine keeps the KV state of the last `slots` conversations: a prompt
+that starts with tokens a slot already holds (earlier turns of a chat)
+prefills only the rest, and the result says how many were reused
+(`reused_tokens`) and, when fewer than were shared, why (`reuse_note`).
+The computation runs on the engine's own thread with the GIL released, so
+other Python threads keep running; requests from several threads queue up
+and take turns."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    text: str
+    ids: list[int]
+    finish_reason: str  # "eos" | "stop" | "length" | "context" | "cancelled"
+    prompt_tokens: int
+    reused_tokens: int
+    reuse_note: str
+    reused_from: str  # "slot" | "prefix cache" | "" (nothing reused)
+    ttft_ms: float
+    prefill_tok_s: float
+    decode_tok_s: float
+
+
+class TextStream:
+    """An iterator of text pieces as they become final. After it is
+    exhausted, `result` holds the GenerationResult; `cancel()` (or dropping
+    the iterator) stops the generation at its next token."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        self.result: Optional[GenerationResult] = None
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._handle)
+        except StopIteration:
+            if self.result is None:
+                self.result = GenerationResult(**self._handle.result())
+            raise
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
+class Engine:
+    def __init__(self, model: str, *, threads: int = 1, slots: int = 1, queue_capacity: int = 16,
+                 context_length: int = 0, kv_type: str = "f32", reference: bool = False,
+                 prefix_cache_mb: int = 256):
+        """`model`: a bundle directory, GGUF file, HF checkpoint directory or
+        pulled model name (converted once into the bundle cache).
+        `prefix_cache_mb`: session state kept for shared prompt prefixes
+        (system prompts), 0 to keep only the slots' own."""
+        from . import _core
+
+        self._engine = _core.Engine(str(model), threads, slots, queue_capacity, context_length, kv_type, reference,
+                                    prefix_cache_mb)
+
+    @property
+    def model_path(self) -> str:
+        return self._engine.model_path
+
+    def _submit(self, prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty,
+                seed, stop, ignore_eos, speculative, draft_max):
+        if isinstance(stop, str):
+            stop = [stop]
+        return self._engine.submit(
+            prompt, None if messages is None else json.dumps(list(messages)), list(prompt_ids or []), max_tokens,
+            temperature, top_k, top_p, min_p, repeat_penalty, seed, list(stop or []), ignore_eos, speculative,
+            draft_max)
+
+    def generate(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
+                 prompt_ids: Optional[Sequence[int]] = None, max_tokens: int = 128, temperature: float = 0.0,
+                 top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0, repeat_penalty: float = 1.0,
+                 seed: int = 0, stop: Optional[str | Sequence[str]] = None,
+                 ignore_eos: bool = False, speculative: str = "off", draft_max: int = 8) -> GenerationResult:
+        """Generates a reply to exactly one of `prompt` (text), `messages`
+        (chat, rendered with the model's template) and `prompt_ids`.
+        temperature 0 is greedy. speculative: "off", "lookup" or "auto"
+        (prompt-lookup drafts, runtime/speculative.h; greedy output is the
+        same). Raises TesseraError for bad settings, a prompt that does not
+        fit the context, or a full queue."""
+        handle = self._submit(prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p,
+                              repeat_penalty, seed, stop, ignore_eos, speculative, draft_max)
+        return GenerationResult(**handle.result())
+
+    def stream(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
+               prompt_ids: Optional[Sequence[int]] = None, max_tokens: int = 128, temperature: float = 0.0,
+               top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0, repeat_penalty: float = 1.0,
+               seed: int = 0, stop: Optional[str | Sequence[str]] = None, ignore_eos: bool = False,
+               speculative: str = "off", draft_max: int = 8) -> TextStream:
+        """As generate(), but returns an iterator of text pieces."""
+        return TextStream(self._submit(prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p,
+                                       repeat_penalty, seed, stop, ignore_eos, speculative, draft_max))
+
+    def reset(self) -> None:
+        """Forgets every conversation's KV state."""
+        self._engine.reset()

@@ -1,0 +1,85 @@
+// include/tessera/tessera.hpp over the engine (engine/engine.h).
+#include <tessera/tessera.hpp>
+
+#include "engine/engine.h"
+
+namespace tessera {
+
+struct Engine::Impl {
+  std::unique_ptr<engine::Engine> engine;
+};
+
+namespace {
+
+engine::Request to_engine_request(const Request& r) {
+  engine::Request e;
+  const int given = !r.prompt.empty() + !r.messages.empty() + !r.prompt_ids.empty();
+  if (given != 1) fail("request", "prompt", "give exactly one of prompt, messages and prompt_ids (got {})", given);
+  if (!r.prompt.empty()) e.prompt = r.prompt;
+  if (!r.prompt_ids.empty()) e.prompt_ids = r.prompt_ids;
+  if (!r.messages.empty()) {
+    e.messages = nlohmann::ordered_json::array();
+    for (const ChatMessage& m : r.messages) e.messages->push_back({{"role", m.role}, {"content", m.content}});
+  }
+  GenerationSettings& s = e.settings;
+  s.max_tokens = r.max_tokens;
+  s.temperature = r.temperature;
+  s.top_p = r.top_p;
+  s.min_p = r.min_p;
+  s.repeat_penalty = r.repeat_penalty;
+  s.top_k = r.top_k;
+  s.seed = r.seed;
+  s.stop = r.stop;
+  s.ignore_eos = r.ignore_eos;
+  return e;
+}
+
+Result from_engine_result(const engine::Result& e) {
+  Result r;
+  r.ids = e.generation.ids;
+  r.text = e.generation.text;
+  r.finish_reason = e.generation.finish_reason;
+  r.prompt_tokens = e.prompt_tokens;
+  r.reused_tokens = e.reused_tokens;
+  r.reuse_note = e.reuse_note;
+  r.reused_from = e.reused_from;
+  r.ttft_ms = e.generation.ttft_ms;
+  r.prefill_tok_s = e.generation.prefill_tok_s();
+  r.decode_tok_s = e.generation.decode_tok_s();
+  return r;
+}
+
+}  // namespace
+
+Engine Engine::load(const std::string& model, const LoadConfig& config) {
+  engine::EngineOptions o;
+  o.load.threads = config.threads;
+  o.load.kv_type = parse_kv_type(config.kv_type);
+  o.reference = config.reference;
+  o.slots = config.slots;
+  o.queue_capacity = config.queue_capacity;
+  o.context_length = config.context_length;
+  o.prefix_cache_bytes = config.prefix_cache_bytes;
+  auto impl = std::make_unique<Impl>();
+  impl->engine = engine::Engine::load(model, o);
+  return Engine(std::move(impl));
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() = default;
+
+Result Engine::generate(const Request& request) { return stream(request, {}); }
+
+Result Engine::stream(const Request& request, const std::function<bool(std::string_view)>& on_text) {
+  engine::Request e = to_engine_request(request);
+  e.on_text = on_text;
+  return from_engine_result(impl_->engine->run(std::move(e)));
+}
+
+void Engine::reset() { impl_->engine->reset(); }
+
+std::string Engine::model_path() const { return impl_->engine->model().path(); }
+
+}  // namespace tessera

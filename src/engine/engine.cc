@@ -1,0 +1,288 @@
+#include "engine/engine.h"
+
+#include <chrono>
+
+#include "convert/bundle_cache.h"
+#include "engine/slot_choice.h"
+#include "runtime/chat.h"
+
+namespace tessera::engine {
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+QueueFull::QueueFull(size_t capacity)
+    : Error("engine", "queue", fmt::format("{} requests are already waiting; try again later", capacity)) {}
+
+std::unique_ptr<Engine> Engine::load(const std::string& name_or_path, const EngineOptions& options) {
+  return std::make_unique<Engine>(load_model_for_running(name_or_path, options.load, options.reference), options);
+}
+
+Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options)
+    : model_(std::move(model)), options_(options) {
+  if (options_.slots < 1) fail("options", "slots", "must be at least 1, got {}", options_.slots);
+  if (options_.queue_capacity < 1)
+    fail("options", "queue_capacity", "must be at least 1, got {}", options_.queue_capacity);
+  if (options_.context_length < 0)
+    fail("options", "context_length", "must be >= 0 (0: the model's), got {}", options_.context_length);
+  for (int i = 0; i < options_.slots; ++i)
+    slots_.push_back(Slot{std::make_unique<Session>(*model_, options_.context_length), 0});
+  if (options_.prefix_cache_bytes > 0) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
+  scheduler_ = std::thread([this] { scheduler_loop(); });
+}
+
+Engine::~Engine() {
+  stop();
+  scheduler_.join();
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lock(queue_mutex_);
+    stopping_ = true;
+  }
+  cancel_running_ = true;
+  queue_cv_.notify_all();
+}
+
+std::future<Result> Engine::submit(Request request) {
+  const int given = !request.prompt_ids.empty() + request.prompt.has_value() + request.messages.has_value();
+  if (given != 1) fail("request", "prompt", "give exactly one of prompt_ids, prompt and messages (got {})", given);
+  if (request.messages && (!request.messages->is_array() || request.messages->empty()))
+    fail("request", "messages", "must be a non-empty array of messages");
+  auto job = std::make_unique<Job>();
+  job->options = make_generate_options(request.settings);
+  job->request = std::move(request);
+  job->submitted_at = now_ms();
+  std::future<Result> result = job->promise.get_future();
+  {
+    std::lock_guard lock(queue_mutex_);
+    if (stopping_) fail("engine", "queue", "the engine is stopping");
+    if (queue_.size() >= static_cast<size_t>(options_.queue_capacity)) throw QueueFull(queue_.size());
+    queue_.push_back(std::move(job));
+  }
+  queue_cv_.notify_one();
+  return result;
+}
+
+Result Engine::run(Request request) { return submit(std::move(request)).get(); }
+
+void Engine::reset() {
+  std::lock_guard lock(run_mutex_);
+  for (Slot& s : slots_) {
+    s.session->reset();
+    s.last_used = 0;
+  }
+  if (prefix_cache_) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
+  publish_cache_usage();
+}
+
+void Engine::publish_cache_usage() {
+  cache_entries_ = prefix_cache_ ? prefix_cache_->size() : 0;
+  cache_bytes_ = prefix_cache_ ? prefix_cache_->bytes() : 0;
+}
+
+size_t Engine::queued() const {
+  std::lock_guard lock(queue_mutex_);
+  return queue_.size();
+}
+
+void Engine::scheduler_loop() {
+  for (;;) {
+    std::unique_ptr<Job> job;
+    {
+      std::unique_lock lock(queue_mutex_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) {
+        for (auto& waiting : queue_)
+          waiting->promise.set_exception(std::make_exception_ptr(Error("engine", "queue", "the engine stopped")));
+        queue_.clear();
+        return;
+      }
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    // One request at a time: a batched step over every running request would
+    // take the jobs here instead, prefill each on its slot and then advance
+    // them together one token per step.
+    try {
+      job->promise.set_value(execute(*job));
+    } catch (...) {
+      job->promise.set_exception(std::current_exception());
+    }
+  }
+}
+
+std::vector<int32_t> Engine::prompt_ids(const Request& request) const {
+  if (!request.prompt_ids.empty()) return request.prompt_ids;
+  std::vector<int32_t> ids = request.messages ? chat_prompt_ids(*model_, *request.messages)
+                                              : model_->require_tokenizer().encode(*request.prompt, true);
+  if (ids.empty()) fail("request", "prompt", "the prompt has no tokens");
+  return ids;
+}
+
+namespace {
+
+// A slot whose history runs at most this many tokens past the shared prefix
+// is the same conversation going on (its last reply re-tokenized a little
+// differently): it is cut, not kept.
+constexpr int64_t kContinuationSlack = 16;
+// Shorter shared prefixes are not worth a cache entry.
+constexpr int64_t kMinCachedPrefix = 32;
+
+std::string cut_failed_note(int64_t shared, const char* where) {
+  return fmt::format(
+      "{} prompt tokens were in {}, but a sliding-window layer no longer holds what position {} needs, so "
+      "they were prefilled again",
+      shared, where, shared);
+}
+
+}  // namespace
+
+Engine::ReusePlan Engine::place(const std::vector<int32_t>& ids) {
+  std::vector<SlotView> views;
+  for (const Slot& s : slots_) views.push_back(SlotView{s.session->history(), s.last_used});
+  const SlotChoice best = choose_slot(views, ids);
+  Session& best_session = *slots_[best.slot].session;
+  const int64_t shared = best.reusable;
+  const bool continuation =
+      best_session.length() - shared <= kContinuationSlack && best_session.can_truncate(shared);
+  PrefixCache::Match cached = prefix_cache_ ? prefix_cache_->find(ids) : PrefixCache::Match{};
+
+  if (!prefix_cache_ || (continuation && shared >= cached.common)) {
+    if (best_session.truncate(shared)) return {best.slot, shared, shared > 0 ? "slot" : "", ""};
+    return {best.slot, 0, "", cut_failed_note(shared, "the slot's KV")};  // truncate() reset it
+  }
+
+  // The prompt leaves the best slot's conversation early: keep their shared
+  // prefix in the cache, and leave that conversation where it is.
+  if (shared >= kMinCachedPrefix && shared > cached.common) {
+    Session::Snapshot s = best_session.snapshot();
+    if (s.state.truncate(shared)) {
+      s.history.resize(static_cast<size_t>(shared));
+      prefix_cache_->insert(std::move(s));
+      cached = prefix_cache_->find(ids);
+    }
+  }
+  // The request's slot: an empty one, else the least recently used.
+  size_t target = 0;
+  for (size_t i = 1; i < slots_.size(); ++i)
+    if (slots_[i].last_used < slots_[target].last_used) target = i;
+  Session& session = *slots_[target].session;
+  std::string note;
+  if (target == best.slot && shared >= cached.common) {
+    if (session.truncate(shared)) return {target, shared, shared > 0 ? "slot" : "", ""};
+    note = cut_failed_note(shared, "the slot's KV");
+  }
+  if (cached.common > 0) {
+    session.restore(*cached.snapshot);
+    if (session.truncate(cached.common)) return {target, cached.common, "prefix cache", note};
+    note = cut_failed_note(cached.common, "the prefix cache");  // find() checked: not expected
+  }
+  session.reset();
+  if (note.empty() && shared > cached.common && shared > 0)
+    note = fmt::format("{} prompt tokens were in another conversation's slot (shorter than the {} worth caching)",
+                       shared, kMinCachedPrefix);
+  return {target, 0, "", note};
+}
+
+int64_t Engine::system_prefix_to_cache(const Request& request, const std::vector<int32_t>& ids) const {
+  if (!prefix_cache_ || !request.messages) return 0;
+  nlohmann::ordered_json system = nlohmann::ordered_json::array();
+  for (const auto& m : *request.messages) {
+    const bool is_system = m.is_object() && m.contains("role") && m["role"].is_string() && m["role"] == "system";
+    if (!is_system) break;
+    system.push_back(m);
+  }
+  if (system.empty() || system.size() == request.messages->size()) return 0;
+  // What the template renders before the first user message's text,
+  // whatever that text is: the common prefix of two renders that differ only
+  // there. (Templates such as Gemma's put the system text inside the first
+  // user turn, so the system messages alone would not render a prefix.)
+  std::vector<int32_t> a, b;
+  try {
+    nlohmann::ordered_json with_a = system, with_b = system;
+    with_a.push_back({{"role", "user"}, {"content", "a"}});
+    with_b.push_back({{"role", "user"}, {"content", "b"}});
+    a = chat_prompt_ids(*model_, with_a);
+    b = chat_prompt_ids(*model_, with_b);
+  } catch (const Error&) {
+    return 0;  // the template refuses such a conversation: nothing to cache
+  }
+  int64_t n = common_prefix_length(a, b);
+  n = std::min(n, common_prefix_length(std::span<const int32_t>(a).first(static_cast<size_t>(n)), ids));
+  if (n < kMinCachedPrefix || n >= static_cast<int64_t>(ids.size()) ||
+      prefix_cache_->covers(std::span<const int32_t>(ids).first(static_cast<size_t>(n))))
+    return 0;
+  return n;
+}
+
+Result Engine::execute(Job& job) {
+  std::lock_guard lock(run_mutex_);
+  Result r;
+  r.queue_ms = now_ms() - job.submitted_at;
+  const auto& cancel = job.request.cancel;
+  if (cancel && cancel->load()) {
+    r.generation.finish_reason = "cancelled";
+    return r;
+  }
+  const std::vector<int32_t> ids = prompt_ids(job.request);
+  r.prompt_tokens = static_cast<int64_t>(ids.size());
+  const int64_t context = slots_[0].session->context_length();
+  if (r.prompt_tokens >= context)
+    fail("request", "prompt", "{} prompt tokens leave no room to generate within the context length {}",
+         r.prompt_tokens, context);
+  for (int32_t id : ids)
+    if (id < 0 || id >= model_->spec().vocab_size)
+      fail("request", "prompt", "token id {} is outside the vocabulary (0..{})", id, model_->spec().vocab_size - 1);
+
+  const int64_t system_end = system_prefix_to_cache(job.request, ids);
+  const ReusePlan plan = place(ids);
+  Slot& slot = slots_[plan.slot];
+  r.slot = plan.slot;
+  r.reused_tokens = plan.reused;
+  r.reused_from = plan.from;
+  r.reuse_note = plan.note;
+  slot.last_used = ++clock_;
+  publish_cache_usage();
+  if (job.request.on_started) job.request.on_started();
+
+  const auto& on_text = job.request.on_text;
+  auto forward_text = [&](std::string_view text) {
+    if ((cancel && cancel->load()) || cancel_running_.load()) return false;
+    return on_text ? on_text(text) : true;
+  };
+  try {
+    // Prefill to the end of the system messages first and cache that state
+    // (the same bits as one call: results never depend on the call split).
+    int64_t done = plan.reused;
+    double system_seconds = 0;
+    if (system_end > done) {
+      const double start = now_ms();
+      slot.session->forward(std::span<const int32_t>(ids).subspan(done, system_end - done), LogitsWanted::Last,
+                            job.options.max_tokens_per_call);
+      system_seconds = (now_ms() - start) / 1000.0;
+      prefix_cache_->insert(slot.session->snapshot());
+      publish_cache_usage();
+      done = system_end;
+    }
+    r.generation = generate(*slot.session, std::span<const int32_t>(ids).subspan(done), job.options, forward_text);
+    r.generation.prompt_tokens += done - plan.reused;
+    r.generation.prefill_seconds += system_seconds;
+    r.generation.ttft_ms += system_seconds * 1000.0;
+  } catch (...) {
+    // generate() changes nothing when it refuses the prompt, but a failure
+    // mid-way leaves the slot's history unknown: drop it.
+    slot.session->reset();
+    slot.last_used = 0;
+    throw;
+  }
+  return r;
+}
+
+}  // namespace tessera::engine

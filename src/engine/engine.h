@@ -1,0 +1,141 @@
+// The engine: one loaded Model, a few session slots holding conversations'
+// KV state, and a scheduler thread that runs requests from a bounded queue.
+// The C++ and C APIs, the Python Engine and `tessera serve` all sit on it.
+//
+// Scheduling today: one request at a time, in arrival order (a Model runs
+// one session at a time); concurrent requests take turns, a whole
+// generation each. The loop is written so that a batched decode step over
+// every running request can replace `execute` later without changing the
+// queue, the slots or the front doors.
+//
+// KV reuse: a request continues the slot whose history shares the longest
+// common token prefix with its prompt (slot_choice.h) when that slot holds
+// (nearly) nothing beyond the prefix — the next turn of its conversation.
+// Otherwise the prompt diverges from that slot's conversation: the shared
+// prefix goes into the prefix cache (prefix_cache.h), and the request runs on
+// an empty or the least recently used slot, restored from the cache entry
+// sharing the most with it, so the other conversation keeps its state. A
+// chat request's system messages are also cached at their exact end (its
+// prefill stops there once to take the snapshot), which is what a sliding-
+// window model needs to reuse a shared system prompt. Only the rest of the
+// prompt is prefilled. When a state cannot be cut where the prompt diverges
+// (a sliding-window ring no longer holds what the position needs) the result
+// says so (reused_tokens lower than shared, reuse_note) — never silently.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/prefix_cache.h"
+#include "engine/request.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+
+namespace tessera::engine {
+
+struct EngineOptions {
+  LoadOptions load;        // threads, kv_type, ...
+  bool reference = false;  // GGUF / HF sources: run the source dequantized to f32, not its cached bundle
+  int slots = 1;           // session slots (KV states kept), >= 1
+  int queue_capacity = 16; // requests waiting beyond the running one, >= 1
+  int64_t context_length = 0;  // per slot; 0: the model's
+  // Prefix cache capacity (bytes of session state kept); 0: no prefix cache,
+  // a prompt then always continues its best slot, cutting it where they differ.
+  uint64_t prefix_cache_bytes = 256ull << 20;
+};
+
+// Thrown by submit() when the queue is full (the server answers 503).
+class QueueFull : public Error {
+ public:
+  explicit QueueFull(size_t capacity);
+};
+
+class Engine {
+ public:
+  // Loads `name_or_path` as `tessera run` does (a bundle, or a GGUF / HF
+  // directory / pulled name through its cached default bundle). Throws Error.
+  static std::unique_ptr<Engine> load(const std::string& name_or_path, const EngineOptions& options);
+  Engine(std::unique_ptr<Model> model, const EngineOptions& options);
+  // stop(), then waits for the running request to end.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues the request. Throws Error for bad settings or no prompt, QueueFull
+  // when the queue holds queue_capacity requests. The future yields the
+  // Result, or rethrows the Error the request hit (prompt too long, no chat
+  // template, token id outside the vocabulary, ...).
+  std::future<Result> submit(Request request);
+  // submit(...).get().
+  Result run(Request request);
+  // Empties every slot (waits for the running request).
+  void reset();
+  // Cancels the running request at its next token, fails the queued ones
+  // with Error ("the engine stopped") and refuses new ones. Returns at once;
+  // callable from any thread (not from a signal handler).
+  void stop();
+
+  const Model& model() const { return *model_; }
+  const EngineOptions& options() const { return options_; }
+  size_t queued() const;
+  // Entries and bytes in the prefix cache (0, 0 when disabled), as of the
+  // last request placed; never waits for the running one.
+  std::pair<size_t, uint64_t> prefix_cache_usage() const { return {cache_entries_.load(), cache_bytes_.load()}; }
+
+ private:
+  struct Job {
+    Request request;
+    GenerateOptions options;
+    std::promise<Result> promise;
+    double submitted_at = 0;
+  };
+  struct Slot {
+    std::unique_ptr<Session> session;
+    uint64_t last_used = 0;
+  };
+  // Where a request runs and how much of its prompt the slot then holds.
+  struct ReusePlan {
+    size_t slot = 0;
+    int64_t reused = 0;
+    std::string from;  // "slot", "prefix cache" or "" (nothing reused)
+    std::string note;
+  };
+
+  void scheduler_loop();
+  Result execute(Job& job);
+  std::vector<int32_t> prompt_ids(const Request& request) const;
+  // Chooses the slot, puts the reusable state into it and says what it holds.
+  ReusePlan place(const std::vector<int32_t>& ids);
+  // Length of the prompt's leading system messages as tokens, where caching
+  // them is worthwhile (long enough, not cached yet); 0 otherwise.
+  int64_t system_prefix_to_cache(const Request& request, const std::vector<int32_t>& ids) const;
+
+  std::unique_ptr<Model> model_;
+  EngineOptions options_;
+  std::vector<Slot> slots_;
+  std::unique_ptr<PrefixCache> prefix_cache_;  // null when disabled
+  uint64_t clock_ = 0;  // last_used stamps
+
+  mutable std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<std::unique_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::atomic<bool> cancel_running_{false};
+
+  std::mutex run_mutex_;  // held while a request runs, and by reset()
+  std::atomic<size_t> cache_entries_{0};
+  std::atomic<uint64_t> cache_bytes_{0};
+  void publish_cache_usage();
+  std::thread scheduler_;
+};
+
+}  // namespace tessera::engine

@@ -1,0 +1,139 @@
+// _tessera.Engine: the engine (engine/engine.h) for Python; python/tessera/engine.py
+// wraps it with keyword arguments, type hints and a result dataclass.
+//
+//   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference, prefix_cache_mb)
+//   h = e.submit(prompt, messages_json, prompt_ids, max_tokens, temperature, top_k, top_p, min_p,
+//                repeat_penalty, seed, stop, ignore_eos, speculative, draft_max)  -> GenerationHandle
+//   h.result() -> dict   (waits, GIL released)
+//   for piece in h: ...  (text pieces as they become final, GIL released while waiting)
+//   h.cancel()           (also when the handle is garbage-collected before the end)
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "engine/engine.h"
+#include "engine/generation_channel.h"
+
+namespace py = pybind11;
+using namespace tessera;
+
+namespace {
+
+struct GenerationHandle {
+  std::shared_ptr<engine::GenerationChannel> channel;
+  std::optional<engine::Result> result;  // once taken from the channel
+
+  ~GenerationHandle() {
+    if (channel && !result) channel->cancel();
+  }
+
+  const engine::Result& wait() {
+    if (!result) {
+      py::gil_scoped_release release;
+      while (channel->next_text()) {
+      }
+      result = channel->result();
+    }
+    return *result;
+  }
+};
+
+py::dict to_dict(const engine::Result& r) {
+  py::dict d;
+  d["ids"] = r.generation.ids;
+  d["text"] = py::bytes(r.generation.text).attr("decode")("utf-8", "replace");
+  d["finish_reason"] = r.generation.finish_reason;
+  d["prompt_tokens"] = r.prompt_tokens;
+  d["reused_tokens"] = r.reused_tokens;
+  d["reuse_note"] = r.reuse_note;
+  d["reused_from"] = r.reused_from;
+  d["ttft_ms"] = r.generation.ttft_ms;
+  d["prefill_tok_s"] = r.generation.prefill_tok_s();
+  d["decode_tok_s"] = r.generation.decode_tok_s();
+  return d;
+}
+
+}  // namespace
+
+void bind_engine(py::module_& m) {
+  register_tessera_error(m);
+
+  py::class_<GenerationHandle>(m, "GenerationHandle")
+      .def("__iter__", [](GenerationHandle& h) -> GenerationHandle& { return h; })
+      .def("__next__",
+           [](GenerationHandle& h) -> py::object {
+             if (h.result) throw py::stop_iteration();
+             std::optional<std::string> text;
+             {
+               py::gil_scoped_release release;
+               text = h.channel->next_text();
+             }
+             if (!text) {
+               h.wait();  // rethrows the request's error
+               throw py::stop_iteration();
+             }
+             return py::bytes(*text).attr("decode")("utf-8", "replace");
+           })
+      .def("result", [](GenerationHandle& h) { return to_dict(h.wait()); })
+      .def("cancel", [](GenerationHandle& h) { h.channel->cancel(); });
+
+  py::class_<engine::Engine>(m, "Engine")
+      .def(py::init([](const std::string& model, int threads, int slots, int queue_capacity, int64_t context_length,
+                       const std::string& kv_type, bool reference, uint64_t prefix_cache_mb) {
+             engine::EngineOptions o;
+             o.load.threads = threads;
+             o.load.kv_type = parse_kv_type(kv_type);
+             o.slots = slots;
+             o.queue_capacity = queue_capacity;
+             o.context_length = context_length;
+             o.reference = reference;
+             o.prefix_cache_bytes = prefix_cache_mb << 20;
+             py::gil_scoped_release release;
+             return engine::Engine::load(model, o);
+           }),
+           py::arg("model"), py::arg("threads") = 1, py::arg("slots") = 1, py::arg("queue_capacity") = 16,
+           py::arg("context_length") = 0, py::arg("kv_type") = "f32", py::arg("reference") = false,
+           py::arg("prefix_cache_mb") = 256)
+      .def(
+          "submit",
+          [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,
+             std::vector<int32_t> prompt_ids, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
+             float min_p, float repeat_penalty, uint64_t seed, std::vector<std::string> stop, bool ignore_eos,
+             std::string speculative, int64_t draft_max) {
+            engine::Request r;
+            r.prompt = std::move(prompt);
+            r.prompt_ids = std::move(prompt_ids);
+            if (messages_json) {
+              r.messages = nlohmann::ordered_json::parse(*messages_json, nullptr, false);
+              if (r.messages->is_discarded()) fail("request", "messages", "not valid JSON");
+            }
+            GenerationSettings& s = r.settings;
+            s.max_tokens = max_tokens;
+            s.temperature = temperature;
+            s.top_k = top_k;
+            s.top_p = top_p;
+            s.min_p = min_p;
+            s.repeat_penalty = repeat_penalty;
+            s.seed = seed;
+            s.stop = std::move(stop);
+            s.ignore_eos = ignore_eos;
+            s.speculative = std::move(speculative);
+            s.draft_max = draft_max;
+            auto h = std::make_unique<GenerationHandle>();
+            h->channel = std::make_shared<engine::GenerationChannel>();
+            engine::GenerationChannel::attach(h->channel, r);
+            h->channel->set_future(e.submit(std::move(r)));
+            return h;
+          },
+          py::arg("prompt"), py::arg("messages_json"), py::arg("prompt_ids"), py::arg("max_tokens"),
+          py::arg("temperature"), py::arg("top_k"), py::arg("top_p"), py::arg("min_p"), py::arg("repeat_penalty"),
+          py::arg("seed"), py::arg("stop"), py::arg("ignore_eos"), py::arg("speculative") = "off",
+          py::arg("draft_max") = 8, py::keep_alive<0, 1>())
+      .def("reset",
+           [](engine::Engine& e) {
+             py::gil_scoped_release release;
+             e.reset();
+           })
+      .def_property_readonly("model_path", [](const engine::Engine& e) { return e.model().path(); })
+      .def_property_readonly("slots", [](const engine::Engine& e) { return e.options().slots; });
+}

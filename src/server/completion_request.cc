@@ -1,0 +1,169 @@
+#include "server/completion_request.h"
+
+#include <limits>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+
+namespace tessera::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<int64_t> integer(const json& body, const char* name, int64_t min, int64_t max) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) throw wrong_type(name, "an integer");
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(max))
+    throw bad_request(fmt::format("'{}' must be at most {}", name, max), name);
+  const int64_t x = v->get<int64_t>();
+  if (x < min || x > max) throw bad_request(fmt::format("'{}' must be in [{}, {}], got {}", name, min, max, x), name);
+  return x;
+}
+
+std::optional<double> number(const json& body, const char* name, double min, double max) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) throw wrong_type(name, "a number");
+  const double x = v->get<double>();
+  if (!(x >= min && x <= max)) throw bad_request(fmt::format("'{}' must be in [{}, {}], got {}", name, min, max, x), name);
+  return x;
+}
+
+std::optional<bool> boolean(const json& body, const char* name) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw wrong_type(name, "a boolean");
+  return v->get<bool>();
+}
+
+// A message's content: a string, or a list of parts of which the text ones count.
+std::string message_content(const json& content, size_t index) {
+  const std::string param = fmt::format("messages[{}].content", index);
+  if (content.is_null()) return "";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) throw wrong_type(param, "a string or a list of content parts");
+  std::string text;
+  for (const json& part : content) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      throw wrong_type(param, "a list of objects with a 'type'");
+    if (part["type"] != "text")
+      throw bad_request(fmt::format("content part type '{}' is not supported (text only)", part["type"].get<std::string>()),
+                        param, "unsupported_content");
+    if (!part.contains("text") || !part["text"].is_string()) throw wrong_type(param + ".text", "a string");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+nlohmann::ordered_json messages_of(const json& body) {
+  const json* v = field(body, "messages");
+  if (!v) throw bad_request("'messages' is required", "messages", "missing_required_parameter");
+  if (!v->is_array()) throw wrong_type("messages", "a list of messages");
+  if (v->empty()) throw bad_request("'messages' must not be empty", "messages");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    if (!m.is_object()) throw wrong_type(fmt::format("messages[{}]", i), "an object");
+    if (!m.contains("role") || !m["role"].is_string())
+      throw wrong_type(fmt::format("messages[{}].role", i), "a string");
+    out.push_back({{"role", m["role"].get<std::string>()},
+                   {"content", message_content(m.contains("content") ? m["content"] : json(), i)}});
+  }
+  return out;
+}
+
+void read_prompt(const json& body, engine::Request& r) {
+  const json* v = field(body, "prompt");
+  if (!v) throw bad_request("'prompt' is required", "prompt", "missing_required_parameter");
+  if (v->is_string()) {
+    r.prompt = v->get<std::string>();
+    if (r.prompt->empty()) throw bad_request("'prompt' must not be empty", "prompt");
+    return;
+  }
+  if (!v->is_array() || v->empty()) throw wrong_type("prompt", "a string or a non-empty list of token ids");
+  for (const json& id : *v) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      throw wrong_type("prompt", "a string or a list of token ids");
+    r.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+}
+
+std::vector<std::string> stop_strings(const json& body) {
+  const json* v = field(body, "stop");
+  if (!v) return {};
+  std::vector<std::string> out;
+  if (v->is_string()) {
+    out.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() > 4) throw bad_request("'stop' takes at most 4 strings", "stop");
+    for (const json& s : *v) {
+      if (!s.is_string()) throw wrong_type("stop", "a string or a list of strings");
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    throw wrong_type("stop", "a string or a list of strings");
+  }
+  for (const std::string& s : out)
+    if (s.empty()) throw bad_request("stop strings must not be empty", "stop");
+  return out;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, int64_t max_tokens_cap) {
+  if (!body.is_object()) throw bad_request("the request body must be a JSON object", "", "invalid_json");
+  CompletionRequest c;
+  if (const json* m = field(body, "model")) {
+    if (!m->is_string()) throw wrong_type("model", "a string");
+    c.model = m->get<std::string>();
+  }
+  engine::Request& r = c.request;
+  if (endpoint == Endpoint::Chat)
+    r.messages = messages_of(body);
+  else
+    read_prompt(body, r);
+
+  GenerationSettings& s = r.settings;
+  const int64_t big = std::numeric_limits<int32_t>::max();
+  std::optional<int64_t> max_tokens = integer(body, "max_completion_tokens", 1, big);
+  if (!max_tokens) max_tokens = integer(body, "max_tokens", 1, big);
+  s.max_tokens = std::min(max_tokens.value_or(max_tokens_cap), max_tokens_cap);
+  s.temperature = static_cast<float>(number(body, "temperature", 0, 2).value_or(1.0));
+  s.top_p = static_cast<float>(number(body, "top_p", 0, 1).value_or(1.0));
+  if (s.top_p <= 0) throw bad_request("'top_p' must be greater than 0", "top_p");
+  s.top_k = integer(body, "top_k", 0, big).value_or(0);
+  s.min_p = static_cast<float>(number(body, "min_p", 0, 1).value_or(0.0));
+  s.repeat_penalty = static_cast<float>(number(body, "repeat_penalty", 0.01, 100).value_or(1.0));
+  // Without a seed, sampling differs from request to request, as OpenAI's does.
+  if (std::optional<int64_t> seed = integer(body, "seed", std::numeric_limits<int64_t>::min(),
+                                            std::numeric_limits<int64_t>::max()))
+    s.seed = static_cast<uint64_t>(*seed);
+  else
+    s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
+  s.stop = stop_strings(body);
+  s.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+  if (const json* v = field(body, "speculative")) {
+    if (!v->is_string()) throw wrong_type("speculative", "a string (\"off\", \"lookup\" or \"auto\")");
+    s.speculative = v->get<std::string>();  // checked with the other settings by make_generate_options
+  }
+  s.draft_max = integer(body, "draft_max", 1, 32).value_or(s.draft_max);
+  if (integer(body, "n", 1, 1).value_or(1) != 1) throw bad_request("only n = 1 is supported", "n");
+
+  c.stream = boolean(body, "stream").value_or(false);
+  if (const json* o = field(body, "stream_options")) {
+    if (!o->is_object()) throw wrong_type("stream_options", "an object");
+    c.include_usage = boolean(*o, "include_usage").value_or(false);
+  }
+  return c;
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,51 @@
+// `tessera serve`: an OpenAI-compatible HTTP server over one Engine
+// (cpp-httplib). Routes:
+//   POST /v1/chat/completions, POST /v1/completions  (stream: server-sent events)
+//   GET  /v1/models, GET /health, GET / (the web chat page)
+// Protections, in the order a request meets them (before its body is read):
+// the API key on /v1/* (401), a body without Content-Length (411), a
+// Content-Length over max_body_bytes (413, answered from the headers; the
+// connection is then closed rather than drained). Then malformed JSON and
+// wrong fields get 400, an unknown model 404, a full engine queue 503; every
+// error body is OpenAI's {"error": {...}} shape. A client that goes away
+// cancels its generation: a streamed one at the next token it fails to take,
+// a non-streamed one within two seconds (its JSON is sent chunked after a
+// space a second, whose write then fails).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace tessera::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;               // 0: any free port (bind() says which)
+  std::string api_key;           // empty: no key required
+  std::string model_name;        // what /v1/models lists and requests must name (or omit)
+  size_t max_body_bytes = 4 << 20;
+  int64_t max_tokens_cap = 2048; // max_tokens above this is clamped; absent means this
+  int http_threads = 0;          // 0: engine queue capacity + slots + 4
+  int io_timeout_s = 10;         // a client that sends or reads nothing for this long is dropped
+};
+
+class Server {
+ public:
+  Server(engine::Engine& engine, ServerOptions options);
+  ~Server();
+
+  // Binds the listening socket; returns the port. Throws Error when it cannot.
+  int bind();
+  // Serves until stop() (from another thread or a signal handler).
+  void listen();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::server

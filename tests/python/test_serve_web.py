@@ -1,0 +1,129 @@
+"""The web chat page of `tessera serve` in headless Chromium, driven over the
+DevTools protocol (--remote-debugging-pipe: NUL-separated JSON on fds 3 / 4):
+the page loads, names the model, sends the message given as ?prompt=, shows
+the reply growing while it streams, then its speed. A screenshot is kept
+under the test's tmp dir (its path is printed)."""
+
+import base64
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from serve_helpers import Server
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
+
+
+class Browser:
+    """Headless Chromium with one page, spoken to over the DevTools pipe."""
+
+    def __init__(self, user_data_dir):
+        to_browser_r, self._to_browser = os.pipe()
+        self._from_browser, from_browser_w = os.pipe()
+        # Above 10, so that placing them at 3 and 4 in the child overwrites neither.
+        low = (to_browser_r, from_browser_w)
+        to_browser_r, from_browser_w = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in low)
+        for fd in low:
+            os.close(fd)
+
+        def child_fds():  # the pipe protocol's fixed descriptors: 3 reads commands, 4 writes replies
+            os.dup2(to_browser_r, 3)
+            os.dup2(from_browser_w, 4)
+
+        self.proc = subprocess.Popen(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--remote-debugging-pipe", f"--user-data-dir={user_data_dir}", "--window-size=1000,700",
+             "--hide-scrollbars", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_fds, pass_fds=(3, 4))
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self._buffer = b""
+        self._next_id = 0
+        self.session = None
+
+    def call(self, method, params=None, timeout=30):
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params or {}}
+        if self.session:
+            message["sessionId"] = self.session
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            while b"\0" in self._buffer:
+                raw, self._buffer = self._buffer.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self._next_id:
+                    if "error" in reply:
+                        raise AssertionError(f"{method}: {reply['error']}")
+                    return reply["result"]
+            chunk = os.read(self._from_browser, 1 << 20)
+            if not chunk:
+                raise AssertionError("chromium closed the DevTools pipe")
+            self._buffer += chunk
+        raise AssertionError(f"{method}: no reply in {timeout} s")
+
+    def open(self, url):
+        target = self.call("Target.createTarget", {"url": url})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+
+    def evaluate(self, expression):
+        return self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})["result"].get("value")
+
+    def close(self):
+        try:
+            self.session = None
+            self.call("Browser.close", timeout=5)
+        except (AssertionError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+STATE = """(() => {
+  const reply = document.querySelector('.msg.assistant');
+  return {model: document.getElementById('model').textContent,
+          user: (document.querySelector('.msg.user') || {}).textContent || null,
+          reply: reply ? reply.textContent : null, done: !!(reply && reply.dataset.done),
+          pieces: reply ? Number(reply.dataset.pieces || 0) : 0,
+          stats: (document.querySelector('.stats') || {}).textContent || null,
+          speed: document.getElementById('speed').textContent};
+})()"""
+
+
+def test_web_chat_page_streams_a_reply(pulled_model_path, tmp_path):
+    with Server(pulled_model_path("smollm2-135m-instruct"), "--threads", 2) as server:
+        browser = Browser(tmp_path / "chromium-profile")
+        try:
+            browser.open(f"{server.url}/?prompt=Write%20a%20haiku%20about%20autumn.")
+            seen_partial, state = [], None
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                state = browser.evaluate(STATE)
+                if state and state["done"]:
+                    break
+                if state and state["reply"]:
+                    seen_partial.append(state["reply"])
+                time.sleep(0.05)
+            assert state and state["done"], state
+            assert state["model"] == server.model_name
+            assert state["user"] == "Write a haiku about autumn."
+            assert state["reply"].strip() and state["pieces"] > 1
+            # Seen while streaming: a non-empty reply shorter than the final one.
+            assert any(0 < len(p) < len(state["reply"]) for p in seen_partial), (seen_partial[:3], state)
+            assert "tok/s" in state["stats"] and "ttft" in state["stats"] and state["speed"].endswith("tok/s")
+
+            shot = tmp_path / "web_chat.png"
+            shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", {"format": "png"})["data"]))
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+            print(f"screenshot: {shot}")
+        finally:
+            browser.close()
+        assert server.alive()
