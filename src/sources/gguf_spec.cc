@@ -458,7 +458,10 @@ ModelSpec spec_from_gguf(const GgufFile& f) {
       if (!has_sliding) spec.sliding_window = 0;
 
       // KV sharing: the last attention.shared_kv_layers layers attend over the KV of
-      // the last earlier layer of their kind, which must exist.
+      // the last earlier layer of their kind, which must exist (transformers' rule,
+      // the one ModelSpec carries). llama.cpp instead takes layer first_shared - 1
+      // for full-attention and first_shared - 2 for sliding layers: the same layers
+      // when the last two unshared layers are sliding then full, as in E2B and E4B.
       spec.num_kv_shared_layers = r.opt_int("attention.shared_kv_layers", 0, L - 1).value_or(0);
       const int64_t first_shared = L - spec.num_kv_shared_layers;
       for (int64_t i = first_shared; i < L; ++i) {
