@@ -132,9 +132,39 @@ def synthetic_vocab(size, specials):
     return tokens, [int(t) for t in types], merges
 
 
+def model_metadata(w, s):
+    """The `{arch}.*` keys of shape `s` (the tokenizer's are written apart), in
+    the order that keeps the files of the first shapes byte for byte as before."""
+    w.add_context_length(s["ctx"])
+    w.add_embedding_length(s["hidden"])
+    w.add_block_count(s["layers"])
+    if s["arch"] != "gemma4":  # (Gemma 4: one width per layer, below)
+        w.add_feed_forward_length(s["ffn"])
+    w.add_head_count(s["heads"])
+    lfm2 = s["arch"] == "lfm2"
+    attention = set(s["attention_layers"]) if lfm2 else set(range(s["layers"]))
+    # LFM2 lists KV heads per layer, 0 for its convolution layers.
+    w.add_head_count_kv([s["kv_heads"] if i in attention else 0 for i in range(s["layers"])] if lfm2
+                        else s["kv_heads"])
+    if lfm2:
+        w.add_shortconv_l_cache(s["conv_taps"])
+        w.add_vocab_size(s["vocab"])
+    w.add_rope_freq_base(s["theta"])
+    if s["arch"] not in ("qwen35", "gemma4"):
+        w.add_rope_dimension_count(s["head_dim"])
+    w.add_layer_norm_rms_eps(s["eps"])
+    if s["arch"] == "qwen35":
+        qwen35_metadata(w, s)
+    elif s["arch"] == "gemma4":
+        gemma4_metadata(w, s)
+    else:
+        if s["head_dim"] * s["heads"] != s["hidden"]:
+            w.add_key_length(s["head_dim"])
+            w.add_value_length(s["head_dim"])
+
+
 def qwen35_metadata(w, s):
     """llama.cpp's qwen35 keys (its converter's Qwen3_5TextModel)."""
-    w.add_feed_forward_length(s["ffn"])
     w.add_key_length(s["head_dim"])
     w.add_value_length(s["head_dim"])
     w.add_rope_dimension_count(s["rot_dims"])
@@ -164,6 +194,14 @@ def gemma4_metadata(w, s):
     w.add_value_length_swa(s["head_dim"])
     w.add_rope_dimension_count(s["global_head_dim"])
     w.add_rope_dimension_count_swa(s["head_dim"])
+
+
+def gemma4_rope_freqs(s):
+    """The converter's per-pair RoPE divisors of the full-attention layers:
+    1 for the int(prf · head / 2) turning pairs, 1e30 (never turning) beyond."""
+    g = s["global_head_dim"]
+    turning = int(g * s["partial_rotary"] / 2)
+    return np.array([1.0] * turning + [1e30] * (g // 2 - turning), np.float32)
 
 
 def progress(i, s):
@@ -225,8 +263,7 @@ def gemma4_tensors(s, rng, matrix, vector, head_qtype, w):
     vector("per_layer_proj_norm.weight", P, 1.0)
     vector("output_norm.weight", hidden, 1.0)
     g = s["global_head_dim"]
-    turning = int(g * s["partial_rotary"] / 2)
-    w.add_tensor("rope_freqs.weight", np.array([1.0] * turning + [1e30] * (g // 2 - turning), np.float32))
+    w.add_tensor("rope_freqs.weight", gemma4_rope_freqs(s))
     for i in range(layers):
         b = f"blk.{i}."
         hd = g if i in s["full_layers"] else s["head_dim"]
@@ -287,30 +324,9 @@ def main():
     w.add_name(s["name"])
     w.add_file_type(ftype)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    w.add_context_length(s["ctx"])
-    w.add_embedding_length(s["hidden"])
-    w.add_block_count(s["layers"])
-    w.add_head_count(s["heads"])
+    model_metadata(w, s)
     lfm2 = s["arch"] == "lfm2"
     attention = set(s["attention_layers"]) if lfm2 else set(range(s["layers"]))
-    # LFM2 lists KV heads per layer, 0 for its convolution layers.
-    w.add_head_count_kv([s["kv_heads"] if i in attention else 0 for i in range(s["layers"])] if lfm2
-                        else s["kv_heads"])
-    if lfm2:
-        w.add_shortconv_l_cache(s["conv_taps"])
-        w.add_vocab_size(s["vocab"])
-    w.add_rope_freq_base(s["theta"])
-    w.add_layer_norm_rms_eps(s["eps"])
-    if s["arch"] == "qwen35":
-        qwen35_metadata(w, s)
-    elif s["arch"] == "gemma4":
-        gemma4_metadata(w, s)
-    else:
-        w.add_feed_forward_length(s["ffn"])
-        w.add_rope_dimension_count(s["head_dim"])
-        if s["head_dim"] * s["heads"] != s["hidden"]:
-            w.add_key_length(s["head_dim"])
-            w.add_value_length(s["head_dim"])
 
     tokens, types, merges = synthetic_vocab(s["vocab"], s["specials"])
     w.add_tokenizer_model("gpt2")
