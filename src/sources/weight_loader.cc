@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <string_view>
 #include <regex>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -213,6 +213,7 @@ std::vector<int64_t> v_head_source(const ModelSpec& s, const VHeadLayout& l, int
 
 void reorder_v_heads(F32Tensor& t, const ModelSpec& s, const VHeadLayout& l, const std::string& origin,
                      const std::string& g) {
+  if (t.shape.empty()) fail(origin, g, "is a scalar; the gated delta-net needs one entry per value head");
   const int64_t n = l.columns ? t.shape.back() : t.shape[0];
   if (n != l.offset + s.linear_num_value_heads * l.head_size)
     fail(origin, g, "{} {} where the gated delta-net geometry gives {}", n, l.columns ? "columns" : "rows",

@@ -243,3 +243,17 @@ def test_quantized_gguf_converts_with_its_blocks_in_hf_row_order(tmp_path):
     got = tessera.Session(tessera.Model(str(bundle))).forward(ids, all_logits=True)
     err, scale = np.abs(got - ref).max(), np.abs(ref).max()
     assert err <= 2e-3 * scale, f"max |Δlogit| {err:.3g} vs {scale:.3g}"  # measured: 5e-4
+
+
+def test_gguf_with_a_non_negative_ssm_a_is_a_clear_error(tmp_path):
+    """ssm_a is -exp(A_log): a value >= 0 has no A_log, and loading says which tensor."""
+    hf = make_tiny_model("qwen3_5", tmp_path / "hf")
+    path = tmp_path / "bad.gguf"
+    write_qwen3_5_gguf(hf, path)
+    reader = gguf.GGUFReader(str(path), "r+")
+    [t] = [t for t in reader.tensors if t.name == "blk.1.ssm_a"]
+    t.data[2] = 0.25
+    reader.data.flush()
+    del reader
+    with pytest.raises(tessera.TesseraError, match=r"blk\.1\.ssm_a.*entry 0\.25 is not a finite negative number"):
+        tessera.Session(tessera.Model(str(path), reference=True)).forward([1, 2, 3])
