@@ -5,10 +5,15 @@
 // the architecture facts llama.cpp hard-codes (Gemma 3: every 6th layer global,
 // local RoPE base 10000, GELU-tanh, (1 + w) norms, sqrt(hidden) embedding scale).
 //
-// Supported GGUF architectures: llama, qwen2, qwen3, gemma3, lfm2. Any other
-// `general.architecture` is an Error naming it (qwen35 and gemma4 among them:
-// their per-layer head sizes and gated-delta-net parameters are not pinned down
-// from GGUF keys yet).
+// Supported GGUF architectures: llama, qwen2, qwen3, gemma3, lfm2, qwen35 (its
+// gated delta-net geometry from the ssm.* keys, layer kinds from
+// attention.recurrent_layers or full_attention_interval, multi-token-prediction
+// blocks past the decoder skipped) and gemma4 (layer kinds from
+// attention.sliding_window_pattern, per-kind head sizes and KV heads, KV sharing,
+// double-wide MLPs from per-layer feed_forward_length, per-layer embeddings, and
+// proportional RoPE from the rope_freqs.weight divisors). Any other
+// `general.architecture` is an Error naming it (qwen35moe and other
+// mixture-of-experts models among them).
 //
 // Two conventions of llama.cpp's converter change the STORED tensors but not the
 // model, and whoever loads GGUF weights against this spec must undo them exactly
@@ -18,6 +23,8 @@
 //     (reshape [heads, 2, head_dim/2, in] <- [heads, head_dim/2, 2, in]).
 //   * gemma3: every `*norm.weight` tensor is stored as (1 + w); the spec keeps
 //     HF's norm_weight_plus_one = true, so subtract 1 on load.
+//   * qwen35: likewise (1 + w) for every norm but the delta-net's ssm_norm; A_log
+//     stored as -exp(A_log); the delta-net's value heads reordered (weight_loader.cc).
 #pragma once
 
 #include "core/model_spec.h"

@@ -100,6 +100,16 @@ class GgufBuilder {
     kvs_.push_back({std::move(key), std::move(v)});
     return *this;
   }
+  // Replaces the value of an existing key (keeping its place), else adds it.
+  GgufBuilder& set(const std::string& key, Val v) {
+    for (auto& [k, old] : kvs_)
+      if (k == key) {
+        old = std::move(v);
+        return *this;
+      }
+    return kv(key, std::move(v));
+  }
+  const std::vector<std::pair<std::string, Val>>& kvs() const { return kvs_; }
   GgufBuilder& tensor(std::string name, uint32_t ggml_type, std::vector<uint64_t> ne,
                       std::vector<uint8_t> data, std::optional<uint64_t> offset = std::nullopt) {
     tensors_.push_back({std::move(name), ggml_type, std::move(ne), std::move(data), offset});

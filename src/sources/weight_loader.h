@@ -9,7 +9,11 @@
 //     llama.cpp's converter makes undone, as transformers' GGUF loader does:
 //       - llama: attn_q / attn_k rows were permuted per head for interleaved
 //         RoPE: HF row h·d + s·d/2 + i is GGUF row h·d + 2i + s;
-//       - gemma3: every *norm.weight is stored as 1 + w.
+//       - gemma3: every *norm.weight is stored as 1 + w;
+//       - qwen35: every *norm.weight but the delta-net's ssm_norm is stored as
+//         1 + w; A_log is stored as ssm_a = -exp(A_log); the value heads of the
+//         delta-net tensors are reordered from grouped by key head to tiled
+//         (weight_loader.cc, v_head_layout); conv1d taps squeezed to [channels][taps].
 #pragma once
 
 #include <cstdint>
@@ -39,9 +43,11 @@ F32Weights load_f32_weights(const ModelSource& src, const std::vector<std::strin
 
 // The tensor a GGUF stores for HF name `name`, as it is stored (rows in
 // GGUF order), and the GGUF row behind each HF row (empty: the same order).
-// Only shape-preserving changes apply to matrices (llama's attn_q / attn_k
-// row permutation), so a matrix's stored values are the HF weight's values.
-// nullopt for other sources; throws Error when the tensor is missing.
+// Only row reorders apply (llama's attn_q / attn_k row permutation, Qwen3.5's
+// value-head reorder), so the stored values are the HF weight's values.
+// nullopt for other sources, and for tensors whose stored values are not whole
+// HF rows (Qwen3.5's ssm_out columns, norms stored as 1 + w, ssm_a), which
+// only load_f32_weights restores; throws Error when the tensor is missing.
 struct GgufStoredTensor {
   const TensorView* view = nullptr;
   std::vector<int64_t> row_source;

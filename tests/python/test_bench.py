@@ -234,3 +234,39 @@ def test_peak_rss_is_within_the_bundle_its_kv_and_64_mib(real_bundle, name):
         kv_bytes += 2 * spec["num_kv_heads"] * spec["head_dim"] * 4 * held
     bound_mib = (out["bundle_bytes"] + kv_bytes) / 2**20 + 64
     assert out["peak_rss_mib"] <= bound_mib, (out["peak_rss_mib"], bound_mib, out["weights_memory"])
+
+
+@pytest.mark.parametrize("shape, config", [("qwen3.5-0.8b", "qwen3_5_multimodal_0_8b_style"),
+                                           ("gemma4-e2b", "gemma4_e2b_it_hub")])
+def test_random_gguf_shapes_are_the_real_models(shape, config, tmp_path):
+    """make_random_gguf.py's qwen35 / gemma4 metadata (and Gemma 4's rope_freqs)
+    read as the spec of the real model's config.json: the geometry the speed
+    comparisons run is Qwen3.5-0.8B's and Gemma 4 E2B's."""
+    import importlib.util
+
+    import gguf
+    import numpy as np
+    import tessera
+    from conftest import REPO
+    from hf_config_expectations import CASES
+
+    spec = importlib.util.spec_from_file_location("make_random_gguf", REPO / "bench" / "make_random_gguf.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    s = script.SHAPES[shape]
+    path = tmp_path / "metadata.gguf"
+    w = gguf.GGUFWriter(str(path), s["arch"])
+    script.model_metadata(w, s)
+    w.add_vocab_size(s["vocab"])  # (the file's synthetic tokenizer says it too; not written here)
+    if s["arch"] == "gemma4":
+        w.add_tensor("rope_freqs.weight", script.gemma4_rope_freqs(s))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    ours = tessera.GgufFile(str(path)).spec()
+    real = tessera.spec_from_hf_config(dict(CASES)[config])
+    for k in ("source_architecture", "bos_token_id", "eos_token_ids"):  # the synthetic vocabulary's ids
+        ours.pop(k), real.pop(k)
+    assert np.float32(ours.pop("norm_eps")) == np.float32(real.pop("norm_eps"))  # an f32 key
+    assert ours == real
