@@ -79,7 +79,11 @@ void DraftController::record_verify(int64_t drafted, int64_t accepted, double se
   st_ = d * st_ + seconds;
   skt_ = d * skt_ + k * seconds;
   if (probing_) {
-    probe_wait_ = accepted > 0 ? o_.probe_interval : std::min(2 * probe_wait_, o_.max_probe_interval);
+    // A failed probe doubles the wait; one that accepted halves it (a lone
+    // accepted draft in free text should not bring the probes back to
+    // their most frequent).
+    probe_wait_ = accepted > 0 ? std::max(probe_wait_ / 2, o_.probe_interval)
+                               : std::min(2 * probe_wait_, o_.max_probe_interval);
     probing_ = false;
   }
 }

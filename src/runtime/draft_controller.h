@@ -32,7 +32,7 @@
 // of plain steps during which the drafter had proposals, one short verify
 // (probe_tokens drafts) measures again. A probe that fails doubles the
 // wait before the next one (up to max_probe_interval), one that accepts
-// resets it: in free text the probes' cost stays around a percent of the
+// halves it: in free text the probes' cost stays around a percent of the
 // decode time.
 #pragma once
 
