@@ -24,7 +24,7 @@ GGUF is the one `tessera pull` fetched (the file our bundle was converted
 from).
 
 --verify-cost instead measures what decides the speed-up: the wall time of
-a verify call of k drafts (k + 1 rows, Session.forward(as_decode=True))
+a greedy verify call of k drafts (k + 1 rows, Session.argmax_as_decode)
 against a decode step, at a context depth of 300 tokens, k = 1, 2, 4, 8,
 16, interleaved with decode steps (median of --reps × 8 calls each; the
 Python module, build/python on PYTHONPATH).
@@ -164,7 +164,7 @@ def verify_cost(args):
                 if k == 0:
                     session.forward(ids[:1], all_logits=False)
                 else:
-                    session.forward(ids, all_logits=True, as_decode=True)
+                    session.argmax_as_decode(ids)
                 times[k].append(time.perf_counter() - t)
                 session.truncate(base)
         c1 = median(times[0])
