@@ -23,6 +23,12 @@ timings.draft_n / draft_n_accepted where the server reports them. The
 GGUF is the one `tessera pull` fetched (the file our bundle was converted
 from).
 
+--verify-cost instead measures what decides the speed-up: the wall time of
+a greedy verify call of k drafts (k + 1 rows, Session.argmax_as_decode)
+against a decode step, at a context depth of 300 tokens, k = 1, 2, 4, 8,
+16, interleaved with decode steps (median of --reps × 8 calls each; the
+Python module, build/python on PYTHONPATH).
+
 Runs alternate: within a repetition every (side, mode) pair runs once per
 workload, in an order rotated every repetition, so a change of load hits
 them alike; the report gives per cell the median rate over the repetitions
@@ -137,6 +143,40 @@ class LlamaServer:
             self.proc.kill()
 
 
+def verify_cost(args):
+    import random
+
+    import tessera
+
+    ks = [1, 2, 4, 8, 16]
+    rows = []
+    for model_name in args.models.split(","):
+        model = tessera.Model(model_name, threads=args.threads)
+        session = tessera.Session(model, 2048)
+        rng = random.Random(1)
+        session.forward([rng.randrange(100, 5000) for _ in range(300)], all_logits=False)
+        base = session.length
+        times = {k: [] for k in [0] + ks}
+        for _ in range(args.reps * 8):
+            for k in [0] + ks:
+                ids = [rng.randrange(100, 5000) for _ in range(k + 1)]
+                t = time.perf_counter()
+                if k == 0:
+                    session.forward(ids[:1], all_logits=False)
+                else:
+                    session.argmax_as_decode(ids)
+                times[k].append(time.perf_counter() - t)
+                session.truncate(base)
+        c1 = median(times[0])
+        row = {"model": model_name, "decode_ms": c1 * 1e3,
+               "verify_ms": {k: median(times[k]) * 1e3 for k in ks},
+               "ratio": {k: median(times[k]) / c1 for k in ks}}
+        rows.append(row)
+        print(f"{model_name}: decode {c1 * 1e3:.2f} ms; verify / decode: "
+              + ", ".join(f"k={k} {row['ratio'][k]:.2f}" for k in ks))
+    return rows
+
+
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -154,7 +194,14 @@ def main():
     ap.add_argument("--llama-server", help="llama-server binary (omit to skip the peer)")
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--json")
+    ap.add_argument("--verify-cost", action="store_true", help="measure verify calls against decode steps only")
     args = ap.parse_args()
+    if args.verify_cost:
+        rows = verify_cost(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"machine": cpu_model(), "threads": args.threads, "rows": rows},
+                                                  indent=1))
+        return
     modes = args.modes.split(",")
     workloads = args.workloads.split(",")
 

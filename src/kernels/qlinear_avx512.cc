@@ -362,12 +362,23 @@ TESSERA_AVX512 void blocked_rows_all_tokens(const QLinearWeights& w, const Int8A
 
 }  // namespace
 
+// Calls of fewer tokens on blocked weights stay on the per-token walk
+// (lut_rows / int8_rows over each token): forming a row block's vectors
+// into a buffer first costs about a decode step's unpacking, which a few
+// tokens do not repay. Measured on the Zen 4 VM (busy host, 2 threads),
+// greedy verify calls of k + 1 tokens against a decode step: SmolLM2
+// k = 1 1.41 -> 1.16, k = 2 1.58 -> 1.37; Gemma 3 k = 1 1.87 -> 1.19,
+// k = 2 2.40 -> 1.25; at 1 thread SmolLM2 k = 4 (5 tokens) 3.8 -> 3.5,
+// k = 8 (9 tokens) 5.4 -> 6.2 (the buffered walk wins from there). Same
+// bits either way (the operations per token are the same).
+constexpr int64_t kBlockedBufferMinTokens = 6;
+
 void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy) {
   const int bits = w.bits();
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
-    if (w.blocked() && acts.rows > 1) {
+    if (w.blocked() && acts.rows >= kBlockedBufferMinTokens) {
       thread_local AlignedVector<__m512i> buf;
       return with_blocks<Blocks, 4, 2>(w, [&](auto blocks) {
         using Bk = decltype(blocks);

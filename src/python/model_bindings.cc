@@ -10,6 +10,8 @@
 //   s = _tessera.Session(m, context_length=0)
 //   s.forward(ids, all_logits=True, max_tokens_per_call=0, as_decode=False) -> float32 ndarray [rows, vocab]
 //       (as_decode: Session::forward_as_decode, every row with a decode step's bits)
+//   s.argmax_as_decode(ids, max_tokens_per_call=0) -> [int]: each row's argmax, forward_as_decode without
+//       copying the logits out (a greedy verify call)
 //   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False, stop=[], repeat_last_n=64,
 //              max_tokens_per_call=0, speculative="off", draft_max=8)
 //       -> dict {"ids", "text", "finish_reason", "prompt_tokens", "decode_tokens", "decode_seconds",
@@ -144,6 +146,14 @@ void bind_model(py::module_& m) {
           },
           py::arg("ids"), py::arg("all_logits") = true, py::arg("max_tokens_per_call") = 0,
           py::arg("as_decode") = false)
+      .def(
+          "argmax_as_decode",
+          [](Session& s, const std::vector<int32_t>& ids, int64_t per_call) {
+            py::gil_scoped_release release;
+            s.forward_as_decode(ids, per_call, false);
+            return s.greedy_ids();
+          },
+          py::arg("ids"), py::arg("max_tokens_per_call") = 0)
       .def(
           "generate",
           [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, float temperature, int64_t top_k,

@@ -17,8 +17,10 @@ DraftController::DraftController(const DraftControlOptions& options) : o_(option
     fail("speculative", "probe", "needs 1 <= probe_interval <= max_probe_interval and probe_tokens >= 1");
   if (!(o_.cost_decay > 0 && o_.cost_decay <= 1) || o_.refresh_interval < 2)
     fail("speculative", "cost", "needs cost_decay in (0, 1] and refresh_interval >= 2");
-  accepted_ = 2 * o_.prior_acceptance;
-  decided_ = 2;
+  for (int st = 0; st < 2; ++st) {
+    accepted_[st] = 2 * o_.prior_acceptance;
+    decided_[st] = 2;
+  }
   probe_wait_ = o_.probe_interval;
 }
 
@@ -70,8 +72,9 @@ void DraftController::record_decode(double seconds) {
 }
 
 void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds) {
-  accepted_ = o_.decay * accepted_ + static_cast<double>(accepted);
-  decided_ = o_.decay * decided_ + static_cast<double>(accepted + (accepted < drafted ? 1 : 0));
+  accepted_[state_] = o_.decay * accepted_[state_] + static_cast<double>(accepted);
+  decided_[state_] = o_.decay * decided_[state_] + static_cast<double>(accepted + (accepted < drafted ? 1 : 0));
+  state_ = accepted == drafted ? 1 : 0;
   const double k = static_cast<double>(drafted), d = o_.cost_decay;
   sw_ = d * sw_ + 1;
   sk_ = d * sk_ + k;
@@ -79,7 +82,11 @@ void DraftController::record_verify(int64_t drafted, int64_t accepted, double se
   st_ = d * st_ + seconds;
   skt_ = d * skt_ + k * seconds;
   if (probing_) {
-    probe_wait_ = accepted > 0 ? o_.probe_interval : std::min(2 * probe_wait_, o_.max_probe_interval);
+    // A failed probe doubles the wait; one that accepted halves it (a lone
+    // accepted draft in free text should not bring the probes back to
+    // their most frequent).
+    probe_wait_ = accepted > 0 ? std::max(probe_wait_ / 2, o_.probe_interval)
+                               : std::min(2 * probe_wait_, o_.max_probe_interval);
     probing_ = false;
   }
 }

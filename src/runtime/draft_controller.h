@@ -26,13 +26,17 @@
 // decided drafts: a call that accepted a of k drafts decided a + (a < k)
 // of them (the drafts after the first rejected one say nothing about α).
 // Both counts decay by a factor per call, so α follows the text: high while
-// it is copying, low in free text.
+// it is copying, low in free text. Acceptance comes in runs (a verbatim
+// copy accepts every draft for many calls, free text few), so α is kept
+// in two states, after a call that accepted all its drafts and after one
+// that did not, each with its own counts, and the state of the last call
+// picks the estimate (a two-state Markov model of the text).
 //
 // Probing. Switched off, the estimate would never change; so after a run
 // of plain steps during which the drafter had proposals, one short verify
 // (probe_tokens drafts) measures again. A probe that fails doubles the
 // wait before the next one (up to max_probe_interval), one that accepts
-// resets it: in free text the probes' cost stays around a percent of the
+// halves it: in free text the probes' cost stays around a percent of the
 // decode time.
 #pragma once
 
@@ -65,7 +69,8 @@ class DraftController {
   // The time of a verify call of `drafted` tokens that accepted `accepted`.
   void record_verify(int64_t drafted, int64_t accepted, double seconds);
 
-  double acceptance() const { return accepted_ / decided_; }
+  // α in the current state (after the last verify call's outcome).
+  double acceptance() const { return accepted_[state_] / decided_[state_]; }
   double decode_seconds() const { return decode_s_; }
   // The fitted verify cost c(k) (before any verify: c1 + prior · c1 · k).
   double verify_seconds(int64_t k) const;
@@ -76,7 +81,8 @@ class DraftController {
 
  private:
   DraftControlOptions o_;
-  double accepted_, decided_;        // decayed counts
+  double accepted_[2], decided_[2];  // decayed counts, by state
+  int state_ = 0;                    // 1: the last verify call accepted all its drafts
   double decode_s_ = 0;              // c1 (0: not measured yet)
   int64_t decode_samples_ = 0;       // plain steps timed (the first is not used)
   // Decayed sums of the verify calls for the fit: weight, k, k², t, k·t.

@@ -101,6 +101,16 @@ TEST(DraftController, TurnsOffAfterRejectionsAndProbesEverMoreRarely) {
   EXPECT_EQ(gaps[1], 8);
   EXPECT_EQ(gaps[2], 16);
   EXPECT_EQ(gaps[3], 16);
+  // A probe that accepts halves the wait: the next comes after 8.
+  for (int step = 1;; ++step) {
+    const int64_t k = c.draft_length(8);
+    if (k == 0) continue;
+    c.record_verify(k, 1, 0.012 + 0.002 * k);
+    break;
+  }
+  int wait = 1;
+  while (c.draft_length(8) == 0) ++wait;
+  EXPECT_EQ(wait, 8);
 }
 
 // Verify calls that cost as much per drafted row as a decode step never pay

@@ -61,6 +61,10 @@ def test_verify_rows_have_the_bits_of_decode_steps(tiny_bundle):
     batched.forward(seq[:20], all_logits=False)
     got = batched.forward(seq[20:29], all_logits=True, as_decode=True)
     assert np.array_equal(got, expected), f"{name}: verify rows differ from decode steps"
+    # A greedy verify call: only the programs' argmax, no logits copied.
+    again = tessera.Session(model)
+    again.forward(seq[:20], all_logits=False)
+    assert again.argmax_as_decode(seq[20:29]) == expected.argmax(-1).tolist(), name
 
 
 def test_as_decode_needs_all_logits(tiny_bundle):
