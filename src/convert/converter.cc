@@ -91,6 +91,11 @@ ConvertOptions default_convert_options(const std::string& source, int threads) {
   if (src.format != SourceFormat::Gguf) return o;
   for (const TensorView& t : src.tensors)
     if (t.shape.size() == 2 && can_transcode(t.dtype)) o.keep_source_quant = true;
+  // The few matrices such a file keeps unquantized (llama-quantize leaves
+  // e.g. Gemma 4's per-layer projection in f16) become int8: palettes would
+  // start a calibration run that holds the whole model in f32 (21 GB for a
+  // Gemma 4 E2B file) for a handful of tensors.
+  if (o.keep_source_quant) o.weights = WeightFormat::Int8;
   return o;
 }
 

@@ -61,8 +61,9 @@ struct ConvertOptions {
 // and what `tessera run` / `chat` / `bench` and tessera.Model convert a source
 // to on first use (convert/bundle_cache.h). ConvertOptions{} (lut4 layers,
 // int8 embeddings and head) with keep_source_quant set when the source is a
-// GGUF holding block-quantized matrices: converting it then changes no
-// weight value (a second quantization of 4-bit weights to lut4 measurably
+// GGUF holding block-quantized matrices (and its unquantized matrices, if
+// any, as int8, so that no calibration run is needed): converting it then
+// changes no block-quantized weight value (a second quantization of 4-bit weights to lut4 measurably
 // hurts answers, docs/QUANTIZATION.md). The single place that decides those
 // defaults; the cache keys each bundle on a fingerprint of what this
 // returns, so a change here converts again. `threads` is the caller's (the

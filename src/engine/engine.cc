@@ -73,7 +73,8 @@ std::future<Result> Engine::submit(Request request) {
 Result Engine::run(Request request) { return submit(std::move(request)).get(); }
 
 void Engine::reset() {
-  std::lock_guard lock(run_mutex_);
+  std::unique_lock lock(run_mutex_);
+  idle_cv_.wait(lock, [&] { return running_.empty(); });
   for (Slot& s : slots_) {
     s.session->reset();
     s.last_used = 0;
@@ -92,28 +93,119 @@ size_t Engine::queued() const {
   return queue_.size();
 }
 
+bool Engine::has_free_slot() const {
+  for (const Slot& slot : slots_)
+    if (!slot.busy) return true;
+  return false;
+}
+
 void Engine::scheduler_loop() {
   for (;;) {
-    std::unique_ptr<Job> job;
+    std::vector<std::unique_ptr<Job>> admitted;
     {
       std::unique_lock lock(queue_mutex_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
       if (stopping_) {
         for (auto& waiting : queue_)
           waiting->promise.set_exception(std::make_exception_ptr(Error("engine", "queue", "the engine stopped")));
         queue_.clear();
-        return;
       }
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      // Every free slot takes a waiting request (slots are only taken here).
+      size_t free = 0;
+      for (const Slot& slot : slots_) free += !slot.busy;
+      while (!queue_.empty() && admitted.size() < free) {
+        admitted.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
     }
-    // One request at a time: a batched step over every running request would
-    // take the jobs here instead, prefill each on its slot and then advance
-    // them together one token per step.
+    for (auto& job : admitted) {
+      auto run = std::make_unique<Running>();
+      run->job = std::move(job);
+      std::lock_guard lock(run_mutex_);
+      if (admit(*run)) running_.push_back(std::move(run));
+    }
+    {
+      std::lock_guard lock(run_mutex_);
+      step_all();
+    }
+    idle_cv_.notify_all();
+    bool stop = false;
+    {
+      std::lock_guard lock(queue_mutex_);
+      stop = stopping_ && running_.empty() && queue_.empty();
+    }
+    if (stop) return;
+  }
+}
+
+void Engine::deliver(Running& run) {
+  const GenerateResult& g = run.generation->result();
+  run.result.generation = g;
+  run.result.generation.prompt_tokens += run.prefilled_before;
+  run.result.generation.prefill_seconds += run.system_seconds;
+  run.result.generation.ttft_ms += run.system_seconds * 1000.0;
+  slots_[run.slot].busy = false;
+  run.job->promise.set_value(std::move(run.result));
+}
+
+void Engine::fail_running(Running& run, std::exception_ptr error) {
+  // A failure mid-way leaves the slot's history unknown: drop it.
+  slots_[run.slot].session->reset();
+  slots_[run.slot].last_used = 0;
+  slots_[run.slot].busy = false;
+  run.job->promise.set_exception(error);
+}
+
+void Engine::step_all() {
+  // Cancellations first: a cancelled request stops before its next token.
+  for (auto& run : running_) {
+    const auto& cancel = run->job->request.cancel;
+    if ((cancel && cancel->load()) || cancel_running_.load()) run->generation->cancel();
+  }
+  std::vector<Running*> plain;
+  for (auto& run : running_) {
+    Generation& g = *run->generation;
+    if (g.finished()) continue;
+    if (g.wants_plain_step()) {
+      plain.push_back(run.get());
+      continue;
+    }
     try {
-      job->promise.set_value(execute(*job));
+      g.step();  // a speculative step: its own verify call
     } catch (...) {
-      job->promise.set_exception(std::current_exception());
+      g.cancel();
+      fail_running(*run, std::current_exception());
+      run->job.reset();
+    }
+  }
+  if (!plain.empty()) {
+    std::vector<Session*> sessions;
+    std::vector<int32_t> ids;
+    for (Running* run : plain) {
+      sessions.push_back(&run->generation->session());
+      ids.push_back(run->generation->next_input());
+    }
+    try {
+      Session::decode_batch(sessions, ids);
+      for (Running* run : plain) run->generation->after_plain_step();
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      for (Running* run : plain) {
+        run->generation->cancel();
+        fail_running(*run, error);
+        run->job.reset();
+      }
+    }
+  }
+  for (auto it = running_.begin(); it != running_.end();) {
+    Running& run = **it;
+    if (!run.job) {
+      it = running_.erase(it);
+    } else if (run.generation->finished()) {
+      deliver(run);
+      it = running_.erase(it);
+    } else {
+      ++it;
     }
   }
 }
@@ -145,9 +237,17 @@ std::string cut_failed_note(int64_t shared, const char* where) {
 }  // namespace
 
 Engine::ReusePlan Engine::place(const std::vector<int32_t>& ids) {
+  // Only free slots are candidates: a running request's state is its own.
   std::vector<SlotView> views;
-  for (const Slot& s : slots_) views.push_back(SlotView{s.session->history(), s.last_used});
-  const SlotChoice best = choose_slot(views, ids);
+  std::vector<size_t> free;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (!slots_[i].busy) {
+      views.push_back(SlotView{slots_[i].session->history(), slots_[i].last_used});
+      free.push_back(i);
+    }
+  if (free.empty()) fail("engine", "slots", "no free slot for the request");
+  SlotChoice best = choose_slot(views, ids);
+  best.slot = free[best.slot];
   Session& best_session = *slots_[best.slot].session;
   const int64_t shared = best.reusable;
   const bool continuation =
@@ -170,8 +270,8 @@ Engine::ReusePlan Engine::place(const std::vector<int32_t>& ids) {
     }
   }
   // The request's slot: an empty one, else the least recently used.
-  size_t target = 0;
-  for (size_t i = 1; i < slots_.size(); ++i)
+  size_t target = free[0];
+  for (size_t i : free)
     if (slots_[i].last_used < slots_[target].last_used) target = i;
   Session& session = *slots_[target].session;
   std::string note;
@@ -222,67 +322,76 @@ int64_t Engine::system_prefix_to_cache(const Request& request, const std::vector
   return n;
 }
 
-Result Engine::execute(Job& job) {
-  std::lock_guard lock(run_mutex_);
-  Result r;
+bool Engine::admit(Running& run) {
+  Job& job = *run.job;
+  Result& r = run.result;
   r.queue_ms = now_ms() - job.submitted_at;
   const auto& cancel = job.request.cancel;
-  if (cancel && cancel->load()) {
+  if ((cancel && cancel->load()) || cancel_running_.load()) {
     r.generation.finish_reason = "cancelled";
-    return r;
+    job.promise.set_value(std::move(r));
+    return false;
   }
-  const std::vector<int32_t> ids = prompt_ids(job.request);
-  r.prompt_tokens = static_cast<int64_t>(ids.size());
-  const int64_t context = slots_[0].session->context_length();
-  if (r.prompt_tokens >= context)
-    fail("request", "prompt", "{} prompt tokens leave no room to generate within the context length {}",
-         r.prompt_tokens, context);
-  for (int32_t id : ids)
-    if (id < 0 || id >= model_->spec().vocab_size)
-      fail("request", "prompt", "token id {} is outside the vocabulary (0..{})", id, model_->spec().vocab_size - 1);
-
-  const int64_t system_end = system_prefix_to_cache(job.request, ids);
-  const ReusePlan plan = place(ids);
-  Slot& slot = slots_[plan.slot];
-  r.slot = plan.slot;
-  r.reused_tokens = plan.reused;
-  r.reused_from = plan.from;
-  r.reuse_note = plan.note;
-  slot.last_used = ++clock_;
-  publish_cache_usage();
-  if (job.request.on_started) job.request.on_started();
-
-  const auto& on_text = job.request.on_text;
-  auto forward_text = [&](std::string_view text) {
-    if ((cancel && cancel->load()) || cancel_running_.load()) return false;
-    return on_text ? on_text(text) : true;
-  };
   try {
-    // Prefill to the end of the system messages first and cache that state
-    // (the same bits as one call: results never depend on the call split).
-    int64_t done = plan.reused;
-    double system_seconds = 0;
-    if (system_end > done) {
-      const double start = now_ms();
-      slot.session->forward(std::span<const int32_t>(ids).subspan(done, system_end - done), LogitsWanted::Last,
-                            job.options.max_tokens_per_call);
-      system_seconds = (now_ms() - start) / 1000.0;
-      prefix_cache_->insert(slot.session->snapshot());
-      publish_cache_usage();
-      done = system_end;
+    const std::vector<int32_t> ids = prompt_ids(job.request);
+    r.prompt_tokens = static_cast<int64_t>(ids.size());
+    const int64_t context = slots_[0].session->context_length();
+    if (r.prompt_tokens >= context)
+      fail("request", "prompt", "{} prompt tokens leave no room to generate within the context length {}",
+           r.prompt_tokens, context);
+    for (int32_t id : ids)
+      if (id < 0 || id >= model_->spec().vocab_size)
+        fail("request", "prompt", "token id {} is outside the vocabulary (0..{})", id,
+             model_->spec().vocab_size - 1);
+
+    const int64_t system_end = system_prefix_to_cache(job.request, ids);
+    const ReusePlan plan = place(ids);
+    run.slot = plan.slot;
+    Slot& slot = slots_[plan.slot];
+    slot.busy = true;
+    r.slot = plan.slot;
+    r.reused_tokens = plan.reused;
+    r.reused_from = plan.from;
+    r.reuse_note = plan.note;
+    slot.last_used = ++clock_;
+    publish_cache_usage();
+    if (job.request.on_started) job.request.on_started();
+
+    const auto on_text = job.request.on_text;
+    auto forward_text = [this, cancel, on_text](std::string_view text) {
+      if ((cancel && cancel->load()) || cancel_running_.load()) return false;
+      return on_text ? on_text(text) : true;
+    };
+    try {
+      // Prefill to the end of the system messages first and cache that state
+      // (the same bits as one call: results never depend on the call split).
+      int64_t done = plan.reused;
+      if (system_end > done) {
+        const double start = now_ms();
+        slot.session->forward(std::span<const int32_t>(ids).subspan(done, system_end - done), LogitsWanted::Last,
+                              job.options.max_tokens_per_call);
+        run.system_seconds = (now_ms() - start) / 1000.0;
+        prefix_cache_->insert(slot.session->snapshot());
+        publish_cache_usage();
+        run.prefilled_before = system_end - done;
+        done = system_end;
+      }
+      run.generation = std::make_unique<Generation>(*slot.session, std::span<const int32_t>(ids).subspan(done),
+                                                    job.options, forward_text);
+      run.generation->start();
+    } catch (...) {
+      fail_running(run, std::current_exception());
+      return false;
     }
-    r.generation = generate(*slot.session, std::span<const int32_t>(ids).subspan(done), job.options, forward_text);
-    r.generation.prompt_tokens += done - plan.reused;
-    r.generation.prefill_seconds += system_seconds;
-    r.generation.ttft_ms += system_seconds * 1000.0;
   } catch (...) {
-    // generate() changes nothing when it refuses the prompt, but a failure
-    // mid-way leaves the slot's history unknown: drop it.
-    slot.session->reset();
-    slot.last_used = 0;
-    throw;
+    job.promise.set_exception(std::current_exception());
+    return false;
   }
-  return r;
+  if (run.generation->finished()) {
+    deliver(run);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace tessera::engine

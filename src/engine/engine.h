@@ -2,11 +2,13 @@
 // KV state, and a scheduler thread that runs requests from a bounded queue.
 // The C++ and C APIs, the Python Engine and `tessera serve` all sit on it.
 //
-// Scheduling today: one request at a time, in arrival order (a Model runs
-// one session at a time); concurrent requests take turns, a whole
-// generation each. The loop is written so that a batched decode step over
-// every running request can replace `execute` later without changing the
-// queue, the slots or the front doors.
+// Scheduling: continuous batching. Every slot can hold a running request;
+// the scheduler admits queued requests while a slot is free (prefilling each
+// on its slot), then advances every running request by one token per step,
+// all of them in one call of the programs (Session::decode_batch: the
+// weights are read once for all, and each request gets exactly the tokens
+// it would get alone). Requests with speculative decoding run their own
+// verify steps in turn. A finished request frees its slot for the next.
 //
 // KV reuse: a request continues the slot whose history shares the longest
 // common token prefix with its prompt (slot_choice.h) when that slot holds
@@ -101,6 +103,16 @@ class Engine {
   struct Slot {
     std::unique_ptr<Session> session;
     uint64_t last_used = 0;
+    bool busy = false;  // a running request holds it
+  };
+  // A request between admission and its last token.
+  struct Running {
+    std::unique_ptr<Job> job;
+    size_t slot = 0;
+    Result result;
+    std::unique_ptr<Generation> generation;
+    int64_t prefilled_before = 0;  // system-prompt tokens prefilled before the generation's own prefill
+    double system_seconds = 0;
   };
   // Where a request runs and how much of its prompt the slot then holds.
   struct ReusePlan {
@@ -111,7 +123,14 @@ class Engine {
   };
 
   void scheduler_loop();
-  Result execute(Job& job);
+  // Places, prefills and starts a job; false (its promise set) when it ended
+  // or failed there.
+  bool admit(Running& run);
+  // One decode step of every running request; finished ones are delivered.
+  void step_all();
+  void deliver(Running& run);
+  void fail_running(Running& run, std::exception_ptr error);
+  bool has_free_slot() const;
   std::vector<int32_t> prompt_ids(const Request& request) const;
   // Chooses the slot, puts the reusable state into it and says what it holds.
   ReusePlan place(const std::vector<int32_t>& ids);
@@ -131,7 +150,9 @@ class Engine {
   bool stopping_ = false;
   std::atomic<bool> cancel_running_{false};
 
-  std::mutex run_mutex_;  // held while a request runs, and by reset()
+  std::vector<std::unique_ptr<Running>> running_;  // scheduler thread only
+  std::mutex run_mutex_;  // held during each scheduler step, and by reset()
+  std::condition_variable idle_cv_;  // running_ became empty (reset() waits for it)
   std::atomic<size_t> cache_entries_{0};
   std::atomic<uint64_t> cache_bytes_{0};
   void publish_cache_usage();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <utility>
 #include <optional>
 
 #include "core/error.h"
@@ -56,8 +57,13 @@ GenerateOptions make_generate_options(const GenerationSettings& s) {
   return o;
 }
 
-GenerateResult generate(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
-                        const std::function<bool(std::string_view)>& on_text) {
+Generation::Generation(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
+                       std::function<bool(std::string_view)> on_text)
+    : session_(session),
+      options_(options),
+      on_text_(std::move(on_text)),
+      prompt_(prompt.begin(), prompt.end()),
+      sampler_(options.sampling) {
   const Model& model = session.model();
   if (options.max_tokens < 1) fail("request", "max_tokens", "must be at least 1, got {}", options.max_tokens);
   options.sampling.validate();
@@ -70,102 +76,128 @@ GenerateResult generate(Session& session, std::span<const int32_t> prompt, const
   if (static_cast<int64_t>(prompt.size()) + session.length() >= session.context_length())
     fail("request", "prompt", "{} prompt tokens (+{} in context) leave no room to generate within the context length {}",
          prompt.size(), session.length(), session.context_length());
+  if (tok) detok_.emplace(*tok);
+}
 
-  GenerateResult r;
-  r.prompt_tokens = static_cast<int64_t>(prompt.size());
-  Sampler sampler(options.sampling);
-  std::optional<tok::StreamingDetokenizer> detok;
-  if (tok) detok.emplace(*tok);
-  const int64_t vocab = model.spec().vocab_size;
-  const std::vector<int32_t>& stop_ids = model.stop_token_ids();
-  std::vector<int32_t> context = session.history();
-  context.insert(context.end(), prompt.begin(), prompt.end());
-  std::string pending;  // decoded text not yet handed out
+Generation::~Generation() = default;
 
-  const int64_t prompt_begin = session.length();
-  const auto start = Clock::now();
-  const std::vector<float>* logits = &session.forward(prompt, LogitsWanted::Last, options.max_tokens_per_call);
-  r.prefill_seconds = seconds_since(start);
+void Generation::start() {
+  r_.prompt_tokens = static_cast<int64_t>(prompt_.size());
+  context_ = session_.history();
+  context_.insert(context_.end(), prompt_.begin(), prompt_.end());
+  prompt_begin_ = session_.length();
+  start_ = Clock::now();
+  session_.forward(prompt_, LogitsWanted::Last, options_.max_tokens_per_call);
+  r_.prefill_seconds = seconds_since(start_);
+  if (options_.speculative.mode != SpeculativeMode::Off)
+    speculative_.emplace(session_, sampler_, options_.speculative, prompt_begin_, r_.prompt_tokens,
+                         options_.max_tokens_per_call);
+  decode_start_ = Clock::now();
+  pick();
+  hand_out();
+}
 
-  std::optional<SpeculativeDecoder> speculative;
-  if (options.speculative.mode != SpeculativeMode::Off)
-    speculative.emplace(session, sampler, options.speculative, prompt_begin, r.prompt_tokens,
-                        options.max_tokens_per_call);
-  // Tokens chosen but not yet handed out, in order. Without speculation at
-  // most one; a verify call decides the accepted drafts and the next token
-  // at once (those but the last already in the session).
-  std::deque<int32_t> decided;
-  std::vector<int32_t> step_tokens;
+void Generation::pick() {
+  decided_.push_back(sampler_.picks_argmax(context_)
+                         ? session_.greedy_ids().back()
+                         : sampler_.sample(session_.logits().data(), session_.model().spec().vocab_size, context_));
+}
 
-  bool cancelled = false;
+// Hands out the decided tokens in order (text, stop checks) until none is
+// left or the generation ends.
+void Generation::hand_out() {
+  const std::vector<int32_t>& stop_ids = session_.model().stop_token_ids();
   auto emit = [&](std::string_view text) {
-    r.text.append(text);
-    if (on_text && !text.empty() && !on_text(text)) cancelled = true;
+    r_.text.append(text);
+    if (on_text_ && !text.empty() && !on_text_(text)) cancelled_ = true;
   };
-  const auto decode_start = Clock::now();
-  decided.push_back(sampler.picks_argmax(context) ? session.greedy_ids().back()
-                                                  : sampler.sample(logits->data(), vocab, context));
-  for (;;) {
-    const int32_t id = decided.front();
-    decided.pop_front();
-    if (r.ids.empty()) r.ttft_ms = seconds_since(start) * 1000.0;
-    else ++r.decode_steps;
-    r.ids.push_back(id);
-    context.push_back(id);
-    const bool is_stop = !options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end();
-    if (is_stop) {
-      r.finish_reason = "eos";
+  while (!decided_.empty() && !finished_) {
+    const int32_t id = decided_.front();
+    decided_.pop_front();
+    if (r_.ids.empty()) r_.ttft_ms = seconds_since(start_) * 1000.0;
+    else ++r_.decode_steps;
+    r_.ids.push_back(id);
+    context_.push_back(id);
+    if (!options_.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
+      end("eos");
       break;
     }
-    if (detok) {
-      pending += detok->push(id);
+    if (detok_) {
+      pending_ += detok_->push(id);
       size_t cut = std::string::npos;
-      for (const std::string& s : options.stop_strings) cut = std::min(cut, pending.find(s));
+      for (const std::string& s : options_.stop_strings) cut = std::min(cut, pending_.find(s));
       if (cut != std::string::npos) {
-        emit(std::string_view(pending).substr(0, cut));
-        pending.clear();
-        r.finish_reason = "stop";
+        emit(std::string_view(pending_).substr(0, cut));
+        pending_.clear();
+        end("stop");
         break;
       }
-      const size_t hold = held_back(pending, options.stop_strings);
-      emit(std::string_view(pending).substr(0, pending.size() - hold));
-      pending.erase(0, pending.size() - hold);
+      const size_t hold = held_back(pending_, options_.stop_strings);
+      emit(std::string_view(pending_).substr(0, pending_.size() - hold));
+      pending_.erase(0, pending_.size() - hold);
     }
-    if (cancelled) {
-      r.finish_reason = "cancelled";
+    if (cancelled_) {
+      end("cancelled");
       break;
     }
-    if (static_cast<int64_t>(r.ids.size()) >= options.max_tokens) {
-      r.finish_reason = "length";
+    if (static_cast<int64_t>(r_.ids.size()) >= options_.max_tokens) {
+      end("length");
       break;
-    }
-    if (!decided.empty()) continue;  // already run: a verify call accepted it
-    if (session.length() + 1 > session.context_length()) {
-      r.finish_reason = "context";
-      break;
-    }
-    if (speculative) {
-      // Drafts may fill what max_tokens and the context leave after the pending token.
-      const int64_t room = std::min(options.max_tokens - static_cast<int64_t>(r.ids.size()),
-                                    session.context_length() - session.length()) - 1;
-      step_tokens.clear();
-      speculative->step(context, room, step_tokens);
-      decided.insert(decided.end(), step_tokens.begin(), step_tokens.end());
-    } else {
-      logits = &session.forward(std::span<const int32_t>(&r.ids.back(), 1));
-      decided.push_back(sampler.picks_argmax(context) ? session.greedy_ids().back()
-                                                      : sampler.sample(logits->data(), vocab, context));
     }
   }
-  if (speculative) {
+  if (!finished_ && decided_.empty() && session_.length() + 1 > session_.context_length()) end("context");
+}
+
+void Generation::end(const char* reason) {
+  finished_ = true;
+  r_.finish_reason = reason;
+  if (speculative_) {
     // A stop may come before the last accepted draft: the session keeps
     // the generated tokens but the last, as without speculation.
-    speculative->truncate(context, prompt_begin + r.prompt_tokens + static_cast<int64_t>(r.ids.size()) - 1);
-    r.speculative = speculative->stats();
+    speculative_->truncate(context_, prompt_begin_ + r_.prompt_tokens + static_cast<int64_t>(r_.ids.size()) - 1);
+    r_.speculative = speculative_->stats();
   }
-  r.decode_seconds = seconds_since(decode_start);
-  if (detok && r.finish_reason != "stop") emit(pending + detok->finish());
-  return r;
+  r_.decode_seconds = seconds_since(decode_start_);
+  if (detok_ && r_.finish_reason != "stop") {
+    const std::string rest = pending_ + detok_->finish();
+    r_.text.append(rest);
+    if (on_text_ && !rest.empty()) on_text_(rest);
+  }
+}
+
+bool Generation::wants_plain_step() const { return !finished_ && !speculative_; }
+
+void Generation::after_plain_step() {
+  pick();
+  hand_out();
+}
+
+void Generation::step() {
+  if (finished_) return;
+  if (speculative_) {
+    // Drafts may fill what max_tokens and the context leave after the pending token.
+    const int64_t room = std::min(options_.max_tokens - static_cast<int64_t>(r_.ids.size()),
+                                  session_.context_length() - session_.length()) - 1;
+    std::vector<int32_t> step_tokens;
+    speculative_->step(context_, room, step_tokens);
+    decided_.insert(decided_.end(), step_tokens.begin(), step_tokens.end());
+    hand_out();
+    return;
+  }
+  session_.forward(std::span<const int32_t>(&r_.ids.back(), 1));
+  after_plain_step();
+}
+
+void Generation::cancel() {
+  if (!finished_) end("cancelled");
+}
+
+GenerateResult generate(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
+                        const std::function<bool(std::string_view)>& on_text) {
+  Generation g(session, prompt, options, on_text);
+  g.start();
+  while (!g.finished()) g.step();
+  return g.result();
 }
 
 }  // namespace tessera

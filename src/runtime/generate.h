@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
+#include <deque>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +15,7 @@
 
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "tokenizer/detokenizer.h"
 #include "runtime/speculative.h"
 
 namespace tessera {
@@ -65,6 +69,65 @@ struct GenerateResult {
 // generates; the generated tokens but the last are then in the session too. on_text receives text as it
 // becomes final (text that might start a stop string is held back); returning
 // false cancels. Throws Error for bad options or a prompt that does not fit.
+// A generation that can be advanced one step at a time, so that a scheduler
+// can run the decode steps of several at once (Session::decode_batch):
+//
+//   Generation g(session, prompt, options, on_text);   // checks, as generate()
+//   g.start();                                        // prefill, first token
+//   while (!g.finished())
+//     if (g.wants_plain_step()) { run g.next_input() on the session, then g.after_plain_step(); }
+//     else g.step();                                  // a speculative step runs itself
+//   GenerateResult r = g.result();
+//
+// generate() below is exactly that loop with session.forward() as the step.
+class Generation {
+ public:
+  // Throws Error for bad options or a prompt that does not fit (nothing run).
+  Generation(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
+             std::function<bool(std::string_view)> on_text = {});
+  ~Generation();
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  // Prefills the prompt and takes the first token.
+  void start();
+  bool finished() const { return finished_; }
+  // The next step is one plain decode step of next_input() (no speculation):
+  // the caller may run it, alone or batched with other sessions, and then
+  // call after_plain_step().
+  bool wants_plain_step() const;
+  int32_t next_input() const { return r_.ids.back(); }
+  // The session has just run next_input(): takes the next token from its logits.
+  void after_plain_step();
+  // Runs the next step itself (plain or speculative).
+  void step();
+  // Ends the generation now (finish_reason "cancelled").
+  void cancel();
+  Session& session() const { return session_; }
+  const GenerateResult& result() const { return r_; }
+
+ private:
+  void pick();
+  void hand_out();
+  void end(const char* reason);
+
+  using Clock = std::chrono::steady_clock;
+  Session& session_;
+  GenerateOptions options_;
+  std::function<bool(std::string_view)> on_text_;
+  std::vector<int32_t> prompt_;
+  Sampler sampler_;
+  std::optional<tok::StreamingDetokenizer> detok_;
+  std::optional<SpeculativeDecoder> speculative_;
+  GenerateResult r_;
+  std::vector<int32_t> context_;  // history + prompt + generated
+  std::deque<int32_t> decided_;   // chosen, not yet handed out (a verify call decides several)
+  std::string pending_;           // decoded text held back (a stop string may start there)
+  int64_t prompt_begin_ = 0;
+  Clock::time_point start_, decode_start_;
+  bool finished_ = false, cancelled_ = false;
+};
+
 GenerateResult generate(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options,
                         const std::function<bool(std::string_view)>& on_text = {});
 
