@@ -5,9 +5,8 @@ Starts the server (--parallel 8), then measures one stream alone and
 --tokens each): aggregate tok/s from first byte to last, the ratio to one
 stream, and whether every concurrent stream equals its single-request
 output. Also one stream on a --parallel 1 server, for the 8-slot overhead.
-Requests take turns in the engine today (no batched decode), so the
-aggregate is expected near one stream's rate; this script is the yardstick
-for continuous batching.
+The engine batches the running requests' decode steps (continuous
+batching, Session::decode_batch); results: docs/BENCHMARKING.md.
 
     PYTHONPATH=tests/python .venv/bin/python bench/serve_concurrency.py --model smollm2-135m-instruct --threads 2
 """

@@ -12,7 +12,8 @@
 // whose prompt starts with tokens a slot already holds (the earlier turns of
 // a chat, a shared system prompt) prefills only the rest; Result says how
 // many tokens were reused and, when fewer than shared, why. Requests from
-// several threads are queued and take turns. Errors are thrown as
+// several threads are queued and run together, their decode steps batched
+// (as many at once as the engine has slots). Errors are thrown as
 // std::runtime_error whose message names the input and the problem.
 #pragma once
 

@@ -12,7 +12,7 @@ prefills only the rest, and the result says how many were reused
 (`reused_tokens`) and, when fewer than were shared, why (`reuse_note`).
 The computation runs on the engine's own thread with the GIL released, so
 other Python threads keep running; requests from several threads queue up
-and take turns."""
+and run together, their decode steps batched (up to `slots` at once)."""
 
 from __future__ import annotations
 

@@ -951,6 +951,34 @@ int64_t Argmax(const float* x, int64_t n) {
   return 0;  // not reached: x[0] is a number, so some value equals the maximum
 }
 
+// Σ_j w_j[c] · taps[j][c] over the taps that exist (null: before the
+// sequence), in tap order, each product rounded before its add: the
+// reference convolutions' sum (ref::short_conv, ref::causal_conv_silu), for
+// the vector of channels at c, or the one channel c.
+V TapSum(D d, const float* const* taps, const float* weight, int64_t channels, int64_t kernel, int64_t c) {
+  V acc = hn::Zero(d);
+  bool first = true;
+  for (int64_t j = 0; j < kernel; ++j) {
+    if (taps[j] == nullptr) continue;
+    const V term = hn::Mul(hn::LoadU(d, weight + j * channels + c), hn::LoadU(d, taps[j] + c));
+    acc = first ? term : hn::Add(acc, term);
+    first = false;
+  }
+  return acc;
+}
+
+float TapSum(const float* const* taps, const float* weight, int64_t channels, int64_t kernel, int64_t c) {
+  float acc = 0.0f;
+  bool first = true;
+  for (int64_t j = 0; j < kernel; ++j) {
+    if (taps[j] == nullptr) continue;
+    const float term = weight[j * channels + c] * taps[j][c];
+    acc = first ? term : acc + term;
+    first = false;
+  }
+  return acc;
+}
+
 // ref::short_conv a vector of channels at a time: the same products and
 // adds in the same order (Mul then Add, no FMA), so the same bits.
 void ShortConv(const float* bcx, int64_t rows, int64_t channels, int64_t kernel, const float* weight,
@@ -973,25 +1001,11 @@ void ShortConv(const float* bcx, int64_t rows, int64_t channels, int64_t kernel,
     for (; c < c_end; ++c) bx[c] = B[c] * X[c];
     c = c_begin;
     for (; c + N <= c_end; c += N) {
-      V acc = hn::Zero(d);
-      bool first = true;
-      for (int64_t j = 0; j < kernel; ++j) {
-        if (taps[j] == nullptr) continue;
-        const V term = hn::Mul(hn::LoadU(d, weight + j * channels + c), hn::LoadU(d, taps[j] + c));
-        acc = first ? term : hn::Add(acc, term);
-        first = false;
-      }
+      const V acc = TapSum(d, taps.data(), weight, channels, kernel, c);
       hn::StoreU(hn::Mul(hn::LoadU(d, C + c), acc), d, y + t * channels + c);
     }
     for (; c < c_end; ++c) {
-      float acc = 0.0f;
-      bool first = true;
-      for (int64_t j = 0; j < kernel; ++j) {
-        if (taps[j] == nullptr) continue;
-        const float term = weight[j * channels + c] * taps[j][c];
-        acc = first ? term : acc + term;
-        first = false;
-      }
+      const float acc = TapSum(taps.data(), weight, channels, kernel, c);
       y[t * channels + c] = C[c] * acc;
     }
   }
@@ -1013,25 +1027,11 @@ void CausalConvSilu(const float* x, int64_t rows, int64_t channels, int64_t kern
     }
     int64_t c = c_begin;
     for (; c + N <= c_end; c += N) {
-      V acc = hn::Zero(d);
-      bool first = true;
-      for (int64_t j = 0; j < kernel; ++j) {
-        if (taps[j] == nullptr) continue;
-        const V term = hn::Mul(hn::LoadU(d, weight + j * channels + c), hn::LoadU(d, taps[j] + c));
-        acc = first ? term : hn::Add(acc, term);
-        first = false;
-      }
+      const V acc = TapSum(d, taps.data(), weight, channels, kernel, c);
       hn::StoreU(hn::Div(acc, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(acc), limit)))), d, y + t * channels + c);
     }
     for (; c < c_end; ++c) {
-      float acc = 0.0f;
-      bool first = true;
-      for (int64_t j = 0; j < kernel; ++j) {
-        if (taps[j] == nullptr) continue;
-        const float term = weight[j * channels + c] * taps[j][c];
-        acc = first ? term : acc + term;
-        first = false;
-      }
+      const float acc = TapSum(taps.data(), weight, channels, kernel, c);
       y[t * channels + c] = acc / (1.0f + std::exp(-acc));
     }
   }

@@ -43,17 +43,11 @@ void build_per_layer_inputs(ProgramBuilder& b, const ModelSpec& s) {
 }
 
 void build_gemma4_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
+  // Gemma 3's sandwich-normed attention and MLP blocks (the spec's norm form,
+  // head sizes and KV sharing make them Gemma 4's), then the per-layer input.
+  build_gemma3_layer(b, s, layer);
   const int x = b.value("x", s.hidden_size);
-  const int h = b.value("h", s.hidden_size);
   const int o = b.value("o", s.hidden_size);
-  build_rms_norm(b, s, x, h, "input_layernorm.weight", layer);
-  build_attention(b, s, layer, h, o, 0.0f);
-  build_rms_norm(b, s, o, o, "post_attention_layernorm.weight", layer);
-  b.add(OpKind::Add, {o}, {x}).layer = layer;
-  build_rms_norm(b, s, x, h, "pre_feedforward_layernorm.weight", layer);
-  build_gated_mlp(b, s, layer, h, o);
-  build_rms_norm(b, s, o, o, "post_feedforward_layernorm.weight", layer);
-  b.add(OpKind::Add, {o}, {x}).layer = layer;
   if (const int64_t P = s.hidden_size_per_layer_input; P > 0) {
     const int ple = b.value("ple", s.num_layers * P);
     const int g = b.value("ple_gate", P), mine = b.value("ple_layer", P);

@@ -19,7 +19,8 @@
 //       (settings checked by make_generate_options, as the CLI's; speculative: "off" | "lookup" | "auto",
 //       runtime/speculative.h)
 //   s.length, s.reset(), s.truncate(n) -> bool, s.can_truncate(n), s.rollback(k) -> bool,
-//   s.snapshot() -> SessionSnapshot, s.restore(snapshot), s.state_bytes, s.rollback_margin
+//   s.snapshot() -> SessionSnapshot, s.restore(snapshot), s.state_bytes, s.rollback_margin,
+//   s.save(path), s.load(path) (runtime/session_file.h)
 //   (runtime/sequence_state.h: false = the state could not go back there; the session was reset)
 //   _tessera.decode_batch([s0, s1, ...], [id0, id1, ...]) -> float32 ndarray [sessions, vocab]
 //       one decode step of several sessions of one model in one call (Session::decode_batch)
@@ -209,6 +210,8 @@ void bind_model(py::module_& m) {
       .def("can_truncate", &Session::can_truncate)
       .def("rollback", &Session::rollback)
       .def("snapshot", &Session::snapshot)
+      .def("save", &Session::save, py::arg("path"))
+      .def("load", &Session::load, py::arg("path"))
       .def("restore", &Session::restore);
   m.def(
       "decode_batch",

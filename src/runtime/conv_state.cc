@@ -80,4 +80,27 @@ uint64_t ConvState::layer_bytes(int64_t layer) const {
   return static_cast<uint64_t>(L.capacity * L.channels) * sizeof(float);
 }
 
+void ConvState::save(ByteWriter& w) const {
+  w.put<int64_t>(static_cast<int64_t>(layers_.size()));
+  for (const Layer& L : layers_) {
+    w.put_vector(L.rows);
+    w.put_vector(L.slot_position);
+  }
+}
+
+void ConvState::load(ByteReader& r) {
+  if (r.get<int64_t>() != static_cast<int64_t>(layers_.size()))
+    fail("session file", "conv state", "does not fit this model's layers");
+  std::vector<Layer> layers = layers_;
+  for (Layer& L : layers) {
+    L.rows = r.get_vector<float>();
+    L.slot_position = r.get_vector<int64_t>();
+    const bool empty = L.rows.empty() && L.slot_position.empty();
+    if (!empty && (L.rows.size() != static_cast<size_t>(L.capacity * L.channels) ||
+                   L.slot_position.size() != static_cast<size_t>(L.capacity)))
+      fail("session file", "conv state", "a layer's tail does not match its shape");
+  }
+  layers_ = std::move(layers);
+}
+
 }  // namespace tessera

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/byte_stream.h"
 #include "core/model_spec.h"
 
 namespace tessera {
@@ -48,6 +49,9 @@ class ConvState {
   uint64_t bytes_allocated() const;
   // Bytes of a layer's tail (0 for layers without one).
   uint64_t layer_bytes(int64_t layer) const;
+
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);  // Error when the data does not fit this model's layers
 
  private:
   struct Layer {

@@ -146,4 +146,45 @@ uint64_t KvCache::bytes_allocated() const {
   return b;
 }
 
+void KvCache::save(ByteWriter& w) const {
+  w.put<int64_t>(length_);
+  w.put<int64_t>(static_cast<int64_t>(layers_.size()));
+  for (const Layer& L : layers_) {
+    w.put<int64_t>(L.capacity);
+    w.put<int64_t>(L.width);
+    w.put<int64_t>(L.slots);
+    w.put_vector(L.k);
+    w.put_vector(L.v);
+    w.put_vector(L.k16);
+    w.put_vector(L.v16);
+    w.put_vector(L.slot_position);
+  }
+}
+
+void KvCache::load(ByteReader& r) {
+  const int64_t length = r.get<int64_t>();
+  if (length < 0 || length > context_length_ || r.get<int64_t>() != static_cast<int64_t>(layers_.size()))
+    fail("session file", "KV cache", "does not fit this model's layers and context");
+  std::vector<Layer> layers = layers_;
+  for (Layer& L : layers) {
+    const int64_t capacity = r.get<int64_t>(), width = r.get<int64_t>(), slots = r.get<int64_t>();
+    if (capacity != L.capacity || width != L.width || slots < 0 || slots > L.capacity)
+      fail("session file", "KV cache", "a layer's shape differs from this model's");
+    L.slots = slots;
+    L.k = r.get_vector<float>();
+    L.v = r.get_vector<float>();
+    L.k16 = r.get_vector<uint16_t>();
+    L.v16 = r.get_vector<uint16_t>();
+    L.slot_position = r.get_vector<int64_t>();
+    const size_t n = static_cast<size_t>(slots * L.width);
+    const bool f16 = type_ == KvType::F16;
+    if ((f16 ? L.k16.size() : L.k.size()) != n || (f16 ? L.v16.size() : L.v.size()) != n ||
+        (f16 ? !L.k.empty() : !L.k16.empty()) ||
+        (L.ring && slots > 0 && L.slot_position.size() != static_cast<size_t>(slots)))
+      fail("session file", "KV cache", "a layer's rows do not match its slots");
+  }
+  layers_ = std::move(layers);
+  length_ = length;
+}
+
 }  // namespace tessera

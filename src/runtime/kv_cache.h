@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_stream.h"
 #include "core/model_spec.h"
 #include "kernels/reference/kernels.h"
 
@@ -82,6 +83,11 @@ class KvCache {
   // Bytes a layer's keys and values take once `positions` are cached (what
   // bytes_allocated() reaches at most, before growth's slack).
   uint64_t layer_bytes(int64_t layer, int64_t positions) const;
+
+  // The cached rows and their bookkeeping (runtime/session_file.h); load()
+  // throws Error when the data does not fit this cache's shape.
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);
 
  private:
   struct Layer {

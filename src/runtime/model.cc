@@ -6,7 +6,9 @@
 #include "bundle/bundle.h"
 #include "bundle/bundle_summary.h"
 #include "core/error.h"
+#include "core/model_spec_json.h"
 #include "core/progress.h"
+#include "core/sha256.h"
 #include "sources/gguf.h"
 #include "sources/model_source.h"
 #include "sources/stop_tokens.h"
@@ -88,6 +90,7 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
     m->weights_memory_ = bundle->file()->memory();
     const Manifest& bm = bundle->manifest();
     m->from_bundle_ = true;
+    m->identity_ = sha256_file_hex((std::filesystem::path(name_or_path) / "manifest.json").string());
     m->path_ = name_or_path;
     m->weights_.origin = name_or_path;
     for (const auto& [name, view] : bundle->weights()) m->weights_.put_view(name, view);
@@ -117,6 +120,12 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
   ModelSource src = open_model_source(name_or_path);
   m->path_ = src.path;
   m->spec_ = src.spec;
+  {
+    const std::string spec = model_spec_to_json(src.spec).dump();
+    m->identity_ = sha256_hex_of({std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(spec.data()), spec.size()),
+                                  std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(src.path.data()),
+                                                           src.path.size())});
+  }
   // Weights: only what the programs read, as f32.
   model::BuildOptions probe;
   probe.chunks = 1;

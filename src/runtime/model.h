@@ -61,6 +61,10 @@ class Model {
   static std::unique_ptr<Model> load(const std::string& name_or_path, const LoadOptions& options = {});
 
   const std::string& path() const { return path_; }
+  // 64 hex digits naming exactly these weights and programs: the sha256 of a
+  // bundle's manifest.json (which holds every tensor's sha256), else of the
+  // source's spec and path. Session files are tied to it.
+  const std::string& identity() const { return identity_; }
   const ModelSpec& spec() const { return spec_; }
   const ProgramSet& programs() const { return programs_; }
   const BoundProgram& bound(size_t program_index) const { return bound_[program_index]; }
@@ -85,6 +89,7 @@ class Model {
 
  private:
   std::string path_;
+  std::string identity_;
   ModelSpec spec_;
   ProgramSet programs_;
   WeightStore weights_;

@@ -112,4 +112,41 @@ uint64_t RecurrentState::layer_bytes(int64_t layer) const {
   return (matrices + log) * sizeof(float);
 }
 
+void RecurrentState::save(ByteWriter& w) const {
+  w.put<int64_t>(base_);
+  w.put<int64_t>(logged_);
+  w.put<int64_t>(static_cast<int64_t>(layers_.size()));
+  for (const Layer& L : layers_) {
+    w.put_vector(L.S);
+    w.put_vector(L.base_S);
+    w.put_vector(L.k);
+    w.put_vector(L.v);
+    w.put_vector(L.decay);
+    w.put_vector(L.beta);
+  }
+}
+
+void RecurrentState::load(ByteReader& r) {
+  const int64_t base = r.get<int64_t>(), logged = r.get<int64_t>();
+  if (base < 0 || logged < 0 || r.get<int64_t>() != static_cast<int64_t>(layers_.size()))
+    fail("session file", "recurrent state", "does not fit this model's layers");
+  std::vector<Layer> layers = layers_;
+  for (Layer& L : layers) {
+    const size_t matrices = L.S.size();
+    L.S = r.get_vector<float>();
+    L.base_S = r.get_vector<float>();
+    L.k = r.get_vector<float>();
+    L.v = r.get_vector<float>();
+    L.decay = r.get_vector<float>();
+    L.beta = r.get_vector<float>();
+    const size_t n = static_cast<size_t>(logged * L.heads);
+    if (L.S.size() != matrices || L.base_S.size() != matrices || L.decay.size() != n || L.beta.size() != n ||
+        L.k.size() != n * static_cast<size_t>(L.dk) || L.v.size() != n * static_cast<size_t>(L.dv))
+      fail("session file", "recurrent state", "a layer's matrices or log do not match its shape");
+  }
+  layers_ = std::move(layers);
+  base_ = base;
+  logged_ = logged;
+}
+
 }  // namespace tessera

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/byte_stream.h"
 #include "core/model_spec.h"
 
 namespace tessera {
@@ -53,6 +54,9 @@ class RecurrentState {
   uint64_t bytes_allocated() const;
   // Bytes of a layer's matrices, checkpoint and a full log.
   uint64_t layer_bytes(int64_t layer) const;
+
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);  // Error when the data does not fit this model's layers
 
  private:
   struct Layer {

@@ -41,4 +41,28 @@ void SequenceState::restore(const SequenceState& s) {
   *this = s;
 }
 
+void SequenceState::save(ByteWriter& w) const {
+  w.put<int64_t>(num_layers_);
+  w.put<int64_t>(rollback_margin_);
+  w.put<int64_t>(context_length());
+  w.put<int32_t>(kv_.type() == KvType::F16 ? 1 : 0);
+  kv_.save(w);
+  conv_.save(w);
+  recurrent_.save(w);
+}
+
+void SequenceState::load(ByteReader& r) {
+  const int64_t layers = r.get<int64_t>(), margin = r.get<int64_t>(), context = r.get<int64_t>();
+  const int32_t f16 = r.get<int32_t>();
+  if (layers != num_layers_ || margin != rollback_margin_ || context != context_length() ||
+      f16 != (kv_.type() == KvType::F16 ? 1 : 0))
+    fail("session file", "state", "was saved for {} layers, a context of {} and a {} KV cache; this session has {}, {} "
+         "and {}", layers, context, f16 ? "f16" : "f32", num_layers_, context_length(), kv_type_name(kv_.type()));
+  SequenceState loaded = *this;
+  loaded.kv_.load(r);
+  loaded.conv_.load(r);
+  loaded.recurrent_.load(r);
+  *this = std::move(loaded);
+}
+
 }  // namespace tessera

@@ -64,6 +64,12 @@ class SequenceState {
   // Throws Error if `s` belongs to another model shape or context length.
   void restore(const SequenceState& s);
 
+  // Every layer's state as bytes, and back (runtime/session_file.h). load()
+  // throws Error, leaving this state unchanged, when the data was not saved
+  // from a state of this shape.
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);
+
   KvCache& kv() { return kv_; }
   const KvCache& kv() const { return kv_; }
   ConvState& conv() { return conv_; }

@@ -81,6 +81,12 @@ class Session {
   Snapshot snapshot() const { return {state_.snapshot(), history_}; }
   void restore(const Snapshot& s);
 
+  // The state and history to a file and back (runtime/session_file.h);
+  // load() throws Error (session unchanged) for a file of another model,
+  // version or shape, or a corrupted one.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
   const SequenceState& state() const { return state_; }
   const KvCache& kv() const { return state_.kv(); }
   const Model& model() const { return model_; }

@@ -17,25 +17,13 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, make_tiny_model
+from tiny_models import VOCAB, hf_greedy, make_tiny_model
 
 
 @pytest.fixture(scope="module")
 def tiny_gemma4(tmp_path_factory):
     directory = tmp_path_factory.mktemp("gemma4")
     return directory, make_tiny_model("gemma4", directory)
-
-
-def hf_greedy(hf, prompt, steps):
-    out, past = [], None
-    x = torch.tensor([prompt])
-    with torch.no_grad():
-        for _ in range(steps):
-            o = hf(x, past_key_values=past, use_cache=True)
-            past = o.past_key_values
-            out.append(int(o.logits[0, -1].argmax()))
-            x = torch.tensor([[out[-1]]])
-    return out
 
 
 def test_long_greedy_generation_is_transformers_own(tiny_gemma4, tmp_path):

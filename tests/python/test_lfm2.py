@@ -18,7 +18,7 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, make_tiny_model
+from tiny_models import VOCAB, hf_greedy, make_tiny_model
 
 gguf = pytest.importorskip("gguf")
 
@@ -91,19 +91,6 @@ def test_gguf_in_llamacpp_layout_matches_transformers(tiny_lfm2, tmp_path):
     # And the same values as the safetensors checkpoint, bit for bit.
     hf_run = tessera.Session(tessera.Model(str(directory), reference=True)).forward(ids[0].tolist(), all_logits=True)
     assert np.array_equal(ours, hf_run)
-
-
-def hf_greedy(hf, prompt, steps):
-    out, past = [], None
-    x = torch.tensor([prompt])
-    with torch.no_grad():
-        for _ in range(steps):
-            o = hf(x, past_key_values=past, use_cache=True)
-            past = o.past_key_values
-            nxt = int(o.logits[0, -1].argmax())
-            out.append(nxt)
-            x = torch.tensor([[nxt]])
-    return out
 
 
 STEPS = 300

@@ -15,7 +15,7 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, make_tiny_model
+from tiny_models import VOCAB, hf_greedy, make_tiny_model
 
 LONG = 150  # > two of transformers' 64-position chunks
 
@@ -49,18 +49,6 @@ def test_prefill_and_decode_past_the_chunk_size_match_transformers(tiny_qwen3_5)
     s = tessera.Session(model)
     ours = np.concatenate([s.forward([i], all_logits=True) for i in ids[0].tolist()])
     assert_close(ours, np.stack(steps), "decode")
-
-
-def hf_greedy(hf, prompt, steps):
-    out, past = [], None
-    x = torch.tensor([prompt])
-    with torch.no_grad():
-        for _ in range(steps):
-            o = hf(x, past_key_values=past, use_cache=True)
-            past = o.past_key_values
-            out.append(int(o.logits[0, -1].argmax()))
-            x = torch.tensor([[out[-1]]])
-    return out
 
 
 def test_long_greedy_generation_is_transformers_own(tiny_qwen3_5, tmp_path):

@@ -107,3 +107,17 @@ def add_byte_tokenizer(directory: Path):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.save(str(Path(directory) / "tokenizer.json"))
+
+
+def hf_greedy(hf, prompt, steps):
+    """transformers' own greedy continuation of `prompt` (token ids), one
+    token per call through its cache: what long-generation tests compare with."""
+    out, past = [], None
+    x = torch.tensor([prompt])
+    with torch.no_grad():
+        for _ in range(steps):
+            o = hf(x, past_key_values=past, use_cache=True)
+            past = o.past_key_values
+            out.append(int(o.logits[0, -1].argmax()))
+            x = torch.tensor([[out[-1]]])
+    return out
