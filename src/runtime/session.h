@@ -1,10 +1,15 @@
 // A conversation's state on a Model: its per-layer state (sequence_state.h:
-// KV rows, rings, conv tails) and the token history.
+// KV rows, rings, conv tails, recurrent matrices) and the token history.
 // forward() runs new tokens through the programs of the model — the whole
 // batch in calls of up to T tokens (prefill variants), or T=1 (decode) — and
-// returns logits. The result never depends on how the tokens were split into
-// calls or on the thread count: every kernel computes each value in a fixed
-// order (kernels/reference/dot.h).
+// returns logits. The result never depends on the thread count, nor on how
+// the tokens were split into calls as long as the calls take the same kernel
+// path: every kernel computes each value in a fixed order
+// (kernels/reference/dot.h). The one path change is in the linears on lut /
+// int8 weights: at avx2 / avx512 calls of 4+ tokens run the int16 GEMM and
+// at amx calls of 32+ the bf16 tiles, whose bits differ from the one-token
+// kernels'; forward_as_decode() and decode_batch() keep every row on the
+// one-token kernels, so their rows have decode's bits.
 #pragma once
 
 #include <cstdint>
