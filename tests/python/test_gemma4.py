@@ -17,7 +17,7 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, hf_greedy, make_tiny_model
+from tiny_models import VOCAB, add_byte_vocabulary, hf_greedy, make_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -121,10 +121,7 @@ def write_gemma4_gguf(hf, directory, path):
     w.add_value_length_swa(c["head_dim"])
     w.add_rope_dimension_count(head_full)
     w.add_rope_dimension_count_swa(c["head_dim"])
-    w.add_tokenizer_model("llama")  # a SentencePiece vocabulary of the 256 byte tokens
-    w.add_token_list([f"<0x{b:02X}>" for b in range(c["vocab_size"])])
-    w.add_token_types([int(gguf.TokenType.BYTE)] * c["vocab_size"])
-    w.add_token_scores([0.0] * c["vocab_size"])
+    add_byte_vocabulary(w, c["vocab_size"])
     w.add_bos_token_id(c["bos_token_id"])
     w.add_eos_token_id(c["eos_token_id"])
     # Proportional RoPE: the first int(prf · head / 2) pairs turn (divisor 1),

@@ -18,7 +18,7 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, hf_greedy, make_tiny_model
+from tiny_models import VOCAB, add_byte_vocabulary, hf_greedy, make_tiny_model
 
 gguf = pytest.importorskip("gguf")
 
@@ -43,11 +43,7 @@ def write_lfm2_gguf(hf, path):
     w.add_layer_norm_rms_eps(c.norm_eps)
     w.add_shortconv_l_cache(c.conv_L_cache)
     w.add_vocab_size(c.vocab_size)
-    # A SentencePiece vocabulary of the 256 byte tokens: the tiny model's size.
-    w.add_tokenizer_model("llama")
-    w.add_token_list([f"<0x{b:02X}>" for b in range(c.vocab_size)])
-    w.add_token_types([int(gguf.TokenType.BYTE)] * c.vocab_size)
-    w.add_token_scores([0.0] * c.vocab_size)
+    add_byte_vocabulary(w, c.vocab_size)
     w.add_eos_token_id(c.eos_token_id)
     names = {
         "operator_norm": "attn_norm", "ffn_norm": "ffn_norm",

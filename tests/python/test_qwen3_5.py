@@ -15,7 +15,7 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, hf_greedy, make_tiny_model
+from tiny_models import VOCAB, add_byte_vocabulary, hf_greedy, make_tiny_model
 
 LONG = 150  # > two of transformers' 64-position chunks
 
@@ -110,10 +110,7 @@ def write_qwen3_5_gguf(hf, path, matrix_type=None):
     w.add_array("qwen35.attention.recurrent_layers", [t == "linear_attention" for t in c.layer_types])
     w.add_full_attention_interval(4)
     w.add_rope_dimension_count(int(c.head_dim * c.rope_parameters["partial_rotary_factor"]))
-    w.add_tokenizer_model("llama")  # a SentencePiece vocabulary of the 256 byte tokens
-    w.add_token_list([f"<0x{b:02X}>" for b in range(c.vocab_size)])
-    w.add_token_types([int(gguf.TokenType.BYTE)] * c.vocab_size)
-    w.add_token_scores([0.0] * c.vocab_size)
+    add_byte_vocabulary(w, c.vocab_size)
     names = {
         "input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "post_attention_norm.weight",
         "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",

@@ -121,3 +121,14 @@ def hf_greedy(hf, prompt, steps):
             out.append(int(o.logits[0, -1].argmax()))
             x = torch.tensor([[out[-1]]])
     return out
+
+
+def add_byte_vocabulary(writer, vocab_size: int):
+    """Writes a SentencePiece vocabulary of exactly the tiny models' 256 byte
+    tokens (<0x00> .. <0xFF>) into a gguf.GGUFWriter, so that GGUFs written
+    from tiny models carry the tokenizer their loader requires."""
+    import gguf
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list([f"<0x{b:02X}>" for b in range(vocab_size)])
+    writer.add_token_types([int(gguf.TokenType.BYTE)] * vocab_size)
+    writer.add_token_scores([0.0] * vocab_size)
