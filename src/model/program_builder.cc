@@ -177,14 +177,16 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
   // whose KV later layers share, the last of those (its rows, still in k and
   // v, were handed to them directly; storing first could overwrite ring slots
   // that their first queries still need).
+  // (b.add may move the ops: `a` is not used past this point.)
+  const int64_t kv_layer = a.kv_layer, window = a.window;
   int64_t last_reader = layer;
   for (int64_t l = layer + 1; l < s.num_layers; ++l)
-    if (kv_source_layer(s, l) == a.kv_layer) last_reader = l;
+    if (kv_source_layer(s, l) == kv_layer) last_reader = l;
   if (last_reader == layer) {
     Op& store = b.add(OpKind::KvStore, {k, v, positions}, {});
     store.layer = layer;
-    store.kv_layer = a.kv_layer;
-    store.window = a.window;
+    store.kv_layer = kv_layer;
+    store.window = window;
   }
   if (gate >= 0) {
     Op& g = b.add(OpKind::GatedActivation, {gate, attn}, {attn});
