@@ -61,14 +61,13 @@ void RecurrentState::truncate(int64_t n) {
     L.S = L.base_S;
     replay(L, L.S, keep);
   }
-  logged_ = n - base_;
 }
 
 void RecurrentState::commit(int64_t length) {
   if (!any_) return;
-  logged_ = length - base_;
-  if (logged_ <= 2 * margin_) return;
-  const int64_t advance = logged_ - margin_;
+  const int64_t logged = length - base_;
+  if (logged <= 2 * margin_) return;
+  const int64_t advance = logged - margin_;
   for (Layer& L : layers_) {
     if (L.S.empty()) continue;
     replay(L, L.base_S, advance);
@@ -78,7 +77,6 @@ void RecurrentState::commit(int64_t length) {
     L.beta.erase(L.beta.begin(), L.beta.begin() + advance * L.heads);
   }
   base_ += advance;
-  logged_ -= advance;
 }
 
 void RecurrentState::clear() {
@@ -92,7 +90,6 @@ void RecurrentState::clear() {
     L.beta.clear();
   }
   base_ = 0;
-  logged_ = 0;
 }
 
 uint64_t RecurrentState::bytes_allocated() const {
@@ -112,9 +109,15 @@ uint64_t RecurrentState::layer_bytes(int64_t layer) const {
   return (matrices + log) * sizeof(float);
 }
 
+int64_t RecurrentState::logged() const {
+  for (const Layer& L : layers_)
+    if (!L.S.empty()) return static_cast<int64_t>(L.decay.size()) / L.heads;
+  return 0;
+}
+
 void RecurrentState::save(ByteWriter& w) const {
   w.put<int64_t>(base_);
-  w.put<int64_t>(logged_);
+  w.put<int64_t>(logged());
   w.put<int64_t>(static_cast<int64_t>(layers_.size()));
   for (const Layer& L : layers_) {
     w.put_vector(L.S);
@@ -146,7 +149,6 @@ void RecurrentState::load(ByteReader& r) {
   }
   layers_ = std::move(layers);
   base_ = base;
-  logged_ = logged;
 }
 
 }  // namespace tessera

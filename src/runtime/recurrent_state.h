@@ -62,16 +62,18 @@ class RecurrentState {
   struct Layer {
     int64_t heads = 0, dk = 0, dv = 0;
     std::vector<float> S, base_S;           // [heads][dk][dv]
-    std::vector<float> k, v, decay, beta;   // the log: positions base_ .. base_ + logged_ - 1
+    std::vector<float> k, v, decay, beta;   // the log: positions base_ .. base_ + logged() - 1
   };
   // Replays positions [base_, base_ + count) of the log onto `S` (a copy of base_S).
   void replay(Layer& L, std::vector<float>& S, int64_t count) const;
+
+  // Positions in the log (every recurrent layer logs the same ones).
+  int64_t logged() const;
 
   std::vector<Layer> layers_;
   int64_t margin_ = 0;
   bool any_ = false;    // some layer is recurrent (else every operation is a no-op)
   int64_t base_ = 0;    // checkpoint position
-  int64_t logged_ = 0;  // positions in the log
 };
 
 }  // namespace tessera
