@@ -28,8 +28,10 @@ def main(model: str) -> int:
         print("expected turn two to reuse turn one's prompt", file=sys.stderr)
         return 1
 
-    # Cancelling: stop after the first piece.
-    stream = engine.stream("Once upon a time", max_tokens=100, ignore_eos=True)
+    # Cancelling: stop after the first piece. The generation runs on the
+    # engine's thread meanwhile, so it is given far more tokens than it can
+    # make before cancel() lands, even on a tiny model on a busy host.
+    stream = engine.stream("Once upon a time", max_tokens=1000, ignore_eos=True)
     next(stream)
     stream.cancel()
     list(stream)
