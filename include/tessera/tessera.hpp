@@ -34,6 +34,8 @@ struct LoadConfig {
   std::string kv_type = "f32";   // or "f16"
   bool reference = false;        // GGUF / HF sources: the f32 reference path, not the cached bundle
   uint64_t prefix_cache_bytes = 256ull << 20;  // state kept for shared prompt prefixes (0: off)
+  uint64_t prefix_cache_disk_bytes = 0;  // its disk tier, kept across runs (0: off)
+  std::string prefix_cache_dir;          // empty: $TESSERA_HOME/prefix-cache/<model>
 };
 
 struct ChatMessage {
@@ -63,7 +65,7 @@ struct Result {
   int64_t prompt_tokens = 0;  // the whole prompt
   int64_t reused_tokens = 0;  // of which the KV came from an earlier request
   std::string reuse_note;     // empty, or why fewer tokens were reused than were shared
-  std::string reused_from;    // "slot", "prefix cache" or "" (nothing reused)
+  std::string reused_from;    // "slot", "prefix cache", "disk" or "" (nothing reused)
   double ttft_ms = 0, prefill_tok_s = 0, decode_tok_s = 0;
 };
 

@@ -29,7 +29,7 @@ class GenerationResult:
     prompt_tokens: int
     reused_tokens: int
     reuse_note: str
-    reused_from: str  # "slot" | "prefix cache" | "" (nothing reused)
+    reused_from: str  # "slot" | "prefix cache" | "disk" | "" (nothing reused)
     ttft_ms: float
     prefill_tok_s: float
     decode_tok_s: float
@@ -62,15 +62,18 @@ class TextStream:
 class Engine:
     def __init__(self, model: str, *, threads: int = 1, slots: int = 1, queue_capacity: int = 16,
                  context_length: int = 0, kv_type: str = "f32", reference: bool = False,
-                 prefix_cache_mb: int = 256):
+                 prefix_cache_mb: int = 256, prefix_cache_disk_mb: int = 0, prefix_cache_dir: str = ""):
         """`model`: a bundle directory, GGUF file, HF checkpoint directory or
         pulled model name (converted once into the bundle cache).
         `prefix_cache_mb`: session state kept for shared prompt prefixes
-        (system prompts), 0 to keep only the slots' own."""
+        (system prompts), 0 to keep only the slots' own.
+        `prefix_cache_disk_mb`: also keep those states as files that outlive
+        the process (0: off), in `prefix_cache_dir` (default
+        $TESSERA_HOME/prefix-cache/<model>)."""
         from . import _core
 
         self._engine = _core.Engine(str(model), threads, slots, queue_capacity, context_length, kv_type, reference,
-                                    prefix_cache_mb)
+                                    prefix_cache_mb, prefix_cache_disk_mb, prefix_cache_dir)
 
     @property
     def model_path(self) -> str:

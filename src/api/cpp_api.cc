@@ -60,6 +60,8 @@ Engine Engine::load(const std::string& model, const LoadConfig& config) {
   o.queue_capacity = config.queue_capacity;
   o.context_length = config.context_length;
   o.prefix_cache_bytes = config.prefix_cache_bytes;
+  o.prefix_cache_disk_bytes = config.prefix_cache_disk_bytes;
+  o.prefix_cache_dir = config.prefix_cache_dir;
   auto impl = std::make_unique<Impl>();
   impl->engine = engine::Engine::load(model, o);
   return Engine(std::move(impl));

@@ -64,7 +64,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--api-key", options.api_key, "Require 'Authorization: Bearer KEY' on /v1/* (default: none)");
   cmd->add_option("--model-name", options.model_name, "Model id clients see (default: from MODEL)");
   cmd->add_option("--parallel", engine_options.slots,
-                  "Conversations whose KV state is kept (session slots); requests take turns on the model")
+                  "Conversations whose KV state is kept (session slots); their decode steps run batched")
       ->capture_default_str();
   cmd->add_option("--queue", engine_options.queue_capacity, "Requests waiting beyond the running one (503 beyond)")
       ->capture_default_str();
@@ -73,6 +73,12 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--prefix-cache-mb", prefix_cache_mb,
                   "MiB of session state kept for shared prompt prefixes, e.g. system prompts (0 = off)")
       ->capture_default_str();
+  static uint64_t prefix_cache_disk_mb = 0;
+  cmd->add_option("--prefix-cache-disk-mb", prefix_cache_disk_mb,
+                  "MiB of prefix-cache states also kept on disk, reused after a restart (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--prefix-cache-dir", engine_options.prefix_cache_dir,
+                  "Directory of the disk tier (default: $TESSERA_HOME/prefix-cache/<model>)");
   cmd->add_option("-c,--ctx", engine_options.context_length, "Context length per slot (0 = the model's)")
       ->capture_default_str();
   cmd->add_option("--max-tokens", options.max_tokens_cap, "Cap on a request's max_tokens (and its default)")
@@ -89,6 +95,7 @@ void register_serve(CLI::App& app) {
     if (options.model_name.empty()) options.model_name = served_model_name(model);
     engine_options.load.threads = threads;
     engine_options.prefix_cache_bytes = prefix_cache_mb << 20;
+    engine_options.prefix_cache_disk_bytes = prefix_cache_disk_mb << 20;
     engine_options.reference = reference;
     kernels.apply(engine_options.load);
 

@@ -1,10 +1,12 @@
 #include "engine/engine.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include "convert/bundle_cache.h"
 #include "engine/slot_choice.h"
 #include "runtime/chat.h"
+#include "sources/model_registry.h"
 
 namespace tessera::engine {
 
@@ -32,7 +34,24 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options)
     fail("options", "context_length", "must be >= 0 (0: the model's), got {}", options_.context_length);
   for (int i = 0; i < options_.slots; ++i)
     slots_.push_back(Slot{std::make_unique<Session>(*model_, options_.context_length), 0});
-  if (options_.prefix_cache_bytes > 0) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
+  if (options_.prefix_cache_disk_bytes > 0 && options_.prefix_cache_bytes == 0)
+    fail("options", "prefix_cache_disk_bytes", "the disk tier needs the in-memory prefix cache (prefix_cache_bytes > 0)");
+  if (options_.prefix_cache_bytes > 0) {
+    std::unique_ptr<DiskPrefixStore> disk;
+    if (options_.prefix_cache_disk_bytes > 0) {
+      const std::string dir = !options_.prefix_cache_dir.empty()
+                                  ? options_.prefix_cache_dir
+                                  : (std::filesystem::path(tessera_home()) / "prefix-cache" /
+                                     model_->identity().substr(0, 16))
+                                        .string();
+      disk = std::make_unique<DiskPrefixStore>(dir, options_.prefix_cache_disk_bytes, model_->identity(),
+                                               [](const std::string& line) { fmt::print(stderr, "warning: {}\n", line); });
+    }
+    const int64_t context = slots_[0].session->context_length();
+    prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes, std::move(disk), [this, context] {
+      return SequenceState(model_->spec(), context, model_->kv_type());  // the slots' shape, empty
+    });
+  }
   scheduler_ = std::thread([this] { scheduler_loop(); });
 }
 
@@ -79,7 +98,7 @@ void Engine::reset() {
     s.session->reset();
     s.last_used = 0;
   }
-  if (prefix_cache_) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
+  if (prefix_cache_) prefix_cache_->clear_memory();  // the disk tier keeps its files
   publish_cache_usage();
 }
 
@@ -281,7 +300,8 @@ Engine::ReusePlan Engine::place(const std::vector<int32_t>& ids) {
   }
   if (cached.common > 0) {
     session.restore(*cached.snapshot);
-    if (session.truncate(cached.common)) return {target, cached.common, "prefix cache", note};
+    if (session.truncate(cached.common))
+      return {target, cached.common, cached.from_disk ? "disk" : "prefix cache", note};
     note = cut_failed_note(cached.common, "the prefix cache");  // find() checked: not expected
   }
   session.reset();

@@ -23,6 +23,9 @@
 // prompt is prefilled. When a state cannot be cut where the prompt diverges
 // (a sliding-window ring no longer holds what the position needs) the result
 // says so (reused_tokens lower than shared, reuse_note) — never silently.
+// With the prefix cache's disk tier on, cache entries are also written as
+// session files and survive the process: a restarted engine starts a known
+// system prompt from disk (reused_from "disk").
 #pragma once
 
 #include <atomic>
@@ -53,6 +56,11 @@ struct EngineOptions {
   // Prefix cache capacity (bytes of session state kept); 0: no prefix cache,
   // a prompt then always continues its best slot, cutting it where they differ.
   uint64_t prefix_cache_bytes = 256ull << 20;
+  // Its disk tier (disk_prefix_store.h): bytes of session files kept; 0: off.
+  // Needs the in-memory cache (prefix_cache_bytes > 0).
+  uint64_t prefix_cache_disk_bytes = 0;
+  // Where; empty: $TESSERA_HOME/prefix-cache/<first 16 characters of the model's identity>.
+  std::string prefix_cache_dir;
 };
 
 // Thrown by submit() when the queue is full (the server answers 503).

@@ -238,6 +238,38 @@ TEST(EnginePrefixCache, SlidingWindowModelReusesTheSystemPromptCachedAtItsEnd) {
                                   .ids);
 }
 
+TEST(EnginePrefixCache, TheDiskTierServesTheSystemPromptToARestartedEngine) {
+  TinyModel tiny(/*sliding_window=*/4);
+  TempDir store{"engine_test_prefix_store"};
+  EngineOptions o;
+  o.prefix_cache_disk_bytes = 64ull << 20;
+  o.prefix_cache_dir = store.path().string();
+  {
+    Engine first(tiny.load(), o);
+    const Result r = first.run(chat_request(chat(kSystem, "a first question long enough to wrap the ring")));
+    EXPECT_EQ(r.reused_tokens, 0);
+  }  // the engine's end finishes the disk writes
+  Engine second(tiny.load(), o);  // a new process, as far as memory goes
+  const Result r = second.run(chat_request(chat(kSystem, "second")));
+  const int64_t system_tokens = static_cast<int64_t>(system_turn_ids(second.model()).size());
+  EXPECT_EQ(r.reused_from, "disk");
+  EXPECT_EQ(r.reused_tokens, system_tokens);
+  EXPECT_EQ(r.generation.prompt_tokens, r.prompt_tokens - system_tokens);
+  EXPECT_EQ(r.generation.ids, fresh(second.model(), chat_prompt_ids(second.model(), chat(kSystem, "second")),
+                                    chat_request(ordered_json()).settings)
+                                  .ids);
+  second.reset();  // forgets memory, keeps the files
+  EXPECT_EQ(second.run(chat_request(chat(kSystem, "third"))).reused_from, "disk");
+}
+
+TEST(EnginePrefixCache, TheDiskTierNeedsTheMemoryTier) {
+  TinyModel tiny;
+  EngineOptions o;
+  o.prefix_cache_bytes = 0;
+  o.prefix_cache_disk_bytes = 1 << 20;
+  EXPECT_THROW(Engine(tiny.load(), o), Error);
+}
+
 TEST(EnginePrefixCache, DisabledMeansSlotsOnly) {
   TinyModel tiny;
   EngineOptions o;

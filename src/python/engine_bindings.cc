@@ -1,7 +1,8 @@
 // _tessera.Engine: the engine (engine/engine.h) for Python; python/tessera/engine.py
 // wraps it with keyword arguments, type hints and a result dataclass.
 //
-//   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference, prefix_cache_mb)
+//   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference, prefix_cache_mb,
+//                        prefix_cache_disk_mb, prefix_cache_dir)
 //   h = e.submit(prompt, messages_json, prompt_ids, max_tokens, temperature, top_k, top_p, min_p,
 //                repeat_penalty, seed, stop, ignore_eos, speculative, draft_max)  -> GenerationHandle
 //   h.result() -> dict   (waits, GIL released)
@@ -79,7 +80,8 @@ void bind_engine(py::module_& m) {
 
   py::class_<engine::Engine>(m, "Engine")
       .def(py::init([](const std::string& model, int threads, int slots, int queue_capacity, int64_t context_length,
-                       const std::string& kv_type, bool reference, uint64_t prefix_cache_mb) {
+                       const std::string& kv_type, bool reference, uint64_t prefix_cache_mb,
+                       uint64_t prefix_cache_disk_mb, const std::string& prefix_cache_dir) {
              engine::EngineOptions o;
              o.load.threads = threads;
              o.load.kv_type = parse_kv_type(kv_type);
@@ -88,12 +90,14 @@ void bind_engine(py::module_& m) {
              o.context_length = context_length;
              o.reference = reference;
              o.prefix_cache_bytes = prefix_cache_mb << 20;
+             o.prefix_cache_disk_bytes = prefix_cache_disk_mb << 20;
+             o.prefix_cache_dir = prefix_cache_dir;
              py::gil_scoped_release release;
              return engine::Engine::load(model, o);
            }),
            py::arg("model"), py::arg("threads") = 1, py::arg("slots") = 1, py::arg("queue_capacity") = 16,
            py::arg("context_length") = 0, py::arg("kv_type") = "f32", py::arg("reference") = false,
-           py::arg("prefix_cache_mb") = 256)
+           py::arg("prefix_cache_mb") = 256, py::arg("prefix_cache_disk_mb") = 0, py::arg("prefix_cache_dir") = "")
       .def(
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,

@@ -3,13 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
-#include "core/byte_stream.h"
-#include "core/sha256.h"
 #include "kernels/reference/kernels.h"
 #include "runtime/session_file.h"
 
@@ -274,70 +269,12 @@ void Session::decode_batch(std::span<Session* const> sessions, std::span<const i
   }
 }
 
-namespace {
-
-constexpr char kSessionMagic[8] = {'T', 'S', 'E', 'S', 'S', 'I', 'O', 'N'};
-
-}  // namespace
-
 void Session::save(const std::string& path) const {
-  ByteWriter payload;
-  payload.put_vector(history_);
-  state_.save(payload);
-  const std::string& body = payload.bytes();
-  const std::string digest =
-      sha256_hex(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
-  const std::string identity = model_.identity();
-  ByteWriter header;
-  for (char c : kSessionMagic) header.put(c);
-  header.put<uint32_t>(kSessionFileVersion);
-  for (char c : identity) header.put(c);
-  header.put<uint64_t>(body.size());
-  for (char c : digest) header.put(c);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(path, "session file", "cannot be written");
-    f.write(header.bytes().data(), static_cast<std::streamsize>(header.bytes().size()));
-    f.write(body.data(), static_cast<std::streamsize>(body.size()));
-    if (!f) fail(path, "session file", "writing failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) fail(path, "session file", "cannot be renamed into place: {}", ec.message());
+  write_session_file(path, model_.identity(), history_, state_);
 }
 
 void Session::load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, "session file", "cannot be read");
-  std::ostringstream all;
-  all << f.rdbuf();
-  const std::string data = all.str();
-  ByteReader r(data.data(), data.size(), path);
-  for (char c : kSessionMagic)
-    if (r.get<char>() != c) fail(path, "session file", "is not a Tessera session file");
-  if (const uint32_t v = r.get<uint32_t>(); v != kSessionFileVersion)
-    fail(path, "session file", "has version {}; this Tessera reads version {}", v, kSessionFileVersion);
-  std::string identity(64, ' '), digest(64, ' ');
-  for (char& c : identity) c = r.get<char>();
-  const uint64_t size = r.get<uint64_t>();
-  for (char& c : digest) c = r.get<char>();
-  if (identity != model_.identity())
-    fail(path, "session file", "was saved for another model ({}), not {} ({})", identity.substr(0, 12),
-         model_.path(), model_.identity().substr(0, 12));
-  if (size != r.left()) fail(path, "session file", "holds {} payload bytes, its header says {}", r.left(), size);
-  const char* body = data.data() + (data.size() - r.left());
-  if (sha256_hex(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(body), size)) != digest)
-    fail(path, "session file", "is corrupted (its checksum does not match)");
-  ByteReader p(body, size, path);
-  std::vector<int32_t> history = p.get_vector<int32_t>();
-  SequenceState state = state_;
-  state.load(p);
-  if (static_cast<int64_t>(history.size()) != state.length())
-    fail(path, "session file", "holds {} tokens of history for {} positions", history.size(), state.length());
-  if (p.left() != 0) fail(path, "session file", "has {} unexpected bytes at its end", p.left());
-  state_ = std::move(state);
-  history_ = std::move(history);
+  history_ = read_session_file(path, model_.identity(), state_);  // state_ unchanged if it throws
 }
 
 }  // namespace tessera

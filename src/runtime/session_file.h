@@ -1,5 +1,7 @@
-// A session's state saved to a file and loaded back (Session::save / load):
-// resume a long conversation after a restart without prefilling it again.
+// A sequence's state and token history saved to a file and read back:
+// Session::save / load (resume a long conversation after a restart without
+// prefilling it again) and the prefix cache's disk tier
+// (engine/disk_prefix_store.h).
 //
 // Layout (little-endian on every machine Tessera builds for):
 //   "TSESSION"            8 bytes, magic
@@ -11,17 +13,40 @@
 //   payload: i64 tokens, the token history, then SequenceState::save
 //            (per layer: KV rows, conv tails, recurrent matrices and log)
 //
-// Loading refuses, with an Error naming the file, anything that is not such
+// Reading refuses, with an Error naming the file, anything that is not such
 // a file, another version, another model, a payload whose checksum does not
-// match, or state that does not fit the session (its context length or KV
-// type): the session is then unchanged. Saving writes a temporary file and
-// renames it, so a crash never leaves half a file.
+// match, or state that does not fit the destination (its context length or
+// KV type): the destination is then unchanged. Writing goes to a temporary
+// file that is renamed into place, so a crash never leaves half a file.
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/sequence_state.h"
 
 namespace tessera {
 
 inline constexpr uint32_t kSessionFileVersion = 1;
+
+void write_session_file(const std::string& path, const std::string& model_identity,
+                        std::span<const int32_t> history, const SequenceState& state);
+
+// Reads the file into `state` (which gives the shape it must fit) and
+// returns its history; throws Error, `state` unchanged, as described above.
+std::vector<int32_t> read_session_file(const std::string& path, const std::string& model_identity,
+                                       SequenceState& state);
+
+// Only the header and the token history, without reading the state or
+// checking the checksum (which read_session_file does): what an index of
+// many files needs. Throws Error for a file that is not a session file of
+// this version and model, or too short to hold its history.
+std::vector<int32_t> read_session_file_history(const std::string& path, const std::string& model_identity);
+
+// The model identity in the file's header; throws Error for a file that is
+// not a session file of this version.
+std::string read_session_file_model(const std::string& path);
 
 }  // namespace tessera

@@ -176,3 +176,27 @@ def test_python_example_runs(tiny, tmp_path):
                           errors="replace", env={**os.environ, "TESSERA_HOME": str(tmp_path / "home")})
     assert proc.returncode == 0, proc.stderr
     assert "refused as expected" in proc.stdout and "reused" in proc.stdout
+
+
+def test_disk_prefix_cache_outlives_the_engine(tiny, home, tmp_path):
+    system = {"role": "system", "content": "You are a careful assistant. Answer briefly and check every number twice."}
+    store = tmp_path / "prefixes"
+    first = tessera.Engine(str(tiny), prefix_cache_disk_mb=64, prefix_cache_dir=str(store))
+    first.generate(messages=[system, {"role": "user", "content": "one"}], max_tokens=4, ignore_eos=True)
+    del first  # its end finishes the disk writes
+    files = list(store.glob("*.tsession"))
+    assert len(files) == 1
+    second = tessera.Engine(str(tiny), prefix_cache_disk_mb=64, prefix_cache_dir=str(store))
+    messages = [system, {"role": "user", "content": "two"}]
+    r = second.generate(messages=messages, max_tokens=8, ignore_eos=True)
+    assert r.reused_from == "disk" and r.reused_tokens >= 32
+    plain = tessera.Engine(str(tiny), prefix_cache_mb=0).generate(messages=messages, max_tokens=8, ignore_eos=True)
+    assert r.ids == plain.ids
+    # A damaged file is dropped (with a warning on stderr), never used.
+    del second
+    data = bytearray(files[0].read_bytes())
+    data[-2] ^= 0xFF
+    files[0].write_bytes(bytes(data))
+    third = tessera.Engine(str(tiny), prefix_cache_disk_mb=64, prefix_cache_dir=str(store))
+    r3 = third.generate(messages=messages, max_tokens=8, ignore_eos=True)
+    assert r3.reused_from == "" and r3.ids == plain.ids

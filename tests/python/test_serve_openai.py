@@ -247,3 +247,28 @@ def test_speculative_decoding_gives_the_same_greedy_reply(served):
     with pytest.raises(openai.BadRequestError) as e:
         reply("sometimes")
     assert e.value.body["param"] == "speculative"
+
+
+def test_disk_prefix_cache_serves_a_restarted_server(served, tmp_path):
+    # The first server caches the system prompt's state on disk; a second
+    # server (a restart) starts a new conversation with it from that file and
+    # replies what a server without any cache replies.
+    _, model, env = served
+    system = {"role": "system", "content": "You are a meticulous assistant for a small bakery. Keep answers short, "
+                                           "friendly and accurate; never invent prices or opening hours."}
+    disk = ["--threads", 2, "--prefix-cache-disk-mb", 64, "--prefix-cache-dir", tmp_path / "prefixes"]
+    with Server(model, *disk, env=env) as first:
+        client_of(first).chat.completions.create(
+            model=first.model_name, messages=[system, {"role": "user", "content": "Bread?"}], max_tokens=4,
+            temperature=0)
+    assert len(list((tmp_path / "prefixes").glob("*.tsession"))) == 1
+    messages = [system, {"role": "user", "content": "Do you open on Sundays?"}]
+    with Server(model, *disk, env=env) as second:
+        r = client_of(second).chat.completions.create(model=second.model_name, messages=messages, max_tokens=8,
+                                                      temperature=0)
+    assert r.model_extra["timings"]["reused_from"] == "disk", r.model_extra["timings"]
+    assert r.usage.prompt_tokens_details.cached_tokens >= 20
+    with Server(model, "--threads", 2, "--prefix-cache-mb", 0, env=env) as plain:
+        want = client_of(plain).chat.completions.create(model=plain.model_name, messages=messages, max_tokens=8,
+                                                        temperature=0)
+    assert r.choices[0].message.content == want.choices[0].message.content
