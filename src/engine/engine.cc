@@ -82,6 +82,7 @@ std::future<Result> Engine::submit(Request request) {
   {
     std::lock_guard lock(queue_mutex_);
     if (stopping_) fail("engine", "queue", "the engine is stopping");
+    drop_cancelled_locked();
     if (queue_.size() >= static_cast<size_t>(options_.queue_capacity)) throw QueueFull(queue_.size());
     queue_.push_back(std::move(job));
   }
@@ -109,7 +110,29 @@ void Engine::publish_cache_usage() {
 
 size_t Engine::queued() const {
   std::lock_guard lock(queue_mutex_);
-  return queue_.size();
+  size_t n = 0;
+  for (const auto& job : queue_) n += !(job->request.cancel && job->request.cancel->load());
+  return n;
+}
+
+void Engine::drop_cancelled() {
+  std::lock_guard lock(queue_mutex_);
+  drop_cancelled_locked();
+}
+
+void Engine::drop_cancelled_locked() {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    Job& job = **it;
+    if (job.request.cancel && job.request.cancel->load()) {
+      Result r;
+      r.queue_ms = now_ms() - job.submitted_at;
+      r.generation.finish_reason = "cancelled";
+      job.promise.set_value(std::move(r));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 bool Engine::has_free_slot() const {

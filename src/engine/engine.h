@@ -96,7 +96,12 @@ class Engine {
 
   const Model& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
+  // Requests waiting, not counting cancelled ones.
   size_t queued() const;
+  // Takes the cancelled requests out of the queue now (their results say
+  // "cancelled"), rather than when a slot would have reached them: a client
+  // that left frees its place in the queue. submit() does it too.
+  void drop_cancelled();
   // Entries and bytes in the prefix cache (0, 0 when disabled), as of the
   // last request placed; never waits for the running one.
   std::pair<size_t, uint64_t> prefix_cache_usage() const { return {cache_entries_.load(), cache_bytes_.load()}; }
@@ -164,6 +169,7 @@ class Engine {
   std::atomic<size_t> cache_entries_{0};
   std::atomic<uint64_t> cache_bytes_{0};
   void publish_cache_usage();
+  void drop_cancelled_locked();
   std::thread scheduler_;
 };
 

@@ -36,9 +36,15 @@ bool GenerationChannel::finished_locked() {
   return future_.valid() && future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
-bool GenerationChannel::wait_started() {
+bool GenerationChannel::wait_started(const std::function<bool()>& client_gone) {
   std::unique_lock lock(mutex_);
-  while (!started_ && !finished_locked()) cv_.wait_for(lock, kPollInterval);
+  while (!started_ && !finished_locked()) {
+    cv_.wait_for(lock, kPollInterval);
+    if (client_gone && !started_ && client_gone()) {
+      cancel();
+      break;
+    }
+  }
   return started_;
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -28,8 +29,11 @@ class GenerationChannel {
   void set_future(std::future<Result> result);
 
   // Blocks until the request has started generating (true) or finished
-  // without starting (false: cancelled while queued, or failed).
-  bool wait_started();
+  // without starting (false: cancelled while queued, or failed). While it
+  // waits, `client_gone` (optional) is asked every poll; once it says true
+  // the request is cancelled (Engine::drop_cancelled then takes it out of
+  // the queue at once).
+  bool wait_started(const std::function<bool()>& client_gone = {});
   // Blocks until there is text (returned) or the request has finished (nullopt).
   std::optional<std::string> next_text();
   // Waits up to `timeout` for the request to finish; true if it has (the

@@ -11,6 +11,7 @@
 #include "engine/generation_channel.h"
 #include "server/api_error.h"
 #include "server/chat_page.h"
+#include "server/client_connection.h"
 #include "server/completion_request.h"
 #include "server/completion_response.h"
 
@@ -171,7 +172,9 @@ struct Server::Impl {
 
     // The status line goes out before the first token, so wait until the
     // prompt has been accepted (or refused: then a JSON error).
-    if (!channel->wait_started()) {
+    const ClientConnection client(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+    if (!channel->wait_started([&client] { return client.gone(); })) {
+      engine.drop_cancelled();  // if the client left while queued: its place goes to the next
       // Refused, or cancelled before it started: either way it is over (the
       // result can be taken only once, so no response below may wait on it).
       ApiError error(503, "the request was cancelled before it started", "server_error", "", "cancelled");

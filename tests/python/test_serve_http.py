@@ -11,6 +11,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -274,6 +275,44 @@ def check_full_queue(smollm2_server):
             break
         time.sleep(0.2)
     assert status == 200, reply
+
+
+def queued(server) -> int:
+    return json.loads(urllib.request.urlopen(server.url + "/health", timeout=10).read())["queued"]
+
+
+def test_client_that_leaves_while_queued_frees_its_place(pulled_model_path):
+    # One slot, --queue 1: A runs a long generation, B waits in the queue and
+    # leaves before it starts. B's place is free at once (not when A ends):
+    # C is queued, not refused, and runs once A has gone.
+    with Server(pulled_model_path("smollm2-135m-instruct"), "--threads", 2, "--queue", 1) as s:
+        long = {"messages": [{"role": "user", "content": "Count to a thousand."}], "max_tokens": 1500,
+                "ignore_eos": True, "temperature": 0}
+        a = stream_request(s, long)
+        got = b""
+        while got.count(b"data: ") < 2:
+            got += a.recv(4096)
+        b = stream_request(s, long)
+        deadline = time.monotonic() + 10
+        while queued(s) != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert queued(s) == 1
+        b.close()
+        deadline = time.monotonic() + 5
+        while queued(s) != 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert queued(s) == 0  # gone while A still generates (1500 tokens take far longer)
+        c = stream_request(s, {**long, "max_tokens": 2})
+        time.sleep(0.3)
+        assert queued(s) == 1  # queued, not refused
+        a.close()
+        reply = b""
+        while b"[DONE]" not in reply:
+            chunk = c.recv(4096)
+            assert chunk, reply
+            reply += chunk
+        c.close()
+        assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
 
 
 class Disturbance:
