@@ -79,6 +79,8 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--prefix-cache-dir", engine_options.prefix_cache_dir,
                   "Directory of the disk tier (default: $TESSERA_HOME/prefix-cache/<model>)");
+  cmd->add_option("--draft", options.draft_model,
+                  "Draft model for requests with \"speculative\": \"draft\" (a bundle or model sharing the tokenizer)");
   cmd->add_option("-c,--ctx", engine_options.context_length, "Context length per slot (0 = the model's)")
       ->capture_default_str();
   cmd->add_option("--max-tokens", options.max_tokens_cap, "Cap on a request's max_tokens (and its default)")

@@ -26,10 +26,16 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("-b,--batch", settings.max_tokens_per_call, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--speculative", settings.speculative,
-                 "Speculative decoding: off, lookup (verify every prompt-lookup draft) or auto (prompt lookup, "
-                 "draft length and on/off adapted to the measured acceptance and verify cost); greedy output "
-                 "is identical to plain decoding")
-      ->check(CLI::IsMember({"off", "lookup", "auto"}))
+                 "Speculative decoding: off, lookup (verify every prompt-lookup draft), auto (prompt lookup, "
+                 "draft length and on/off adapted to the measured acceptance and verify cost) or draft:PATH "
+                 "(a draft model sharing the tokenizer, adapted as auto); greedy output is identical to plain "
+                 "decoding")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "off" || v == "lookup" || v == "auto" || (v.starts_with("draft:") && v.size() > 6)) return "";
+            return "expected off, lookup, auto or draft:PATH";
+          },
+          "off|lookup|auto|draft:PATH"))
       ->capture_default_str();
   cmd.add_option("--draft-max", settings.draft_max, "Speculative decoding: drafted tokens per verify call at most (1-32)")
       ->capture_default_str();

@@ -51,7 +51,7 @@ GenerateOptions make_generate_options(const GenerationSettings& s) {
   o.stop_strings = s.stop;
   o.ignore_eos = s.ignore_eos;
   o.max_tokens_per_call = s.max_tokens_per_call;
-  o.speculative.mode = parse_speculative_mode(s.speculative);
+  o.speculative.mode = parse_speculative_mode(s.speculative, &o.speculative.draft_path);
   if (s.draft_max < 1 || s.draft_max > 32) fail("options", "draft_max", "must be in 1..32, got {}", s.draft_max);
   o.speculative.max_draft = s.draft_max;
   return o;

@@ -41,7 +41,7 @@ struct GenerationSettings {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   int64_t max_tokens_per_call = 0;  // prefill call size (0: largest variant)
-  std::string speculative = "off";  // "off" | "lookup" | "auto" (runtime/speculative.h)
+  std::string speculative = "off";  // "off" | "lookup" | "auto" | "draft:PATH" (runtime/speculative.h)
   int64_t draft_max = 8;            // drafted tokens per verify call, 1..32
 };
 

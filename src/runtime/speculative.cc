@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "runtime/lookup_drafter.h"
+#include "runtime/model_drafter.h"
 
 namespace tessera {
 
@@ -13,15 +14,20 @@ const char* speculative_mode_name(SpeculativeMode mode) {
     case SpeculativeMode::Off: return "off";
     case SpeculativeMode::Lookup: return "lookup";
     case SpeculativeMode::Auto: return "auto";
+    case SpeculativeMode::Draft: return "draft";
   }
   return "?";
 }
 
-SpeculativeMode parse_speculative_mode(const std::string& name) {
+SpeculativeMode parse_speculative_mode(const std::string& name, std::string* draft_path) {
   if (name == "off") return SpeculativeMode::Off;
   if (name == "lookup") return SpeculativeMode::Lookup;
   if (name == "auto") return SpeculativeMode::Auto;
-  fail("options", "speculative", "unknown mode '{}' (expected off, lookup or auto)", name);
+  if (name.starts_with("draft:") && name.size() > 6 && draft_path) {
+    *draft_path = name.substr(6);
+    return SpeculativeMode::Draft;
+  }
+  fail("options", "speculative", "unknown mode '{}' (expected off, lookup, auto or draft:PATH)", name);
 }
 
 int64_t accepted_prefix(std::span<const int32_t> draft, std::span<const int32_t> target) {
@@ -82,10 +88,14 @@ SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const
       prompt_begin_(prompt_begin),
       prompt_length_(prompt_length),
       max_tokens_per_call_(max_tokens_per_call),
-      drafter_(std::make_unique<LookupDrafter>()),
       controller_(control_options(options)) {
   if (options.max_draft < 1 || options.max_draft > 32)
     fail("options", "draft_max", "must be in 1..32, got {}", options.max_draft);
+  if (options.mode == SpeculativeMode::Draft)
+    drafter_ = std::make_unique<ModelDrafter>(shared_draft_model(options.draft_path, session.model()),
+                                              session.context_length());
+  else
+    drafter_ = std::make_unique<LookupDrafter>();
 }
 
 int32_t SpeculativeDecoder::decode(std::span<const int32_t> context) {
@@ -98,9 +108,18 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   const auto start = std::chrono::steady_clock::now();
   max_draft = std::min(max_draft, options_.max_draft);
   draft_.clear();
-  if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
-  const int64_t k = options_.mode == SpeculativeMode::Lookup ? static_cast<int64_t>(draft_.size())
-                                                              : controller_.draft_length(static_cast<int64_t>(draft_.size()));
+  int64_t k = 0;
+  if (options_.mode == SpeculativeMode::Draft) {
+    // Drafting costs a draft-model step per token: ask the controller first
+    // how many it wants (its cost fit includes the drafting, timed from start).
+    const int64_t want = max_draft > 0 ? controller_.draft_length(max_draft) : 0;
+    if (want > 0) drafter_->propose(context, want, draft_);
+    k = static_cast<int64_t>(draft_.size());
+  } else {
+    if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
+    k = options_.mode == SpeculativeMode::Lookup ? static_cast<int64_t>(draft_.size())
+                                                 : controller_.draft_length(static_cast<int64_t>(draft_.size()));
+  }
   if (k == 0) {
     decided.push_back(decode(context));
     controller_.record_decode(seconds_since(start));

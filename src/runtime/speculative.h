@@ -58,15 +58,18 @@ enum class SpeculativeMode {
   Off,     // plain decode
   Lookup,  // prompt lookup: every proposal verified, max_draft tokens at a time
   Auto,    // prompt lookup under adaptive control (runtime/draft_controller.h)
+  Draft,   // a draft model's greedy guesses (runtime/model_drafter.h), under adaptive control
 };
 
 const char* speculative_mode_name(SpeculativeMode mode);
-// "off", "lookup" or "auto"; throws Error ("options", "speculative") otherwise.
-SpeculativeMode parse_speculative_mode(const std::string& name);
+// "off", "lookup", "auto" or "draft:PATH" (then *draft_path = PATH); throws
+// Error ("options", "speculative") otherwise.
+SpeculativeMode parse_speculative_mode(const std::string& name, std::string* draft_path = nullptr);
 
 struct SpeculativeOptions {
   SpeculativeMode mode = SpeculativeMode::Off;
   int64_t max_draft = 8;  // drafted tokens per verify call, 1..32
+  std::string draft_path; // Draft: the draft model (shared_draft_model)
 };
 
 struct SpeculativeStats {

@@ -152,8 +152,14 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   s.stop = stop_strings(body);
   s.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   if (const json* v = field(body, "speculative")) {
-    if (!v->is_string()) throw wrong_type("speculative", "a string (\"off\", \"lookup\" or \"auto\")");
+    if (!v->is_string())
+      throw wrong_type("speculative", "a string (\"off\", \"lookup\", \"auto\" or \"draft\")");
     s.speculative = v->get<std::string>();  // checked with the other settings by make_generate_options
+    // Clients name no files: "draft" is the server's own draft model (--draft).
+    if (s.speculative.starts_with("draft:"))
+      throw bad_request("\"speculative\": \"draft\" uses the server's draft model (tessera serve --draft PATH); "
+                        "clients cannot name one",
+                        "speculative");
   }
   s.draft_max = integer(body, "draft_max", 1, 32).value_or(s.draft_max);
   if (integer(body, "n", 1, 1).value_or(1) != 1) throw bad_request("only n = 1 is supported", "n");

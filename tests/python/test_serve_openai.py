@@ -272,3 +272,27 @@ def test_disk_prefix_cache_serves_a_restarted_server(served, tmp_path):
         want = client_of(plain).chat.completions.create(model=plain.model_name, messages=messages, max_tokens=8,
                                                         temperature=0)
     assert r.choices[0].message.content == want.choices[0].message.content
+
+
+def test_clients_cannot_name_a_draft_model(served):
+    server, _, _ = served
+    client = client_of(server)
+    for mode, words in (("draft:/etc/passwd", "cannot name"), ("draft", "no draft model")):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=server.model_name, messages=[{"role": "user", "content": "hi"}],
+                                           max_tokens=2, extra_body={"speculative": mode})
+        assert e.value.body["param"] == "speculative" and words in e.value.body["message"], e.value.body
+
+
+def test_server_draft_model_gives_the_same_greedy_reply(served):
+    _, model, env = served
+    messages = [{"role": "user", "content": "Name three rivers and one sea."}]
+    with Server(model, "--threads", 2, "--draft", model, env=env) as s:
+        client = client_of(s)
+
+        def reply(mode):
+            r = client.chat.completions.create(model=s.model_name, messages=messages, max_tokens=24, temperature=0,
+                                               extra_body={"speculative": mode})
+            return r.choices[0].message.content
+
+        assert reply("draft") == reply("off")

@@ -1,0 +1,53 @@
+// A draft model: a drafter (runtime/drafter.h) that runs a second, cheaper
+// model sharing the target's tokenizer (a smaller model of the family, or a
+// lut2 / lut3 bundle of the target itself) greedily for k tokens.
+//
+// The drafter keeps its own session of the draft model. Each proposal first
+// brings that session to the context: it keeps the longest common prefix of
+// what the session holds and the context (so the drafts the target
+// rejected, and only they, are cut: Session::truncate; a sliding ring that
+// cannot be cut there is reset and refilled), runs the rest of the context
+// in one call, then decodes k - 1 more tokens. Its guesses are one-hot (the
+// draft model's argmax), which is what speculative sampling's one-hot
+// acceptance assumes (runtime/speculative.h).
+//
+// Draft models are loaded once per process and path, kept, and shared by
+// every generation that names them (shared_draft_model).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/drafter.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+
+namespace tessera {
+
+class ModelDrafter : public Drafter {
+ public:
+  // context_length: the draft session's, at least the target's.
+  ModelDrafter(std::shared_ptr<const Model> draft, int64_t context_length);
+
+  void propose(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& draft) override;
+
+  // Positions the draft session ran over all proposals (prefix catch-up and drafts).
+  int64_t positions_run() const { return positions_run_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  Session session_;
+  int64_t positions_run_ = 0;
+};
+
+// The draft model at `path` (a bundle, or a source run through its cached
+// default bundle as `tessera run` does), loaded with the target's thread
+// count the first time, then kept for the process and shared. Throws Error when it cannot be
+// loaded, or when its vocabulary differs from the target's (size, or the
+// text of any token).
+std::shared_ptr<const Model> shared_draft_model(const std::string& path, const Model& target);
+
+}  // namespace tessera
