@@ -82,11 +82,14 @@ void DraftController::record_verify(int64_t drafted, int64_t accepted, double se
   st_ = d * st_ + seconds;
   skt_ = d * skt_ + k * seconds;
   if (probing_) {
-    // A failed probe doubles the wait; one that accepted halves it (a lone
+    // A failed probe doubles the wait; one that paid halves it (a lone
     // accepted draft in free text should not bring the probes back to
-    // their most frequent).
-    probe_wait_ = accepted > 0 ? std::max(probe_wait_ / 2, o_.probe_interval)
-                               : std::min(2 * probe_wait_, o_.max_probe_interval);
+    // their most frequent). Paid: accepted drafts, and its tokens came
+    // faster than plain decode's (a drafter whose guesses cost as much as
+    // the target's steps, a draft model, is accepted and still loses).
+    const bool paid = accepted > 0 && static_cast<double>(accepted + 1) * decode_s_ > (1 + o_.margin) * seconds;
+    probe_wait_ = paid ? std::max(probe_wait_ / 2, o_.probe_interval)
+                       : std::min(2 * probe_wait_, o_.max_probe_interval);
     probing_ = false;
   }
 }

@@ -35,8 +35,9 @@
 // Probing. Switched off, the estimate would never change; so after a run
 // of plain steps during which the drafter had proposals, one short verify
 // (probe_tokens drafts) measures again. A probe that fails doubles the
-// wait before the next one (up to max_probe_interval), one that accepts
-// halves it: in free text the probes' cost stays around a percent of the
+// wait before the next one (up to max_probe_interval), one that pays (it
+// accepted drafts and its tokens came faster than plain decode's) halves
+// it: in free text the probes' cost stays around a percent of the
 // decode time.
 #pragma once
 
