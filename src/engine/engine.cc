@@ -168,6 +168,7 @@ void Engine::scheduler_loop() {
     }
     {
       std::lock_guard lock(run_mutex_);
+      advance_prefills();
       step_all();
     }
     idle_cv_.notify_all();
@@ -181,11 +182,17 @@ void Engine::scheduler_loop() {
 }
 
 void Engine::deliver(Running& run) {
-  const GenerateResult& g = run.generation->result();
-  run.result.generation = g;
+  if (run.generation) {
+    run.result.generation = run.generation->result();
+    // Time to first token from admission: the prompt's earlier parts (and
+    // the other requests' steps between its chunks) come before the
+    // generation's own clock starts.
+    run.result.generation.ttft_ms += run.generation_at - run.admitted_at;
+  } else {  // cancelled while its prompt was prefilled in chunks
+    run.result.generation.finish_reason = "cancelled";
+  }
   run.result.generation.prompt_tokens += run.prefilled_before;
-  run.result.generation.prefill_seconds += run.system_seconds;
-  run.result.generation.ttft_ms += run.system_seconds * 1000.0;
+  run.result.generation.prefill_seconds += run.early_prefill_seconds;
   slots_[run.slot].busy = false;
   run.job->promise.set_value(std::move(run.result));
 }
@@ -201,11 +208,13 @@ void Engine::fail_running(Running& run, std::exception_ptr error) {
 void Engine::step_all() {
   // Cancellations first: a cancelled request stops before its next token.
   for (auto& run : running_) {
+    if (!run->generation) continue;  // prefilling: advance_prefills() looks
     const auto& cancel = run->job->request.cancel;
     if ((cancel && cancel->load()) || cancel_running_.load()) run->generation->cancel();
   }
   std::vector<Running*> plain;
   for (auto& run : running_) {
+    if (!run->generation) continue;
     Generation& g = *run->generation;
     if (g.finished()) continue;
     if (g.wants_plain_step()) {
@@ -243,7 +252,7 @@ void Engine::step_all() {
     Running& run = **it;
     if (!run.job) {
       it = running_.erase(it);
-    } else if (run.generation->finished()) {
+    } else if (run.generation && run.generation->finished()) {
       deliver(run);
       it = running_.erase(it);
     } else {
@@ -268,6 +277,12 @@ namespace {
 constexpr int64_t kContinuationSlack = 16;
 // Shorter shared prefixes are not worth a cache entry.
 constexpr int64_t kMinCachedPrefix = 32;
+// Interleaved prefill: chunks of this many tokens (a row block, so each
+// chunk is one call of one block), and the generation's own prefill takes
+// the last kPrefillTail or more (calls of 32+ tokens take the kernels a
+// whole call would, kernels/qlinear_i16gemm.h and the AMX tiles).
+constexpr int64_t kPrefillChunk = 128;
+constexpr int64_t kPrefillTail = 32;
 
 std::string cut_failed_note(int64_t shared, const char* where) {
   return fmt::format(
@@ -368,7 +383,8 @@ int64_t Engine::system_prefix_to_cache(const Request& request, const std::vector
 bool Engine::admit(Running& run) {
   Job& job = *run.job;
   Result& r = run.result;
-  r.queue_ms = now_ms() - job.submitted_at;
+  run.admitted_at = now_ms();
+  r.queue_ms = run.admitted_at - job.submitted_at;
   const auto& cancel = job.request.cancel;
   if ((cancel && cancel->load()) || cancel_running_.load()) {
     r.generation.finish_reason = "cancelled";
@@ -401,33 +417,56 @@ bool Engine::admit(Running& run) {
     if (job.request.on_started) job.request.on_started();
 
     const auto on_text = job.request.on_text;
-    auto forward_text = [this, cancel, on_text](std::string_view text) {
+    run.on_text = [this, cancel, on_text](std::string_view text) {
       if ((cancel && cancel->load()) || cancel_running_.load()) return false;
       return on_text ? on_text(text) : true;
     };
-    try {
-      // Prefill to the end of the system messages first and cache that state
-      // (the same bits as one call: results never depend on the call split).
-      int64_t done = plan.reused;
-      if (system_end > done) {
-        const double start = now_ms();
-        slot.session->forward(std::span<const int32_t>(ids).subspan(done, system_end - done), LogitsWanted::Last,
-                              job.options.max_tokens_per_call);
-        run.system_seconds = (now_ms() - start) / 1000.0;
-        prefix_cache_->insert(slot.session->snapshot());
-        publish_cache_usage();
-        run.prefilled_before = system_end - done;
-        done = system_end;
-      }
-      run.generation = std::make_unique<Generation>(*slot.session, std::span<const int32_t>(ids).subspan(done),
-                                                    job.options, forward_text);
-      run.generation->start();
-    } catch (...) {
-      fail_running(run, std::current_exception());
-      return false;
-    }
+    run.ids = ids;
+    run.done = plan.reused;
+    run.cache_at = system_end > run.done ? system_end : 0;
   } catch (...) {
     job.promise.set_exception(std::current_exception());
+    return false;
+  }
+  // With other requests generating, a long prompt goes in chunks between
+  // their steps (advance_prefills); else all at once.
+  const int64_t left = static_cast<int64_t>(run.ids.size()) - run.done;
+  if (!running_.empty() && (left > kPrefillChunk + kPrefillTail || run.cache_at > run.done)) return true;
+  try {
+    // Prefill to the end of the system messages first and cache that state
+    // (the same bits as one call: results never depend on the call split).
+    if (run.cache_at > run.done) prefill_part(run, run.cache_at - run.done);
+  } catch (...) {
+    fail_running(run, std::current_exception());
+    return false;
+  }
+  return start_generation(run);
+}
+
+void Engine::prefill_part(Running& run, int64_t n) {
+  Session& session = *slots_[run.slot].session;
+  const double start = now_ms();
+  session.forward(std::span<const int32_t>(run.ids).subspan(static_cast<size_t>(run.done), static_cast<size_t>(n)),
+                  LogitsWanted::Last, run.job->options.max_tokens_per_call);
+  run.early_prefill_seconds += (now_ms() - start) / 1000.0;
+  run.prefilled_before += n;
+  run.done += n;
+  if (run.done == run.cache_at) {  // the end of the system messages: cache that state
+    prefix_cache_->insert(session.snapshot());
+    publish_cache_usage();
+  }
+}
+
+bool Engine::start_generation(Running& run) {
+  try {
+    run.generation_at = now_ms();
+    run.generation = std::make_unique<Generation>(
+        *slots_[run.slot].session, std::span<const int32_t>(run.ids).subspan(static_cast<size_t>(run.done)),
+        run.job->options, run.on_text);
+    run.generation->start();
+  } catch (...) {
+    run.generation.reset();
+    fail_running(run, std::current_exception());
     return false;
   }
   if (run.generation->finished()) {
@@ -435,6 +474,33 @@ bool Engine::admit(Running& run) {
     return false;
   }
   return true;
+}
+
+void Engine::advance_prefills() {
+  for (auto it = running_.begin(); it != running_.end();) {
+    Running& run = **it;
+    if (run.generation) {
+      ++it;
+      continue;
+    }
+    const auto& cancel = run.job->request.cancel;
+    bool keep = true;
+    if ((cancel && cancel->load()) || cancel_running_.load()) {
+      deliver(run);  // "cancelled"; the slot keeps the prompt's prefilled part
+      keep = false;
+    } else {
+      try {
+        const int64_t left = static_cast<int64_t>(run.ids.size()) - run.done;
+        if (run.done < run.cache_at) prefill_part(run, std::min(kPrefillChunk, run.cache_at - run.done));
+        else if (left > kPrefillChunk + kPrefillTail) prefill_part(run, kPrefillChunk);
+        else keep = start_generation(run);
+      } catch (...) {
+        fail_running(run, std::current_exception());
+        keep = false;
+      }
+    }
+    it = keep ? std::next(it) : running_.erase(it);
+  }
 }
 
 }  // namespace tessera::engine

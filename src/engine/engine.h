@@ -9,6 +9,10 @@
 // weights are read once for all, and each request gets exactly the tokens
 // it would get alone). Requests with speculative decoding run their own
 // verify steps in turn. A finished request frees its slot for the next.
+// A long prompt admitted while others are generating is prefilled in chunks
+// of kPrefillChunk tokens, one chunk between two of their decode steps, so
+// that their streams pause for a chunk at a time, not for the whole prompt
+// (chunks of 4+ tokens keep the bits of one call: kernels' split invariance).
 //
 // KV reuse: a request continues the slot whose history shares the longest
 // common token prefix with its prompt (slot_choice.h) when that slot holds
@@ -123,9 +127,14 @@ class Engine {
     std::unique_ptr<Job> job;
     size_t slot = 0;
     Result result;
-    std::unique_ptr<Generation> generation;
-    int64_t prefilled_before = 0;  // system-prompt tokens prefilled before the generation's own prefill
-    double system_seconds = 0;
+    std::vector<int32_t> ids;  // the whole prompt
+    int64_t done = 0;          // of it, in the slot's session
+    int64_t cache_at = 0;      // > done: the end of its system messages, cached when reached
+    std::function<bool(std::string_view)> on_text;
+    std::unique_ptr<Generation> generation;  // null while the prompt is prefilled in chunks
+    int64_t prefilled_before = 0;  // prompt tokens prefilled before the generation's own prefill
+    double early_prefill_seconds = 0;  // their compute time
+    double admitted_at = 0, generation_at = 0;  // now_ms() at admission and at the generation's start
   };
   // Where a request runs and how much of its prompt the slot then holds.
   struct ReusePlan {
@@ -141,6 +150,14 @@ class Engine {
   bool admit(Running& run);
   // One decode step of every running request; finished ones are delivered.
   void step_all();
+  // One prefill chunk of every request whose prompt is prefilled in chunks;
+  // the last starts its generation.
+  void advance_prefills();
+  // Runs `n` more prompt tokens of `run` on its slot (not the last ones).
+  void prefill_part(Running& run, int64_t n);
+  // Builds and starts the generation on the rest of the prompt; false (the
+  // result delivered or the failure set) when it ended there.
+  bool start_generation(Running& run);
   void deliver(Running& run);
   void fail_running(Running& run, std::exception_ptr error);
   bool has_free_slot() const;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
+
 #include "core/temp_dir_for_tests.h"
 #include "runtime/chat.h"
 #include "sources/tiny_chat_model_for_tests.h"
@@ -268,6 +271,47 @@ TEST(EnginePrefixCache, TheDiskTierNeedsTheMemoryTier) {
   o.prefix_cache_bytes = 0;
   o.prefix_cache_disk_bytes = 1 << 20;
   EXPECT_THROW(Engine(tiny.load(), o), Error);
+}
+
+TEST(Engine, ALongPromptIsPrefilledBetweenTheRunningRequestsSteps) {
+  // A generates; B arrives with a 600-token prompt. B's prefill goes in
+  // chunks between A's decode steps, so A's stream keeps moving while B
+  // prefills, and both get what they would get alone.
+  TinyModel tiny;
+  EngineOptions o;
+  o.slots = 2;
+  Engine engine(tiny.load(), o);
+  std::atomic<int> a_pieces{0};
+  std::promise<void> a_going;
+  std::atomic<bool> a_signalled{false};
+  Request a = text_request("the first request", 400);
+  a.on_text = [&](std::string_view) {
+    if (++a_pieces == 2 && !a_signalled.exchange(true)) a_going.set_value();
+    return true;
+  };
+  std::future<Result> a_result = engine.submit(a);
+  a_going.get_future().wait();
+  std::atomic<int> at_start{-1}, at_first{-1};
+  Request b = text_request(std::string(600, 'x'), 4);
+  b.on_started = [&] { at_start = a_pieces.load(); };
+  b.on_text = [&](std::string_view) {
+    if (at_first < 0) at_first = a_pieces.load();
+    return true;
+  };
+  const Result rb = engine.run(b);
+  const Result ra = a_result.get();
+  ASSERT_GE(at_start, 0);
+  EXPECT_GE(at_first - at_start, 3) << "A's stream stood still while B prefilled";
+  EXPECT_EQ(rb.prompt_tokens, rb.generation.prompt_tokens);
+  GenerationSettings s;
+  s.max_tokens = 4;
+  s.ignore_eos = true;
+  EXPECT_EQ(rb.generation.ids,
+            fresh(engine.model(), engine.model().require_tokenizer().encode(std::string(600, 'x'), true), s).ids);
+  s.max_tokens = 400;
+  EXPECT_EQ(ra.generation.ids,
+            fresh(engine.model(), engine.model().require_tokenizer().encode("the first request", true), s).ids);
+  EXPECT_GT(rb.generation.ttft_ms, 0);
 }
 
 TEST(EnginePrefixCache, DisabledMeansSlotsOnly) {
