@@ -362,16 +362,17 @@ def test_decode_rate_undisturbed_by_a_huge_upload_and_a_stalled_client(smollm2_s
     # Quiet and disturbed runs interleaved, so that the load of a shared host
     # drifting over the test shifts both alike; the median ratio is compared.
     ratios = []
-    for _ in range(5):
+    for _ in range(7):
         quiet = rate()
         with Disturbance(smollm2_server):
             busy = rate()
         ratios.append(busy / quiet)
         print(f"decode tok/s: undisturbed {quiet:.1f}, with a 64 MB upload and a stalled client {busy:.1f}")
-    ratio = sorted(ratios)[2]
-    # The bar is 10%; on a shared 2-core CI host single runs still move
-    # by more than that, so the median of five ratios must be >= 0.85.
-    assert ratio >= 0.85, ratios
+    # The bar: within 10%. Single pairs on a shared 2-core host move
+    # by more than that either way (0.87-1.03 measured on a quiet one), so
+    # the median of seven interleaved pairs is held to it.
+    ratio = sorted(ratios)[3]
+    assert ratio >= 0.90, ratios
 
 
 def test_health_and_models_answer_while_a_generation_runs(smollm2_server):
