@@ -48,6 +48,7 @@ double DraftController::relative_rate(int64_t k) const {
 int64_t DraftController::draft_length(int64_t available) {
   available = std::min(available, o_.max_draft);
   if (decode_samples_ < 2 || ++since_plain_ >= o_.refresh_interval) return 0;  // time a plain step
+  if (costly_probes_ >= o_.max_costly_probes) return 0;  // drafting costs more than it saves
   if (available <= 0) return 0;
   int64_t best = 1;
   for (int64_t k = 2; k <= available; ++k)
@@ -90,6 +91,7 @@ void DraftController::record_verify(int64_t drafted, int64_t accepted, double se
     const bool paid = accepted > 0 && static_cast<double>(accepted + 1) * decode_s_ > (1 + o_.margin) * seconds;
     probe_wait_ = paid ? std::max(probe_wait_ / 2, o_.probe_interval)
                        : std::min(2 * probe_wait_, o_.max_probe_interval);
+    if (!paid && 2 * accepted >= drafted) ++costly_probes_;
     probing_ = false;
   }
 }

@@ -37,8 +37,10 @@
 // (probe_tokens drafts) measures again. A probe that fails doubles the
 // wait before the next one (up to max_probe_interval), one that pays (it
 // accepted drafts and its tokens came faster than plain decode's) halves
-// it: in free text the probes' cost stays around a percent of the
-// decode time.
+// it: in free text the probes' cost stays around a percent of the decode
+// time. A drafter whose probes are accepted yet slower than plain decode
+// (its drafting costs too much: a draft model near the target's size) is
+// switched off for the request after max_costly_probes such probes.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,10 @@ struct DraftControlOptions {
   int64_t probe_tokens = 2;
   double cost_decay = 0.9;         // per verify call, of the weights of the cost fit
   int64_t refresh_interval = 32;   // steps between forced plain steps while speculating
+  // Probes that accepted at least half their drafts and still came slower
+  // than plain decode: the drafting itself costs too much (a draft model
+  // near the target's size). After this many the request stops speculating.
+  int64_t max_costly_probes = 2;
 };
 
 class DraftController {
@@ -92,6 +98,7 @@ class DraftController {
   int64_t since_plain_ = 0;          // steps since the last plain step
   int64_t probe_wait_;
   bool probing_ = false;             // the verify in flight is a probe
+  int64_t costly_probes_ = 0;
 };
 
 }  // namespace tessera

@@ -123,6 +123,35 @@ TEST(DraftController, StaysOffWhenVerifyCostsAsMuchAsDecoding) {
   EXPECT_EQ(c.draft_length(4), 0);
 }
 
+// A drafter that is always right but costs more than it saves (its verify
+// calls, drafting included, take longer than plain steps for their tokens):
+// after two such probes the request never speculates again.
+TEST(DraftController, StopsForGoodWhenAcceptedDraftsStillCostTooMuch) {
+  DraftControlOptions o;
+  o.refresh_interval = 1000;
+  DraftController c(o);
+  warm(c, 0.010);
+  int verifies = 0;
+  for (int step = 0; step < 2000; ++step) {
+    const int64_t k = c.draft_length(8);
+    if (k == 0) continue;
+    c.record_verify(k, k, 0.015 * (k + 1));  // every draft accepted, 1.5 decode steps per token
+    ++verifies;
+  }
+  EXPECT_LE(verifies, 4);
+  // A cheap drafter whose probes fail for acceptance is not stopped: it keeps probing.
+  DraftController lookup(o);
+  warm(lookup, 0.010);
+  int probes = 0;
+  for (int step = 0; step < 2000; ++step) {
+    const int64_t k = lookup.draft_length(8);
+    if (k == 0) continue;
+    lookup.record_verify(k, 0, 0.011);
+    ++probes;
+  }
+  EXPECT_GE(probes, 10);
+}
+
 TEST(DraftController, ChecksItsOptions) {
   DraftControlOptions o;
   o.max_draft = 0;
