@@ -31,6 +31,9 @@ typedef struct tessera_engine_options {
   int slots;               /* conversations whose KV state is kept; default 1 */
   int queue_capacity;      /* default 16 */
   int64_t context_length;  /* 0: the model's */
+  uint64_t prefix_cache_bytes;       /* session state kept for shared prompt prefixes; default 256 MiB, 0: off */
+  uint64_t prefix_cache_disk_bytes;  /* its disk tier, kept across runs; default 0: off */
+  const char* prefix_cache_dir;      /* NULL: $TESSERA_HOME/prefix-cache/<model> */
 } tessera_engine_options;
 
 /* Receives text as it becomes final (not NUL-terminated); return 0 to cancel. */

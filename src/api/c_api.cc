@@ -51,6 +51,9 @@ void tessera_engine_options_init(tessera_engine_options* options) {
   options->slots = 1;
   options->queue_capacity = 16;
   options->context_length = 0;
+  options->prefix_cache_bytes = tessera::LoadConfig{}.prefix_cache_bytes;
+  options->prefix_cache_disk_bytes = 0;
+  options->prefix_cache_dir = nullptr;
 }
 
 tessera_engine* tessera_engine_create(const char* model, const tessera_engine_options* options) {
@@ -63,6 +66,9 @@ tessera_engine* tessera_engine_create(const char* model, const tessera_engine_op
           c.slots = options->slots;
           c.queue_capacity = options->queue_capacity;
           c.context_length = options->context_length;
+          c.prefix_cache_bytes = options->prefix_cache_bytes;
+          c.prefix_cache_disk_bytes = options->prefix_cache_disk_bytes;
+          if (options->prefix_cache_dir) c.prefix_cache_dir = options->prefix_cache_dir;
         }
         return new tessera_engine{tessera::Engine::load(model, c)};
       },

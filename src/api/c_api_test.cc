@@ -1,0 +1,55 @@
+// The C API's engine options reach the engine: the prefix cache's disk tier
+// set from C serves a second engine (a restart) from the first one's files.
+#include "tessera/tessera.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "core/temp_dir_for_tests.h"
+#include "sources/tiny_chat_model_for_tests.h"
+
+namespace tessera {
+namespace {
+
+int64_t reused_by_a_new_engine(const std::string& model, const tessera_engine_options& options) {
+  tessera_engine* e = tessera_engine_create(model.c_str(), &options);
+  EXPECT_NE(e, nullptr) << tessera_last_error();
+  if (!e) return -1;
+  tessera_request* q = tessera_request_create();
+  tessera_request_add_message(q, "system", "You are a careful assistant. Answer briefly and check every number twice.");
+  tessera_request_add_message(q, "user", "hello");
+  tessera_request_set_max_tokens(q, 2);
+  tessera_result* r = tessera_engine_generate(e, q, nullptr, nullptr);
+  EXPECT_NE(r, nullptr) << tessera_last_error();
+  const int64_t reused = r ? tessera_result_reused_tokens(r) : -1;
+  tessera_result_free(r);
+  tessera_request_free(q);
+  tessera_engine_free(e);
+  return reused;
+}
+
+TEST(CApi, DiskPrefixCacheOptionsReachTheEngine) {
+  TempDir dir{"c_api_test"};
+  testing::write_tiny_chat_model(dir.path() / "model");
+  const std::string model = (dir.path() / "model").string(), store = (dir.path() / "store").string();
+  setenv("TESSERA_HOME", (dir.path() / "home").c_str(), 1);  // the model's bundle is cached there
+  tessera_engine_options options;
+  tessera_engine_options_init(&options);
+  EXPECT_EQ(options.prefix_cache_disk_bytes, 0u);
+  EXPECT_EQ(options.prefix_cache_dir, nullptr);
+  options.prefix_cache_disk_bytes = 16u << 20;
+  options.prefix_cache_dir = store.c_str();
+  EXPECT_EQ(reused_by_a_new_engine(model, options), 0);
+  EXPECT_GE(reused_by_a_new_engine(model, options), 32);  // the system prompt, from the first engine's file
+  EXPECT_FALSE(std::filesystem::is_empty(store));
+  options.prefix_cache_bytes = 0;  // the disk tier needs the memory tier: a clear error, no engine
+  EXPECT_EQ(tessera_engine_create(model.c_str(), &options), nullptr);
+  EXPECT_NE(std::string(tessera_last_error()).find("prefix_cache"), std::string::npos) << tessera_last_error();
+  unsetenv("TESSERA_HOME");
+}
+
+}  // namespace
+}  // namespace tessera
