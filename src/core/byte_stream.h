@@ -59,6 +59,7 @@ class ByteReader {
  private:
   void take(void* out, size_t n) {
     if (n > left_) fail(what_, "contents", "truncated ({} bytes wanted, {} left)", n, left_);
+    if (n == 0) return;  // an empty vector's data() may be null: memcpy must not see it
     std::memcpy(out, p_, n);
     p_ += n;
     left_ -= n;
