@@ -16,6 +16,9 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The request's own cancel flag is set (its client left, its callback said stop).
+bool cancel_requested(const Request& r) { return r.cancel && r.cancel->load(); }
+
 }  // namespace
 
 QueueFull::QueueFull(size_t capacity)
@@ -108,10 +111,12 @@ void Engine::publish_cache_usage() {
   cache_bytes_ = prefix_cache_ ? prefix_cache_->bytes() : 0;
 }
 
+bool Engine::stop_requested(const Request& r) const { return cancel_requested(r) || cancel_running_.load(); }
+
 size_t Engine::queued() const {
   std::lock_guard lock(queue_mutex_);
   size_t n = 0;
-  for (const auto& job : queue_) n += !(job->request.cancel && job->request.cancel->load());
+  for (const auto& job : queue_) n += !cancel_requested(job->request);
   return n;
 }
 
@@ -123,7 +128,7 @@ void Engine::drop_cancelled() {
 void Engine::drop_cancelled_locked() {
   for (auto it = queue_.begin(); it != queue_.end();) {
     Job& job = **it;
-    if (job.request.cancel && job.request.cancel->load()) {
+    if (cancel_requested(job.request)) {
       Result r;
       r.queue_ms = now_ms() - job.submitted_at;
       r.generation.finish_reason = "cancelled";
@@ -209,8 +214,7 @@ void Engine::step_all() {
   // Cancellations first: a cancelled request stops before its next token.
   for (auto& run : running_) {
     if (!run->generation) continue;  // prefilling: advance_prefills() looks
-    const auto& cancel = run->job->request.cancel;
-    if ((cancel && cancel->load()) || cancel_running_.load()) run->generation->cancel();
+    if (stop_requested(run->job->request)) run->generation->cancel();
   }
   std::vector<Running*> plain;
   for (auto& run : running_) {
@@ -385,14 +389,14 @@ bool Engine::admit(Running& run) {
   Result& r = run.result;
   run.admitted_at = now_ms();
   r.queue_ms = run.admitted_at - job.submitted_at;
-  const auto& cancel = job.request.cancel;
-  if ((cancel && cancel->load()) || cancel_running_.load()) {
+  if (stop_requested(job.request)) {
     r.generation.finish_reason = "cancelled";
     job.promise.set_value(std::move(r));
     return false;
   }
   try {
-    const std::vector<int32_t> ids = prompt_ids(job.request);
+    run.ids = prompt_ids(job.request);
+    const std::vector<int32_t>& ids = run.ids;
     r.prompt_tokens = static_cast<int64_t>(ids.size());
     const int64_t context = slots_[0].session->context_length();
     if (r.prompt_tokens >= context)
@@ -416,12 +420,11 @@ bool Engine::admit(Running& run) {
     publish_cache_usage();
     if (job.request.on_started) job.request.on_started();
 
-    const auto on_text = job.request.on_text;
-    run.on_text = [this, cancel, on_text](std::string_view text) {
+    // Copies of the flag and callback: the generation may outlive the job.
+    run.on_text = [this, cancel = job.request.cancel, on_text = job.request.on_text](std::string_view text) {
       if ((cancel && cancel->load()) || cancel_running_.load()) return false;
       return on_text ? on_text(text) : true;
     };
-    run.ids = ids;
     run.done = plan.reused;
     run.cache_at = system_end > run.done ? system_end : 0;
   } catch (...) {
@@ -483,9 +486,8 @@ void Engine::advance_prefills() {
       ++it;
       continue;
     }
-    const auto& cancel = run.job->request.cancel;
     bool keep = true;
-    if ((cancel && cancel->load()) || cancel_running_.load()) {
+    if (stop_requested(run.job->request)) {
       deliver(run);  // "cancelled"; the slot keeps the prompt's prefilled part
       keep = false;
     } else {

@@ -187,6 +187,8 @@ class Engine {
   std::atomic<uint64_t> cache_bytes_{0};
   void publish_cache_usage();
   void drop_cancelled_locked();
+  // The request is cancelled, or the engine is stopping.
+  bool stop_requested(const Request& r) const;
   std::thread scheduler_;
 };
 
