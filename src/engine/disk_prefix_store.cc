@@ -41,11 +41,12 @@ DiskPrefixStore::DiskPrefixStore(std::string dir, uint64_t capacity_bytes, std::
     if (p.extension() != kExtension || !f.is_regular_file(ec)) continue;
     const std::string key = p.stem().string();
     try {
-      if (read_session_file_model(p.string()) != identity_) {  // not ours to judge or delete
+      SessionFileHead head = read_session_file_head(p.string());
+      if (head.model != identity_) {  // not ours to judge or delete
         if (warn_) warn_(fmt::format("prefix cache: ignoring {}: it belongs to another model", p.string()));
         continue;
       }
-      Entry e{key, read_session_file_history(p.string(), identity_), f.file_size(ec), file_ticks(f.last_write_time(ec))};
+      Entry e{key, std::move(head.history), f.file_size(ec), file_ticks(f.last_write_time(ec))};
       if (prefix_key(e.history) != key) fail(p.string(), "session file", "holds a prefix that its name does not");
       bytes_ += e.bytes;
       entries_.push_back(std::move(e));

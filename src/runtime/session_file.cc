@@ -21,8 +21,8 @@ struct Header {
 };
 
 // Magic, version, model identity, payload size and checksum; throws Error
-// for a file that is not a session file of this version and model.
-Header read_header(ByteReader& r, const std::string& path, const std::string& model_identity) {
+// for a file that is not a session file of this version.
+Header read_header(ByteReader& r, const std::string& path) {
   for (char c : kSessionMagic)
     if (r.get<char>() != c) fail(path, "session file", "is not a Tessera session file");
   if (const uint32_t v = r.get<uint32_t>(); v != kSessionFileVersion)
@@ -31,10 +31,13 @@ Header read_header(ByteReader& r, const std::string& path, const std::string& mo
   for (char& c : h.identity) c = r.get<char>();
   h.payload_bytes = r.get<uint64_t>();
   for (char& c : h.digest) c = r.get<char>();
+  return h;
+}
+
+void check_model(const Header& h, const std::string& path, const std::string& model_identity) {
   if (h.identity != model_identity)
     fail(path, "session file", "was saved for another model ({}), not this one ({})", h.identity.substr(0, 12),
          model_identity.substr(0, 12));
-  return h;
 }
 
 std::string read_all(const std::string& path) {
@@ -83,7 +86,8 @@ std::vector<int32_t> read_session_file(const std::string& path, const std::strin
                                        SequenceState& state) {
   const std::string data = read_all(path);
   ByteReader r(data.data(), data.size(), path);
-  const Header h = read_header(r, path, model_identity);
+  const Header h = read_header(r, path);
+  check_model(h, path, model_identity);
   if (h.payload_bytes != r.left())
     fail(path, "session file", "holds {} payload bytes, its header says {}", r.left(), h.payload_bytes);
   const char* body = data.data() + (data.size() - r.left());
@@ -100,21 +104,7 @@ std::vector<int32_t> read_session_file(const std::string& path, const std::strin
   return history;
 }
 
-std::string read_session_file_model(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, "session file", "cannot be read");
-  std::string head(sizeof(kSessionMagic) + 4 + kDigestChars, '\0');
-  f.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(f.gcount()));
-  ByteReader r(head.data(), head.size(), path);
-  for (char c : kSessionMagic)
-    if (r.get<char>() != c) fail(path, "session file", "is not a Tessera session file");
-  if (const uint32_t v = r.get<uint32_t>(); v != kSessionFileVersion)
-    fail(path, "session file", "has version {}; this Tessera reads version {}", v, kSessionFileVersion);
-  return head.substr(head.size() - kDigestChars);
-}
-
-std::vector<int32_t> read_session_file_history(const std::string& path, const std::string& model_identity) {
+SessionFileHead read_session_file_head(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path, "session file", "cannot be read");
   constexpr size_t kHeaderBytes = sizeof(kSessionMagic) + 4 + kDigestChars + 8 + kDigestChars + 8;
@@ -122,7 +112,7 @@ std::vector<int32_t> read_session_file_history(const std::string& path, const st
   f.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(f.gcount()));
   ByteReader r(head.data(), head.size(), path);
-  const Header h = read_header(r, path, model_identity);
+  const Header h = read_header(r, path);
   const uint64_t tokens = r.get<uint64_t>();
   if (tokens > (h.payload_bytes - std::min<uint64_t>(h.payload_bytes, 8)) / sizeof(int32_t))
     fail(path, "session file", "says it holds {} tokens in a payload of {} bytes", tokens, h.payload_bytes);
@@ -130,7 +120,7 @@ std::vector<int32_t> read_session_file_history(const std::string& path, const st
   f.read(reinterpret_cast<char*>(history.data()), static_cast<std::streamsize>(tokens * sizeof(int32_t)));
   if (static_cast<uint64_t>(f.gcount()) != tokens * sizeof(int32_t))
     fail(path, "session file", "is truncated (its history runs past the end)");
-  return history;
+  return {h.identity, std::move(history)};
 }
 
 }  // namespace tessera

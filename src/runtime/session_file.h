@@ -42,11 +42,11 @@ std::vector<int32_t> read_session_file(const std::string& path, const std::strin
 // Only the header and the token history, without reading the state or
 // checking the checksum (which read_session_file does): what an index of
 // many files needs. Throws Error for a file that is not a session file of
-// this version and model, or too short to hold its history.
-std::vector<int32_t> read_session_file_history(const std::string& path, const std::string& model_identity);
-
-// The model identity in the file's header; throws Error for a file that is
-// not a session file of this version.
-std::string read_session_file_model(const std::string& path);
+// this version, or too short to hold its history.
+struct SessionFileHead {
+  std::string model;  // the model identity it was saved for
+  std::vector<int32_t> history;
+};
+SessionFileHead read_session_file_head(const std::string& path);
 
 }  // namespace tessera
