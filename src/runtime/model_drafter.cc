@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "convert/bundle_cache.h"
 #include "core/error.h"
@@ -56,20 +57,29 @@ void check_same_vocabulary(const Model& draft, const Model& target, const std::s
 }  // namespace
 
 std::shared_ptr<const Model> shared_draft_model(const std::string& path, const Model& target) {
+  // Kept for the process: a reload per request would cost more than any
+  // draft saves. Each draft remembers the targets whose vocabulary it was
+  // checked against (a token-by-token comparison, once per pair).
+  struct Loaded {
+    std::shared_ptr<const Model> model;
+    std::set<std::string> checked_targets;  // Model::identity()
+  };
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const Model>> loaded;  // for the process: a reload per request would cost more than any draft saves
+  static std::map<std::string, Loaded> loaded;
   std::lock_guard lock(mutex);
-  if (auto it = loaded.find(path); it != loaded.end()) {
-    check_same_vocabulary(*it->second, target, path);
-    return it->second;
+  auto it = loaded.find(path);
+  if (it == loaded.end()) {
+    LoadOptions options;
+    options.threads = target.pool().threads();
+    options.kv_type = target.kv_type();
+    it = loaded.emplace(path, Loaded{load_model_for_running(path, options, /*reference=*/false), {}}).first;
   }
-  LoadOptions options;
-  options.threads = target.pool().threads();
-  options.kv_type = target.kv_type();
-  std::shared_ptr<const Model> m = load_model_for_running(path, options, /*reference=*/false);
-  check_same_vocabulary(*m, target, path);
-  loaded[path] = m;
-  return m;
+  Loaded& d = it->second;
+  if (!d.checked_targets.contains(target.identity())) {
+    check_same_vocabulary(*d.model, target, path);
+    d.checked_targets.insert(target.identity());
+  }
+  return d.model;
 }
 
 }  // namespace tessera
