@@ -45,27 +45,32 @@ bool connects(int fd, const std::string& remote_addr, int remote_port, const std
 
 }  // namespace
 
-ClientConnection::ClientConnection(const std::string& remote_addr, int remote_port, const std::string& local_addr,
-                                   int local_port) {
-  if (remote_port < 0 || local_port < 0) return;
+int ClientConnection::find_socket() const {
+  if (remote_port_ < 0 || local_port_ < 0) return -1;
   // /proc/self/fd lists the open descriptors (Linux); elsewhere try the low ones.
   if (DIR* d = opendir("/proc/self/fd")) {
+    int found = -1;
     while (const dirent* e = readdir(d)) {
       if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
       const int fd = std::atoi(e->d_name);
-      if (fd != dirfd(d) && connects(fd, remote_addr, remote_port, local_addr, local_port)) {
-        fd_ = fd;
+      if (fd != dirfd(d) && connects(fd, remote_addr_, remote_port_, local_addr_, local_port_)) {
+        found = fd;
         break;
       }
     }
     closedir(d);
-    return;
+    return found;
   }
-  for (int fd = 0; fd < 4096 && fd_ < 0; ++fd)
-    if (connects(fd, remote_addr, remote_port, local_addr, local_port)) fd_ = fd;
+  for (int fd = 0; fd < 4096; ++fd)
+    if (connects(fd, remote_addr_, remote_port_, local_addr_, local_port_)) return fd;
+  return -1;
 }
 
-bool ClientConnection::gone() const {
+bool ClientConnection::gone() {
+  if (!searched_) {
+    fd_ = find_socket();
+    searched_ = true;
+  }
   if (fd_ < 0) return false;
   pollfd p{fd_, POLLIN, 0};
 #ifdef POLLRDHUP

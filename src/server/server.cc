@@ -177,7 +177,7 @@ struct Server::Impl {
 
     // The status line goes out before the first token, so wait until the
     // prompt has been accepted (or refused: then a JSON error).
-    const ClientConnection client(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+    ClientConnection client(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
     if (!channel->wait_started([&client] { return client.gone(); })) {
       engine.drop_cancelled();  // if the client left while queued: its place goes to the next
       // Refused, or cancelled before it started: either way it is over (the
