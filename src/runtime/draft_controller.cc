@@ -7,7 +7,6 @@
 
 namespace tessera {
 
-
 DraftController::DraftController(const DraftControlOptions& options) : o_(options) {
   if (o_.max_draft < 1) fail("speculative", "max_draft", "must be at least 1, got {}", o_.max_draft);
   if (!(o_.prior_acceptance > 0 && o_.prior_acceptance < 1))
@@ -45,10 +44,17 @@ double DraftController::relative_rate(int64_t k) const {
   return expected_tokens(k) * decode_s_ / verify_seconds(k);
 }
 
+bool DraftController::affordable(int64_t k) const {
+  const double allowed = (o_.loss_budget * static_cast<double>(tokens_) + o_.initial_allowance) * decode_s_;
+  return lost_s_ + verify_seconds(k) - decode_s_ <= allowed;
+}
+
 int64_t DraftController::draft_length(int64_t available) {
   available = std::min(available, o_.max_draft);
   if (decode_samples_ < 2 || ++since_plain_ >= o_.refresh_interval) return 0;  // time a plain step
   if (costly_probes_ >= o_.max_costly_probes) return 0;  // drafting costs more than it saves
+  // The loss budget caps the length (c(k) grows with k): the longest affordable.
+  while (available > 0 && !affordable(available)) --available;
   if (available <= 0) return 0;
   int64_t best = 1;
   for (int64_t k = 2; k <= available; ++k)
@@ -57,7 +63,7 @@ int64_t DraftController::draft_length(int64_t available) {
     plain_with_proposal_ = 0;
     return best;
   }
-  if (++plain_with_proposal_ < probe_wait_) return 0;
+  if (!o_.probes || ++plain_with_proposal_ < probe_wait_) return 0;
   plain_with_proposal_ = 0;
   probing_ = true;
   return std::min(available, o_.probe_tokens);
@@ -65,6 +71,7 @@ int64_t DraftController::draft_length(int64_t available) {
 
 void DraftController::record_decode(double seconds) {
   since_plain_ = 0;
+  ++tokens_;
   // The first step of a request runs cold (first use of the decode
   // programs' buffers): not a measure of the next ones.
   if (decode_samples_++ == 0) return;
@@ -72,10 +79,20 @@ void DraftController::record_decode(double seconds) {
   decode_s_ += (seconds - decode_s_) / static_cast<double>(std::min<int64_t>(n, 8));
 }
 
-void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds) {
+void DraftController::record_acceptance(int64_t drafted, int64_t accepted) {
   accepted_[state_] = o_.decay * accepted_[state_] + static_cast<double>(accepted);
   decided_[state_] = o_.decay * decided_[state_] + static_cast<double>(accepted + (accepted < drafted ? 1 : 0));
   state_ = accepted == drafted ? 1 : 0;
+}
+
+void DraftController::record_shadow(int64_t drafted, int64_t accepted) {
+  if (drafted > 0) record_acceptance(drafted, accepted);
+}
+
+void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds) {
+  record_acceptance(drafted, accepted);
+  tokens_ += accepted + 1;
+  lost_s_ += seconds - static_cast<double>(accepted + 1) * decode_s_;
   const double k = static_cast<double>(drafted), d = o_.cost_decay;
   sw_ = d * sw_ + 1;
   sk_ = d * sk_ + k;

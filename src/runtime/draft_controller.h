@@ -32,7 +32,14 @@
 // that did not, each with its own counts, and the state of the last call
 // picks the estimate (a two-state Markov model of the text).
 //
-// Probing. Switched off, the estimate would never change; so after a run
+// Shadow drafts. A cheap drafter (prompt lookup) proposes at every step,
+// plain or not; a proposal made before a plain step is compared with the
+// tokens plain decoding then produces (SpeculativeDecoder), and the count
+// of its drafts that would have been accepted enters α as a verify call's
+// would (record_shadow), at no cost. α then follows the text while
+// speculation is off, and no probe is needed (probes = false).
+//
+// Probing. Switched off, the estimate would otherwise never change; so after a run
 // of plain steps during which the drafter had proposals, one short verify
 // (probe_tokens drafts) measures again. A probe that fails doubles the
 // wait before the next one (up to max_probe_interval), one that pays (it
@@ -41,6 +48,22 @@
 // time. A drafter whose probes are accepted yet slower than plain decode
 // (its drafting costs too much: a draft model near the target's size) is
 // switched off for the request after max_costly_probes such probes.
+//
+// The loss budget. Whatever the estimates say, a verify call is made only
+// if the request would still be within loss_budget of plain decode's time
+// should the call accept nothing. The controller keeps a ledger of the
+// time speculation has lost so far,
+//   L = Σ over verify calls (its seconds − (accepted + 1) · c1)
+// (negative when it has gained), and N, the tokens the request has
+// produced. A call of k drafts is affordable when
+//   L + c(k) − c1 ≤ loss_budget · N · c1 + initial_allowance · c1,
+// c(k) − c1 being what the call loses if every draft is rejected (it
+// still yields the target's own token, as the plain step would). Since L
+// stays within the bound after every call, the request as a whole is never
+// more than loss_budget slower than plain decode, plus initial_allowance
+// decode steps, whenever it ends (up to the error of the cost fit). A run
+// of drafts ramps up from short calls, each accepted draft buying room for
+// longer ones.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +75,7 @@ struct DraftControlOptions {
   double prior_acceptance = 0.5;   // α before any verify (as one decided draft of weight 2)
   double decay = 0.7;              // per verify call, of the acceptance counts
   double margin = 0.03;            // speculate when the best rate beats 1 / c1 by this fraction
-  double prior_row_cost = 0.15;    // m / c1 before any verify has been timed
+  double prior_row_cost = 0.5;     // m / c1 before any verify has been timed (quiet Zen 4: 0.48-0.65)
   int64_t probe_interval = 8;      // plain steps with a proposal before a probe
   int64_t max_probe_interval = 128;
   int64_t probe_tokens = 2;
@@ -62,6 +85,14 @@ struct DraftControlOptions {
   // than plain decode: the drafting itself costs too much (a draft model
   // near the target's size). After this many the request stops speculating.
   int64_t max_costly_probes = 2;
+  // The most speculation may lose against plain decode, as a fraction of
+  // its time for the tokens produced (the ledger above; the bound
+  // is 3%, the rest is the margin for the cost fit's error).
+  double loss_budget = 0.02;
+  double initial_allowance = 1.0;  // decode steps the ledger may lose beyond the budget
+  // Probe while off (above); false when the drafter's proposals are
+  // checked as shadow drafts instead.
+  bool probes = true;
 };
 
 class DraftController {
@@ -75,10 +106,20 @@ class DraftController {
   void record_decode(double seconds);
   // The time of a verify call of `drafted` tokens that accepted `accepted`.
   void record_verify(int64_t drafted, int64_t accepted, double seconds);
+  // A proposal of `drafted` tokens made before plain steps, of which the
+  // first `accepted` equal the tokens plain decoding then produced.
+  void record_shadow(int64_t drafted, int64_t accepted);
 
   // α in the current state (after the last verify call's outcome).
   double acceptance() const { return accepted_[state_] / decided_[state_]; }
   double decode_seconds() const { return decode_s_; }
+  // The ledger: seconds lost by verify calls against plain steps for the
+  // same tokens (negative: gained), and the tokens produced so far.
+  double lost_seconds() const { return lost_s_; }
+  int64_t tokens() const { return tokens_; }
+  // Whether a verify of k drafts keeps the request within the loss budget
+  // even if it accepts none of them.
+  bool affordable(int64_t k) const;
   // The fitted verify cost c(k) (before any verify: c1 + prior · c1 · k).
   double verify_seconds(int64_t k) const;
   // Expected tokens per verify of k drafts, and its rate relative to plain
@@ -99,6 +140,10 @@ class DraftController {
   int64_t probe_wait_;
   bool probing_ = false;             // the verify in flight is a probe
   int64_t costly_probes_ = 0;
+  // α's decayed counts and state after a proposal's outcome.
+  void record_acceptance(int64_t drafted, int64_t accepted);
+  double lost_s_ = 0;                // the ledger L
+  int64_t tokens_ = 0;               // N
 };
 
 }  // namespace tessera

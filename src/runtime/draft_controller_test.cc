@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/error.h"
 
 namespace tessera {
@@ -14,7 +17,9 @@ void warm(DraftController& c, double seconds) {
 }
 
 TEST(DraftController, PlainDecodeUntilTwoDecodeStepsAreTimed) {
-  DraftController c;
+  DraftControlOptions o;
+  o.prior_row_cost = 0.15;  // verify rows cheap enough that the prior α pays
+  DraftController c(o);
   EXPECT_EQ(c.draft_length(8), 0);
   c.record_decode(0.050);
   EXPECT_EQ(c.draft_length(8), 0);
@@ -36,7 +41,7 @@ TEST(DraftController, ExpectedTokensFollowTheGeometricSeries) {
 TEST(DraftController, FitsTheVerifyCostToTheCalls) {
   DraftController c;
   warm(c, 0.010);
-  EXPECT_NEAR(c.verify_seconds(4), 0.010 * (1 + 0.15 * 4), 1e-12);  // the prior
+  EXPECT_NEAR(c.verify_seconds(4), 0.010 * (1 + 0.5 * 4), 1e-12);  // the prior
   for (int64_t k : {2, 5, 3, 8, 1, 6}) c.record_verify(k, k, 0.014 + 0.002 * k);
   EXPECT_NEAR(c.verify_seconds(1), 0.016, 1e-9);
   EXPECT_NEAR(c.verify_seconds(8), 0.030, 1e-9);
@@ -47,6 +52,7 @@ TEST(DraftController, FitsTheVerifyCostToTheCalls) {
 TEST(DraftController, DraftsLongWhenDraftsAreAcceptedAndVerifyIsCheap) {
   DraftControlOptions o;
   o.refresh_interval = 10;
+  o.prior_row_cost = 0.15;
   DraftController c(o);
   warm(c, 0.010);
   int plain = 0;
@@ -72,6 +78,8 @@ TEST(DraftController, TurnsOffAfterRejectionsAndProbesEverMoreRarely) {
   o.probe_interval = 4;
   o.max_probe_interval = 16;
   o.refresh_interval = 1000;
+  o.prior_row_cost = 0.15;
+  o.loss_budget = 1;  // the probes alone (the ledger has its own test)
   DraftController c(o);
   warm(c, 0.010);
   int verifies = 0;
@@ -129,6 +137,8 @@ TEST(DraftController, StaysOffWhenVerifyCostsAsMuchAsDecoding) {
 TEST(DraftController, StopsForGoodWhenAcceptedDraftsStillCostTooMuch) {
   DraftControlOptions o;
   o.refresh_interval = 1000;
+  o.prior_row_cost = 0.15;
+  o.loss_budget = 1;  // the probes alone (the ledger has its own test)
   DraftController c(o);
   warm(c, 0.010);
   int verifies = 0;
@@ -150,6 +160,95 @@ TEST(DraftController, StopsForGoodWhenAcceptedDraftsStillCostTooMuch) {
     ++probes;
   }
   EXPECT_GE(probes, 10);
+}
+
+// The ledger: drafts the estimates favour but the text rejects (a prior α
+// of 0.9, every draft wrong), verify rows at half a decode step. Whether it
+// probes or not, after every step the request's time stays within the
+// budget of plain decode's for the same tokens, plus the allowance.
+TEST(DraftController, NeverLosesMoreThanTheBudget) {
+  for (const bool probes : {true, false}) {
+    DraftControlOptions o;
+    o.prior_acceptance = 0.9;
+    o.probes = probes;
+    DraftController c(o);
+    const double c1 = 0.010;
+    warm(c, c1);
+    double elapsed = 2 * c1;
+    int64_t tokens = 2, verifies = 0;
+    for (int step = 0; step < 3000; ++step) {
+      const int64_t k = c.draft_length(8);
+      if (k == 0) {
+        c.record_decode(c1);
+        elapsed += c1;
+        ++tokens;
+      } else {
+        const double t = c1 * (1 + 0.5 * static_cast<double>(k));
+        c.record_verify(k, 0, t);
+        elapsed += t;
+        ++tokens;
+        ++verifies;
+      }
+      ASSERT_LE(elapsed, (1 + o.loss_budget) * static_cast<double>(tokens) * c1 + o.initial_allowance * c1 + 1e-9)
+          << "step " << step;
+      EXPECT_EQ(c.tokens(), tokens);
+      EXPECT_NEAR(c.lost_seconds(), elapsed - static_cast<double>(tokens) * c1, 1e-9);
+    }
+    EXPECT_GT(verifies, 0);  // it did try (the budget, not a refusal, bounds the loss)
+    if (probes) EXPECT_GT(verifies, 5);
+  }
+}
+
+// A run of accepted drafts buys room for longer calls: from the first
+// call (capped by the allowance) the lengths grow to max_draft.
+TEST(DraftController, RampsUpAsAcceptedDraftsPayForLongerCalls) {
+  DraftController c;
+  const double c1 = 0.010;
+  warm(c, c1);
+  for (int i = 0; i < 4; ++i) c.record_shadow(8, 8);  // a verbatim copy, seen while off
+  std::vector<int64_t> ks;
+  for (int step = 0; step < 12; ++step) {
+    const int64_t k = c.draft_length(8);
+    if (k == 0) {
+      c.record_decode(c1);
+      continue;
+    }
+    ks.push_back(k);
+    c.record_verify(k, k, c1 * (1 + 0.5 * static_cast<double>(k)));
+  }
+  ASSERT_GE(ks.size(), 4u);
+  EXPECT_LE(ks[0], 2);  // one decode step of allowance: c(2) − c1 = c1
+  EXPECT_TRUE(std::is_sorted(ks.begin(), ks.end()));
+  EXPECT_EQ(ks.back(), 8);
+}
+
+// Shadow drafts move α while nothing is verified: proposals that plain
+// decoding confirms turn speculation on, ones it refutes keep it off, and
+// with probes off a request whose proposals never match verifies nothing.
+TEST(DraftController, ShadowDraftsSteerWithoutVerifying) {
+  DraftControlOptions o;
+  o.probes = false;
+  const double c1 = 0.010;
+  DraftController off(o);
+  warm(off, c1);
+  int verifies = 0;
+  for (int step = 0; step < 1000; ++step) {
+    if (off.draft_length(8) > 0) ++verifies;
+    off.record_decode(c1);
+    off.record_shadow(8, 0);
+  }
+  EXPECT_EQ(verifies, 0);
+  EXPECT_LT(off.acceptance(), 0.01);
+  DraftController on(o);
+  warm(on, c1);
+  int shadows = 0;
+  for (; on.draft_length(8) == 0 && shadows < 10; ++shadows) {
+    on.record_decode(c1);
+    on.record_shadow(4, 4);
+  }
+  EXPECT_GE(shadows, 1);  // the prior α alone does not pay for half-step rows
+  EXPECT_LE(shadows, 3);
+  EXPECT_GT(on.acceptance(), 0.8);
 }
 
 TEST(DraftController, ChecksItsOptions) {

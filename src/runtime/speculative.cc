@@ -75,6 +75,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 DraftControlOptions control_options(const SpeculativeOptions& o) {
   DraftControlOptions c;
   c.max_draft = o.max_draft;
+  c.probes = o.mode != SpeculativeMode::Auto;  // auto: shadow drafts instead (lookup proposes every step)
   return c;
 }
 
@@ -121,8 +122,12 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
                                                  : controller_.draft_length(static_cast<int64_t>(draft_.size()));
   }
   if (k == 0) {
+    // Auto: the proposal not verified now is a shadow draft, checked
+    // against the tokens plain decoding produces next.
+    if (options_.mode == SpeculativeMode::Auto && shadow_.empty()) shadow_ = draft_;
     decided.push_back(decode(context));
     controller_.record_decode(seconds_since(start));
+    observe_shadow(decided.back());
     return;
   }
   draft_.resize(static_cast<size_t>(k));
@@ -172,10 +177,20 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   truncate(ext, base + 1 + a);
   decided.insert(decided.end(), draft_.begin(), draft_.begin() + a);
   decided.push_back(next);
+  for (auto it = decided.end() - (a + 1); it != decided.end(); ++it) observe_shadow(*it);
   ++stats_.verify_calls;
   stats_.drafted += k;
   stats_.accepted += a;
   controller_.record_verify(k, a, seconds_since(start));
+}
+
+void SpeculativeDecoder::observe_shadow(int32_t token) {
+  if (shadow_.empty()) return;
+  const auto drafted = static_cast<int64_t>(shadow_.size());
+  if (token == shadow_[static_cast<size_t>(shadow_matched_)] && ++shadow_matched_ < drafted) return;
+  controller_.record_shadow(drafted, shadow_matched_);
+  shadow_.clear();
+  shadow_matched_ = 0;
 }
 
 void SpeculativeDecoder::truncate(std::span<const int32_t> tokens, int64_t n) {

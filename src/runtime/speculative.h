@@ -133,6 +133,10 @@ class SpeculativeDecoder {
   int32_t decode(std::span<const int32_t> context);
   // Runs tokens[0, n) into the reset session as they were run first.
   void refeed(std::span<const int32_t> tokens, int64_t n);
+  // The next decided token against the shadow draft (DraftController):
+  // when it settles the draft (a mismatch, or its last token matched), its
+  // outcome goes to the controller.
+  void observe_shadow(int32_t token);
 
   Session& session_;
   Sampler& sampler_;
@@ -142,6 +146,8 @@ class SpeculativeDecoder {
   DraftController controller_;
   SpeculativeStats stats_;
   std::vector<int32_t> draft_, extended_;
+  std::vector<int32_t> shadow_;  // auto: a proposal not verified, being checked against the next tokens
+  int64_t shadow_matched_ = 0;    // of its tokens, how many the decided ones matched so far
 };
 
 }  // namespace tessera

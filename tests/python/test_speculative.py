@@ -277,6 +277,26 @@ def test_greedy_speculative_equals_plain_on_long_chat_prompts(name, pulled_model
     assert verified > 20 and accepted > 20, (verified, accepted)
 
 
+def test_auto_speculates_on_a_verbatim_copy_from_shadow_drafts(pulled_model_path):
+    """`auto` verifies nothing until plain decoding has confirmed the
+    lookup's proposals (shadow drafts, runtime/draft_controller.h): on a
+    request to repeat a paragraph it then speculates, and its output is plain
+    greedy's."""
+    name = "smollm2-135m-instruct"
+    pulled_model_path(name)
+    paragraph = ("The old lighthouse stood at the edge of the cliff for more than a hundred years. Every night its "
+                 "keeper climbed the spiral stairs, trimmed the wick and wound the clockwork that turned the lens.")
+    prompt = "Repeat the following paragraph exactly, word for word, and nothing else:\n\n" + paragraph
+    plain = run_json(name, "--chat", "-p", prompt, "-n", 64)
+    spec = run_json(name, "--chat", "-p", prompt, "-n", 64, "--speculative", "auto")
+    assert spec["ids"] == plain["ids"]
+    s = spec["speculative"]
+    assert s["verify_calls"] > 0 and s["accepted"] >= 0.8 * s["drafted"], s
+    # Steps (verify calls and plain ones) = tokens − accepted drafts: well
+    # under the tokens once the copy was confirmed and the drafts ran long.
+    assert s["accepted"] > 0.25 * len(spec["ids"]), (s, len(spec["ids"]))
+
+
 def test_cli_rejects_an_unknown_speculative_mode():
     proc = run_tessera("run", "x", "-p", "hi", "--speculative", "eagle", check=False)
     assert proc.returncode != 0
