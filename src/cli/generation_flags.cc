@@ -28,14 +28,16 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--speculative", settings.speculative,
                  "Speculative decoding: off, lookup (verify every prompt-lookup draft), auto (prompt lookup, "
                  "draft length and on/off adapted to the measured acceptance and verify cost) or draft:PATH "
-                 "(a draft model sharing the tokenizer, adapted as auto); greedy output is identical to plain "
-                 "decoding")
+                 "(a draft model sharing the tokenizer, adapted as auto; draft-all:PATH verifies its every "
+                 "proposal, to measure a drafter); greedy output is identical to plain decoding")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
-            if (v == "off" || v == "lookup" || v == "auto" || (v.starts_with("draft:") && v.size() > 6)) return "";
-            return "expected off, lookup, auto or draft:PATH";
+            if (v == "off" || v == "lookup" || v == "auto" || (v.starts_with("draft:") && v.size() > 6) ||
+                (v.starts_with("draft-all:") && v.size() > 10))
+              return "";
+            return "expected off, lookup, auto, draft:PATH or draft-all:PATH";
           },
-          "off|lookup|auto|draft:PATH"))
+          "off|lookup|auto|draft:PATH|draft-all:PATH"))
       ->capture_default_str();
   cmd.add_option("--draft-max", settings.draft_max, "Speculative decoding: drafted tokens per verify call at most (1-32)")
       ->capture_default_str();

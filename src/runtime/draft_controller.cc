@@ -41,15 +41,16 @@ double DraftController::verify_seconds(int64_t k) const {
 }
 
 double DraftController::relative_rate(int64_t k) const {
-  return expected_tokens(k) * decode_s_ / verify_seconds(k);
+  return expected_tokens(k) * decode_s_ / (verify_seconds(k) + drafting_.of(k));
 }
 
 bool DraftController::affordable(int64_t k) const {
   const double allowed = (o_.loss_budget * static_cast<double>(tokens_) + o_.initial_allowance) * decode_s_;
-  return lost_s_ + verify_seconds(k) - decode_s_ <= allowed;
+  return lost_s_ + verify_seconds(k) + drafting_.of(k) - decode_s_ <= allowed;
 }
 
-int64_t DraftController::draft_length(int64_t available) {
+int64_t DraftController::draft_length(int64_t available, const DraftingCost& drafting) {
+  drafting_ = drafting;
   available = std::min(available, o_.max_draft);
   if (decode_samples_ < 2 || ++since_plain_ >= o_.refresh_interval) return 0;  // time a plain step
   if (costly_probes_ >= o_.max_costly_probes) return 0;  // drafting costs more than it saves
@@ -89,10 +90,11 @@ void DraftController::record_shadow(int64_t drafted, int64_t accepted) {
   if (drafted > 0) record_acceptance(drafted, accepted);
 }
 
-void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds) {
+void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds, double drafting_seconds) {
   record_acceptance(drafted, accepted);
+  const double total = seconds + drafting_seconds;
   tokens_ += accepted + 1;
-  lost_s_ += seconds - static_cast<double>(accepted + 1) * decode_s_;
+  lost_s_ += total - static_cast<double>(accepted + 1) * decode_s_;
   const double k = static_cast<double>(drafted), d = o_.cost_decay;
   sw_ = d * sw_ + 1;
   sk_ = d * sk_ + k;
@@ -105,7 +107,7 @@ void DraftController::record_verify(int64_t drafted, int64_t accepted, double se
     // their most frequent). Paid: accepted drafts, and its tokens came
     // faster than plain decode's (a drafter whose guesses cost as much as
     // the target's steps, a draft model, is accepted and still loses).
-    const bool paid = accepted > 0 && static_cast<double>(accepted + 1) * decode_s_ > (1 + o_.margin) * seconds;
+    const bool paid = accepted > 0 && static_cast<double>(accepted + 1) * decode_s_ > (1 + o_.margin) * total;
     probe_wait_ = paid ? std::max(probe_wait_ / 2, o_.probe_interval)
                        : std::min(2 * probe_wait_, o_.max_probe_interval);
     if (!paid && 2 * accepted >= drafted) ++costly_probes_;

@@ -53,11 +53,14 @@
 // if the request would still be within loss_budget of plain decode's time
 // should the call accept nothing. The controller keeps a ledger of the
 // time speculation has lost so far,
-//   L = Σ over verify calls (its seconds − (accepted + 1) · c1)
+//   L = Σ over verify calls (its seconds, drafting included,
+//       − (accepted + 1) · c1)
 // (negative when it has gained), and N, the tokens the request has
 // produced. A call of k drafts is affordable when
-//   L + c(k) − c1 ≤ loss_budget · N · c1 + initial_allowance · c1,
-// c(k) − c1 being what the call loses if every draft is rejected (it
+//   L + c(k) + d(k) − c1 ≤ loss_budget · N · c1 + initial_allowance · c1,
+// with d(k) the predicted cost of drafting k tokens (a draft model's catch-up
+// and steps, Drafter::predicted_cost; nothing for prompt lookup), c(k) +
+// d(k) − c1 being what the call loses if every draft is rejected (it
 // still yields the target's own token, as the plain step would). Since L
 // stays within the bound after every call, the request as a whole is never
 // more than loss_budget slower than plain decode, plus initial_allowance
@@ -67,6 +70,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "runtime/drafter.h"
 
 namespace tessera {
 
@@ -101,11 +106,15 @@ class DraftController {
 
   // How many of the `available` drafted tokens to verify now (0: a plain
   // decode step). Before the first decode step has been timed, 0.
-  int64_t draft_length(int64_t available);
+  // `drafting`: what producing the drafts would cost (a draft model's
+  // steps; nothing for prompt lookup, whose proposals are already made),
+  // added to c(k) in the rates and in the ledger's worst case.
+  int64_t draft_length(int64_t available, const DraftingCost& drafting = {});
   // The time of a plain decode step.
   void record_decode(double seconds);
-  // The time of a verify call of `drafted` tokens that accepted `accepted`.
-  void record_verify(int64_t drafted, int64_t accepted, double seconds);
+  // The time of a verify call of `drafted` tokens that accepted `accepted`,
+  // and the time spent drafting them (in the ledger, not in the fit of c(k)).
+  void record_verify(int64_t drafted, int64_t accepted, double seconds, double drafting_seconds = 0);
   // A proposal of `drafted` tokens made before plain steps, of which the
   // first `accepted` equal the tokens plain decoding then produced.
   void record_shadow(int64_t drafted, int64_t accepted);
@@ -117,13 +126,14 @@ class DraftController {
   // same tokens (negative: gained), and the tokens produced so far.
   double lost_seconds() const { return lost_s_; }
   int64_t tokens() const { return tokens_; }
-  // Whether a verify of k drafts keeps the request within the loss budget
-  // even if it accepts none of them.
+  // Whether a verify of k drafts (and their drafting, as last given to
+  // draft_length) keeps the request within the loss budget even if it
+  // accepts none of them.
   bool affordable(int64_t k) const;
   // The fitted verify cost c(k) (before any verify: c1 + prior · c1 · k).
   double verify_seconds(int64_t k) const;
   // Expected tokens per verify of k drafts, and its rate relative to plain
-  // decode (E(k) · c1 / c(k)).
+  // decode (E(k) · c1 / (c(k) + drafting of k)).
   double expected_tokens(int64_t k) const;
   double relative_rate(int64_t k) const;
 
@@ -142,6 +152,7 @@ class DraftController {
   int64_t costly_probes_ = 0;
   // α's decayed counts and state after a proposal's outcome.
   void record_acceptance(int64_t drafted, int64_t accepted);
+  DraftingCost drafting_;            // as given to the last draft_length
   double lost_s_ = 0;                // the ledger L
   int64_t tokens_ = 0;               // N
 };

@@ -11,9 +11,25 @@
 
 namespace tessera {
 
+// What a proposal is expected to cost, in seconds: `fixed` for the first
+// drafted token (a draft model's catch-up on the context included) and
+// `per_token` for each further one.
+struct DraftingCost {
+  double fixed = 0, per_token = 0;
+  double of(int64_t k) const { return k > 0 ? fixed + per_token * static_cast<double>(k - 1) : 0; }
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
+  // The expected cost of proposing after `context` (as propose() would
+  // take it), given the target's decode step of target_decode_s seconds.
+  // Prompt lookup: nothing worth counting.
+  virtual DraftingCost predicted_cost(std::span<const int32_t> context, double target_decode_s) const {
+    (void)context;
+    (void)target_decode_s;
+    return {};
+  }
   // Replaces `draft` with up to max_tokens guesses of the tokens that follow
   // `context` (every token so far: the session's history, the prompt and the
   // generated tokens, the last of them not yet run). Empty: no guess.

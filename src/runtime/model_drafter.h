@@ -30,17 +30,29 @@ namespace tessera {
 class ModelDrafter : public Drafter {
  public:
   // context_length: the draft session's, at least the target's.
-  ModelDrafter(std::shared_ptr<const Model> draft, int64_t context_length);
+  // size_ratio: the draft's weight bytes over the target's, what its steps
+  // are assumed to cost relative to the target's until they are timed.
+  ModelDrafter(std::shared_ptr<const Model> draft, int64_t context_length, double size_ratio = 1.0);
 
   void propose(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& draft) override;
+  // The catch-up (context positions the session does not hold) at the
+  // measured cost per position, then draft steps at their measured cost;
+  // before any is timed, each position and step at size_ratio of the
+  // target's decode step (decode is bound by the weight bytes).
+  DraftingCost predicted_cost(std::span<const int32_t> context, double target_decode_s) const override;
 
   // Positions the draft session ran over all proposals (prefix catch-up and drafts).
   int64_t positions_run() const { return positions_run_; }
 
  private:
+  // Context positions the session already holds (what propose() keeps).
+  int64_t common_prefix(std::span<const int32_t> context) const;
+
   std::shared_ptr<const Model> model_;
   Session session_;
+  double size_ratio_;
   int64_t positions_run_ = 0;
+  double catch_up_s_per_position_ = 0, step_s_ = 0;  // running means (0: not timed yet)
 };
 
 // The draft model at `path` (a bundle, or a source run through its cached

@@ -49,9 +49,21 @@ const std::vector<int32_t> kPrompt = {104, 101, 108, 108, 111, 32, 116, 104, 101
 
 TEST_F(ModelDrafterTest, ProposesTheDraftModelsGreedyContinuationAndFollowsRollbacks) {
   auto model = shared_draft_model(target_dir, *target_of(target_dir));
-  ModelDrafter drafter(model, 256);
+  ModelDrafter drafter(model, 256, /*size_ratio=*/0.25);
   std::vector<int32_t> draft;
+  // Before it has run: every position of the catch-up and every step at a
+  // quarter of the target's decode step.
+  const DraftingCost before = drafter.predicted_cost(kPrompt, 0.010);
+  EXPECT_DOUBLE_EQ(before.fixed, 11 * 0.0025);
+  EXPECT_DOUBLE_EQ(before.per_token, 0.0025);
   drafter.propose(kPrompt, 5, draft);
+  // After: only the positions the session lacks, at the measured costs.
+  std::vector<int32_t> next = kPrompt;
+  next.insert(next.end(), draft.begin(), draft.begin() + 3);
+  const DraftingCost after = drafter.predicted_cost(next, 0.010);
+  EXPECT_GT(after.per_token, 0);
+  EXPECT_NE(after.per_token, 0.0025);
+  EXPECT_DOUBLE_EQ(after.fixed, after.per_token);  // one position: the last draft kept, not yet run
   ASSERT_EQ(draft.size(), 5u);
   // The same as decoding the draft model greedily.
   Session s(*model, 256);
@@ -76,21 +88,30 @@ TEST_F(ModelDrafterTest, GreedyOutputIsPlainGreedyWhateverTheDraftModel) {
   const auto target = target_of(target_dir);
   const GenerateResult plain = run(*target, kPrompt, "off");
   for (const std::string& draft : {target_dir, other_dir}) {
-    const GenerateResult spec = run(*target, kPrompt, "draft:" + draft);
+    const GenerateResult spec = run(*target, kPrompt, "draft-all:" + draft);
     EXPECT_EQ(spec.ids, plain.ids) << draft;
+    EXPECT_GT(spec.speculative.verify_calls, 5) << draft;
   }
   // The target drafting for itself is accepted (nearly) always; an unrelated
   // random model far less.
-  const GenerateResult self = run(*target, kPrompt, "draft:" + target_dir);
+  const GenerateResult self = run(*target, kPrompt, "draft-all:" + target_dir);
   EXPECT_GT(self.speculative.drafted, 0);
   EXPECT_GE(self.speculative.acceptance(), 0.9);
+  // Under adaptive control a draft model as large as the target is never
+  // verified: its drafting alone costs a decode step per token (predicted
+  // from its size before it has run), more than any acceptance can repay.
+  const GenerateResult adaptive = run(*target, kPrompt, "draft:" + target_dir);
+  EXPECT_EQ(adaptive.ids, plain.ids);
+  EXPECT_EQ(adaptive.speculative.verify_calls, 0);
 }
 
 TEST_F(ModelDrafterTest, SlidingWindowTargetAfterManyRollbacksAndSamplingMatchPlain) {
   const auto target = target_of(sliding_dir);
-  EXPECT_EQ(run(*target, kPrompt, "draft:" + other_dir).ids, run(*target, kPrompt, "off").ids);
+  const GenerateResult spec = run(*target, kPrompt, "draft-all:" + other_dir);
+  EXPECT_EQ(spec.ids, run(*target, kPrompt, "off").ids);
+  EXPECT_GT(spec.speculative.verify_calls, 5);
   // Sampling: the same seed gives a valid run (distribution tested in speculative_test.cc).
-  const GenerateResult sampled = run(*target, kPrompt, "draft:" + other_dir, 0.8f);
+  const GenerateResult sampled = run(*target, kPrompt, "draft-all:" + other_dir, 0.8f);
   EXPECT_EQ(sampled.ids.size(), 40u);
 }
 

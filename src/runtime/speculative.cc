@@ -15,6 +15,7 @@ const char* speculative_mode_name(SpeculativeMode mode) {
     case SpeculativeMode::Lookup: return "lookup";
     case SpeculativeMode::Auto: return "auto";
     case SpeculativeMode::Draft: return "draft";
+    case SpeculativeMode::DraftAll: return "draft-all";
   }
   return "?";
 }
@@ -23,11 +24,14 @@ SpeculativeMode parse_speculative_mode(const std::string& name, std::string* dra
   if (name == "off") return SpeculativeMode::Off;
   if (name == "lookup") return SpeculativeMode::Lookup;
   if (name == "auto") return SpeculativeMode::Auto;
-  if (name.starts_with("draft:") && name.size() > 6 && draft_path) {
-    *draft_path = name.substr(6);
-    return SpeculativeMode::Draft;
+  for (const auto& [prefix, mode] : {std::pair{"draft:", SpeculativeMode::Draft}, {"draft-all:", SpeculativeMode::DraftAll}}) {
+    const std::string p = prefix;
+    if (name.starts_with(p) && name.size() > p.size() && draft_path) {
+      *draft_path = name.substr(p.size());
+      return mode;
+    }
   }
-  fail("options", "speculative", "unknown mode '{}' (expected off, lookup, auto or draft:PATH)", name);
+  fail("options", "speculative", "unknown mode '{}' (expected off, lookup, auto, draft:PATH or draft-all:PATH)", name);
 }
 
 int64_t accepted_prefix(std::span<const int32_t> draft, std::span<const int32_t> target) {
@@ -92,9 +96,12 @@ SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const
       controller_(control_options(options)) {
   if (options.max_draft < 1 || options.max_draft > 32)
     fail("options", "draft_max", "must be in 1..32, got {}", options.max_draft);
-  if (options.mode == SpeculativeMode::Draft)
-    drafter_ = std::make_unique<ModelDrafter>(shared_draft_model(options.draft_path, session.model()),
-                                              session.context_length());
+  if (options.mode == SpeculativeMode::Draft || options.mode == SpeculativeMode::DraftAll) {
+    std::shared_ptr<const Model> draft = shared_draft_model(options.draft_path, session.model());
+    const double size_ratio =
+        static_cast<double>(draft->weight_bytes()) / static_cast<double>(std::max<uint64_t>(1, session.model().weight_bytes()));
+    drafter_ = std::make_unique<ModelDrafter>(std::move(draft), session.context_length(), size_ratio);
+  }
   else
     drafter_ = std::make_unique<LookupDrafter>();
 }
@@ -110,11 +117,21 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   max_draft = std::min(max_draft, options_.max_draft);
   draft_.clear();
   int64_t k = 0;
+  double drafting_s = 0;
   if (options_.mode == SpeculativeMode::Draft) {
-    // Drafting costs a draft-model step per token: ask the controller first
-    // how many it wants (its cost fit includes the drafting, timed from start).
-    const int64_t want = max_draft > 0 ? controller_.draft_length(max_draft) : 0;
-    if (want > 0) drafter_->propose(context, want, draft_);
+    // Drafting costs a draft-model step per token (and its catch-up on the
+    // context): ask the controller first how many it wants, given that cost.
+    const int64_t want =
+        max_draft > 0 ? controller_.draft_length(max_draft, drafter_->predicted_cost(context, controller_.decode_seconds()))
+                      : 0;
+    if (want > 0) {
+      const auto drafting_start = std::chrono::steady_clock::now();
+      drafter_->propose(context, want, draft_);
+      drafting_s = seconds_since(drafting_start);
+    }
+    k = static_cast<int64_t>(draft_.size());
+  } else if (options_.mode == SpeculativeMode::DraftAll) {
+    if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
     k = static_cast<int64_t>(draft_.size());
   } else {
     if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
@@ -181,7 +198,7 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   ++stats_.verify_calls;
   stats_.drafted += k;
   stats_.accepted += a;
-  controller_.record_verify(k, a, seconds_since(start));
+  controller_.record_verify(k, a, seconds_since(start) - drafting_s, drafting_s);
 }
 
 void SpeculativeDecoder::observe_shadow(int32_t token) {

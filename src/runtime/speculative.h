@@ -59,10 +59,12 @@ enum class SpeculativeMode {
   Lookup,  // prompt lookup: every proposal verified, max_draft tokens at a time
   Auto,    // prompt lookup under adaptive control (runtime/draft_controller.h)
   Draft,   // a draft model's greedy guesses (runtime/model_drafter.h), under adaptive control
+  DraftAll,  // a draft model's guesses, max_draft at every step, all verified (measuring a drafter)
 };
 
 const char* speculative_mode_name(SpeculativeMode mode);
-// "off", "lookup", "auto" or "draft:PATH" (then *draft_path = PATH); throws
+// "off", "lookup", "auto", "draft:PATH" or "draft-all:PATH" (then
+// *draft_path = PATH); throws
 // Error ("options", "speculative") otherwise.
 SpeculativeMode parse_speculative_mode(const std::string& name, std::string* draft_path = nullptr);
 

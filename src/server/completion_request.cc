@@ -156,7 +156,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
       throw wrong_type("speculative", "a string (\"off\", \"lookup\", \"auto\" or \"draft\")");
     s.speculative = v->get<std::string>();  // checked with the other settings by make_generate_options
     // Clients name no files: "draft" is the server's own draft model (--draft).
-    if (s.speculative.starts_with("draft:"))
+    if (s.speculative.starts_with("draft:") || s.speculative.starts_with("draft-all:"))
       throw bad_request("\"speculative\": \"draft\" uses the server's draft model (tessera serve --draft PATH); "
                         "clients cannot name one",
                         "speculative");

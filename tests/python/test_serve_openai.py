@@ -277,7 +277,8 @@ def test_disk_prefix_cache_serves_a_restarted_server(served, tmp_path):
 def test_clients_cannot_name_a_draft_model(served):
     server, _, _ = served
     client = client_of(server)
-    for mode, words in (("draft:/etc/passwd", "cannot name"), ("draft", "no draft model")):
+    for mode, words in (("draft:/etc/passwd", "cannot name"), ("draft-all:/etc/passwd", "cannot name"),
+                        ("draft", "no draft model")):
         with pytest.raises(openai.BadRequestError) as e:
             client.chat.completions.create(model=server.model_name, messages=[{"role": "user", "content": "hi"}],
                                            max_tokens=2, extra_body={"speculative": mode})

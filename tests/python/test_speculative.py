@@ -304,19 +304,22 @@ def test_cli_rejects_an_unknown_speculative_mode():
 
 
 def test_cli_draft_model_keeps_greedy_output(pulled_model_path):
-    """`--speculative draft:PATH`: the target's own bundle drafting for it is
-    accepted nearly always and changes nothing; a draft model with another
-    vocabulary is refused, naming it."""
+    """`--speculative draft-all:PATH`: the target's own bundle drafting for it
+    is accepted nearly always and changes nothing; under adaptive control
+    (`draft:PATH`) so large a draft is never verified; a draft model with
+    another vocabulary is refused, naming it."""
     name = "smollm2-135m-instruct"
     pulled_model_path(name)
     drafted = accepted = 0
     for text in LONG_PROMPTS[:3]:
         plain = run_json(name, "--chat", "-p", text, "-n", 32)
-        spec = run_json(name, "--chat", "-p", text, "-n", 32, "--speculative", f"draft:{name}")
+        spec = run_json(name, "--chat", "-p", text, "-n", 32, "--speculative", f"draft-all:{name}")
         assert spec["ids"] == plain["ids"], text[:60]
         drafted += spec["speculative"]["drafted"]
         accepted += spec["speculative"]["accepted"]
     assert drafted > 0 and accepted >= 0.9 * drafted, (drafted, accepted)
+    adaptive = run_json(name, "--chat", "-p", LONG_PROMPTS[0], "-n", 32, "--speculative", f"draft:{name}")
+    assert adaptive["speculative"]["verify_calls"] == 0, adaptive["speculative"]
     pulled_model_path("gemma3-270m")
     proc = run_tessera("run", name, "-p", "hi", "-n", 4, "--speculative", "draft:gemma3-270m", check=False)
     assert proc.returncode != 0 and "vocabulary" in proc.stderr, proc.stderr
