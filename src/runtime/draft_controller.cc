@@ -90,17 +90,20 @@ void DraftController::record_shadow(int64_t drafted, int64_t accepted) {
   if (drafted > 0) record_acceptance(drafted, accepted);
 }
 
-void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds, double drafting_seconds) {
+void DraftController::record_verify(int64_t drafted, int64_t accepted, double seconds, double drafting_seconds,
+                                    bool cold) {
   record_acceptance(drafted, accepted);
   const double total = seconds + drafting_seconds;
   tokens_ += accepted + 1;
   lost_s_ += total - static_cast<double>(accepted + 1) * decode_s_;
-  const double k = static_cast<double>(drafted), d = o_.cost_decay;
-  sw_ = d * sw_ + 1;
-  sk_ = d * sk_ + k;
-  skk_ = d * skk_ + k * k;
-  st_ = d * st_ + seconds;
-  skt_ = d * skt_ + k * seconds;
+  if (!cold) {
+    const double k = static_cast<double>(drafted), d = o_.cost_decay;
+    sw_ = d * sw_ + 1;
+    sk_ = d * sk_ + k;
+    skk_ = d * skk_ + k * k;
+    st_ = d * st_ + seconds;
+    skt_ = d * skt_ + k * seconds;
+  }
   if (probing_) {
     // A failed probe doubles the wait; one that paid halves it (a lone
     // accepted draft in free text should not bring the probes back to

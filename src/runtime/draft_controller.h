@@ -114,7 +114,10 @@ class DraftController {
   void record_decode(double seconds);
   // The time of a verify call of `drafted` tokens that accepted `accepted`,
   // and the time spent drafting them (in the ledger, not in the fit of c(k)).
-  void record_verify(int64_t drafted, int64_t accepted, double seconds, double drafting_seconds = 0);
+  // cold: the call's buffers were grown first (Session::warm_for_as_decode):
+  // its time goes to the ledger but not to the fit, which it would skew.
+  void record_verify(int64_t drafted, int64_t accepted, double seconds, double drafting_seconds = 0,
+                     bool cold = false);
   // A proposal of `drafted` tokens made before plain steps, of which the
   // first `accepted` equal the tokens plain decoding then produced.
   void record_shadow(int64_t drafted, int64_t accepted);

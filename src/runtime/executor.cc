@@ -370,6 +370,8 @@ void BoundProgram::fit(Workspace& ws, const CallContext& ctx) const {
       ws.i32[i].resize(need);
     }
   }
+  ws.rows_fitted = std::max(ws.rows_fitted, ctx.rows);
+  ws.logit_rows_fitted = std::max(ws.logit_rows_fitted, L);
 }
 
 int64_t BoundProgram::workspace_bytes(int64_t rows) const {

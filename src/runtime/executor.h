@@ -60,6 +60,9 @@ struct Workspace {
   kernels::Bf16Activations bf16_acts;     // the same, for the AMX kernels
   kernels::Int16Activations i16_acts;     // the same, for the int16 GEMM
   kernels::RefineScratch refine;          // the output head's top-logit refinement
+  // The most rows / logit rows fit() has sized the buffers for: a call
+  // within both finds them grown (a larger one grows them first).
+  int64_t rows_fitted = 0, logit_rows_fitted = 0;
 
   float* f(int id) { return f32[id].data() + offset[id]; }
   int32_t* i(int id) { return i32[id].data() + offset[id]; }

@@ -6,6 +6,7 @@
 
 #include "convert/bundle_cache.h"
 #include "core/temp_dir_for_tests.h"
+#include "runtime/draft_controller.h"
 #include "runtime/generate.h"
 #include "sources/tiny_chat_model_for_tests.h"
 
@@ -113,6 +114,29 @@ TEST_F(ModelDrafterTest, SlidingWindowTargetAfterManyRollbacksAndSamplingMatchPl
   // Sampling: the same seed gives a valid run (distribution tested in speculative_test.cc).
   const GenerateResult sampled = run(*target, kPrompt, "draft-all:" + other_dir, 0.8f);
   EXPECT_EQ(sampled.ids.size(), 40u);
+}
+
+// A verify call of a size the session has not run yet grows its workspaces
+// first (Session::warm_for_as_decode); the controller keeps such cold calls
+// out of its cost fit.
+TEST_F(ModelDrafterTest, SessionsKnowWhichVerifySizesAreWarm) {
+  const auto target = target_of(target_dir);
+  Session s(*target, 256);
+  s.forward(kPrompt);
+  EXPECT_FALSE(s.warm_for_as_decode(3));
+  s.forward_as_decode(std::vector<int32_t>{65, 66, 67}, 0, false);
+  EXPECT_TRUE(s.warm_for_as_decode(3));
+  EXPECT_TRUE(s.warm_for_as_decode(2));
+  EXPECT_FALSE(s.warm_for_as_decode(4));
+  s.forward(std::vector<int32_t>{68, 69, 70, 71});  // 4 rows, but only the last one's logits
+  EXPECT_FALSE(s.warm_for_as_decode(4));
+  DraftController c;
+  c.record_decode(0.050);
+  c.record_decode(0.010);
+  const double prior = c.verify_seconds(4);
+  c.record_verify(4, 0, 1.0, 0, /*cold=*/true);
+  EXPECT_DOUBLE_EQ(c.verify_seconds(4), prior);  // not in the fit
+  EXPECT_NEAR(c.lost_seconds(), 1.0 - 0.010, 1e-12);  // but in the ledger
 }
 
 TEST_F(ModelDrafterTest, RefusesUnknownPathsAndBadModes) {

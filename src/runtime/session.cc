@@ -115,6 +115,17 @@ int64_t variant_for(const ProgramSet& set, int64_t n) {
 
 }  // namespace
 
+bool Session::warm_for_as_decode(int64_t rows) const {
+  const ProgramSet& set = model_.programs();
+  const int64_t variant = variant_for(set, rows);
+  for (size_t i = 0; i < set.programs.size(); ++i) {
+    if (set.programs[i].max_tokens != variant) continue;
+    const std::optional<Workspace>& ws = workspaces_[i];
+    if (!ws || ws->rows_fitted < rows || ws->logit_rows_fitted < rows) return false;
+  }
+  return true;
+}
+
 Workspace* Session::run_programs(CallContext& ctx, std::span<const int32_t> ids,
                                        std::span<const int64_t> positions, int64_t variant) {
   const int64_t n = static_cast<int64_t>(ids.size());

@@ -55,6 +55,11 @@ class Session {
   // decode_kernels). Throws Error (nothing run) for mixed models, a session
   // listed twice, a full context or an id outside the vocabulary.
   static void decode_batch(std::span<Session* const> sessions, std::span<const int32_t> ids);
+  // Whether a forward_as_decode() of `rows` tokens would find the
+  // workspaces of its programs already grown to it. The first call of a
+  // size (or past it) is cold: it allocates and first touches its buffers,
+  // which speculation's cost model leaves out of its fit.
+  bool warm_for_as_decode(int64_t rows) const;
   // The logits of the last forward() or decode_batch() step.
   const std::vector<float>& logits() const { return logits_; }
   // The argmax of each logits row of the last forward() (lowest id on

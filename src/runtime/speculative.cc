@@ -72,6 +72,11 @@ SpeculativeChoice speculative_sample(const std::vector<std::pair<int32_t, double
 
 namespace {
 
+// A shadow draft's length: its first tokens are what α is about (the
+// acceptance of each draft given the ones before it), and a short one
+// settles within a few tokens, so α follows the text closely.
+constexpr int64_t kShadowTokens = 3;
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -141,7 +146,8 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   if (k == 0) {
     // Auto: the proposal not verified now is a shadow draft, checked
     // against the tokens plain decoding produces next.
-    if (options_.mode == SpeculativeMode::Auto && shadow_.empty()) shadow_ = draft_;
+    if (options_.mode == SpeculativeMode::Auto && shadow_.empty())
+      shadow_.assign(draft_.begin(), draft_.begin() + std::min<ptrdiff_t>(kShadowTokens, std::ssize(draft_)));
     decided.push_back(decode(context));
     controller_.record_decode(seconds_since(start));
     observe_shadow(decided.back());
@@ -159,6 +165,7 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   //    the logits rows are then not copied out.
   const SamplingParams& sp = sampler_.params();
   const bool ids_only = sp.temperature == 0.0f && sp.repeat_penalty == 1.0f;
+  const bool cold = !session_.warm_for_as_decode(k + 1);
   const std::vector<float>& logits = session_.forward_as_decode(ext.subspan(base, static_cast<size_t>(k + 1)),
                                                                 max_tokens_per_call_, !ids_only);
   const int64_t vocab = session_.model().spec().vocab_size;
@@ -198,7 +205,7 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   ++stats_.verify_calls;
   stats_.drafted += k;
   stats_.accepted += a;
-  controller_.record_verify(k, a, seconds_since(start) - drafting_s, drafting_s);
+  controller_.record_verify(k, a, seconds_since(start) - drafting_s, drafting_s, cold);
 }
 
 void SpeculativeDecoder::observe_shadow(int32_t token) {
