@@ -130,6 +130,9 @@ TEST_F(ModelDrafterTest, SessionsKnowWhichVerifySizesAreWarm) {
   EXPECT_FALSE(s.warm_for_as_decode(4));
   s.forward(std::vector<int32_t>{68, 69, 70, 71});  // 4 rows, but only the last one's logits
   EXPECT_FALSE(s.warm_for_as_decode(4));
+  s.prepare_as_decode(9);
+  for (int64_t rows = 2; rows <= 9; ++rows) EXPECT_TRUE(s.warm_for_as_decode(rows)) << rows;
+  EXPECT_FALSE(s.warm_for_as_decode(10));
   DraftController c;
   c.record_decode(0.050);
   c.record_decode(0.010);

@@ -126,6 +126,22 @@ bool Session::warm_for_as_decode(int64_t rows) const {
   return true;
 }
 
+void Session::prepare_as_decode(int64_t max_rows) {
+  const ProgramSet& set = model_.programs();
+  for (int64_t rows = max_rows; rows >= 2; --rows) {
+    if (warm_for_as_decode(rows)) continue;
+    const int64_t variant = variant_for(set, rows);
+    CallContext ctx;
+    ctx.rows = std::min(rows, variant);
+    for (int32_t r = 0; r < ctx.rows; ++r) ctx.logit_rows.push_back(r);
+    for (size_t i = 0; i < set.programs.size(); ++i) {
+      if (set.programs[i].max_tokens != variant) continue;
+      if (!workspaces_[i]) workspaces_[i] = model_.bound(i).make_workspace();
+      model_.bound(i).fit(*workspaces_[i], ctx);
+    }
+  }
+}
+
 Workspace* Session::run_programs(CallContext& ctx, std::span<const int32_t> ids,
                                        std::span<const int64_t> positions, int64_t variant) {
   const int64_t n = static_cast<int64_t>(ids.size());

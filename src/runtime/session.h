@@ -60,6 +60,10 @@ class Session {
   // size (or past it) is cold: it allocates and first touches its buffers,
   // which speculation's cost model leaves out of its fit.
   bool warm_for_as_decode(int64_t rows) const;
+  // Grows the workspaces of every call size up to max_rows to what a
+  // forward_as_decode() of that size needs, so that no such call is cold
+  // (speculation does this once, before its first decode step).
+  void prepare_as_decode(int64_t max_rows);
   // The logits of the last forward() or decode_batch() step.
   const std::vector<float>& logits() const { return logits_; }
   // The argmax of each logits row of the last forward() (lowest id on

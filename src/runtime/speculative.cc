@@ -106,9 +106,12 @@ SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const
     const double size_ratio =
         static_cast<double>(draft->weight_bytes()) / static_cast<double>(std::max<uint64_t>(1, session.model().weight_bytes()));
     drafter_ = std::make_unique<ModelDrafter>(std::move(draft), session.context_length(), size_ratio);
-  }
-  else
+  } else {
     drafter_ = std::make_unique<LookupDrafter>();
+  }
+  // Verify calls of every size then find their buffers grown: none is
+  // cold, none pays first-use costs inside the decode loop.
+  session_.prepare_as_decode(options.max_draft + 1);
 }
 
 int32_t SpeculativeDecoder::decode(std::span<const int32_t> context) {
