@@ -79,7 +79,7 @@ struct DraftControlOptions {
   int64_t max_draft = 8;           // drafted tokens per verify at most
   double prior_acceptance = 0.5;   // α before any verify (as one decided draft of weight 2)
   double decay = 0.7;              // per verify call, of the acceptance counts
-  double margin = 0.03;            // speculate when the best rate beats 1 / c1 by this fraction
+  double margin = 0.10;            // speculate when the best rate beats 1 / c1 by this fraction
   double prior_row_cost = 0.5;     // m / c1 before any verify has been timed (quiet Zen 4: 0.48-0.65)
   int64_t probe_interval = 8;      // plain steps with a proposal before a probe
   int64_t max_probe_interval = 128;
@@ -92,8 +92,9 @@ struct DraftControlOptions {
   int64_t max_costly_probes = 2;
   // The most speculation may lose against plain decode, as a fraction of
   // its time for the tokens produced (the ledger above; the bound
-  // is 3%, the rest is the margin for the cost fit's error).
-  double loss_budget = 0.02;
+  // is 3%: with the allowance a 256-token request may lose 1.4%, the rest
+  // is room for the cost fit's error).
+  double loss_budget = 0.01;
   double initial_allowance = 1.0;  // decode steps the ledger may lose beyond the budget
   // Probe while off (above); false when the drafter's proposals are
   // checked as shadow drafts instead.
