@@ -21,8 +21,8 @@ Tokenizer = _core.Tokenizer
 # bundle), unless reference=True (the source dequantized to f32, as Tessera's
 # exact reference computation).
 # Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab];
-# Session.generate(ids, max_tokens, ..., speculative="off"|"lookup"|"auto", draft_max=8) -> dict with
-# "ids", "text", "finish_reason", "decode_tokens", "decode_seconds" and "speculative" (drafted, accepted,
+# Session.generate(ids, max_tokens, ..., speculative="off"|"lookup"|"auto"|"draft:PATH"|"draft-all:PATH",
+# draft_max=8) -> dict with "ids", "text", "finish_reason", "decode_tokens", "decode_seconds" and "speculative" (drafted, accepted,
 # verify_calls, refeeds): speculative decoding with prompt-lookup drafts, greedy output identical to "off";
 # Session.argmax_as_decode(ids): a greedy verify call (each row's argmax with a decode step's bits);
 # Session.kv_bytes: the bytes its KV cache holds (kv_type="f16": half of f32's).
