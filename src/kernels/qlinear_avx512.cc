@@ -372,13 +372,21 @@ TESSERA_AVX512 void blocked_rows_all_tokens(const QLinearWeights& w, const Int8A
 // k = 8 (9 tokens) 5.4 -> 6.2 (the buffered walk wins from there). Same
 // bits either way (the operations per token are the same).
 constexpr int64_t kBlockedBufferMinTokens = 6;
+// blk8 has no lookup to save, only the block values' conversion, so its
+// buffer pays from more tokens. Quiet Zen 4 host, 2 threads, verify calls
+// of k drafts (ms, per-token walk for blk8 up to 32 tokens against the
+// buffer from 6): Gemma 3 (blk8 head of 262,144 rows) k = 5 24.7-25.8
+// against 32.8-33.3, k = 8 37.0-38.2 against 43.0-43.5, k = 11 53.3-54.4
+// against 53.8-56.3, k = 16 69.9-73.2 against 67.4-67.8; SmolLM2 k = 5
+// 16.8 against 18.0, k = 8 22.7 against 23.7, k = 16 38.5 both.
+constexpr int64_t kBlockedBufferMinTokens8 = 12;
 
 void qlinear_avx512(const QLinearWeights& w, const Int8Activations& acts, const float* bias, int64_t n_begin,
                     int64_t n_end, float* y, int64_t ldy) {
   const int bits = w.bits();
   with_act_passes(acts, [&](auto passes) {
     constexpr int P = decltype(passes)::value;
-    if (w.blocked() && acts.rows >= kBlockedBufferMinTokens) {
+    if (w.blocked() && acts.rows >= (bits == 8 ? kBlockedBufferMinTokens8 : kBlockedBufferMinTokens)) {
       thread_local AlignedVector<__m512i> buf;
       return with_blocks<Blocks, 4, 2>(w, [&](auto blocks) {
         using Bk = decltype(blocks);

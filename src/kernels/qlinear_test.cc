@@ -115,8 +115,12 @@ TEST(QLinear, NarrowActivationsNeverSaturateTheVectorDots) {
 
 TEST(QLinear, TokensOfOneCallMatchOneTokenCalls) {
   std::mt19937 rng(8);
-  for (WeightFormat f : {WeightFormat::Lut4, WeightFormat::Int8, WeightFormat::Lut3, WeightFormat::Lut2}) {
-    RandomWeight rw(rng, f, 24, 320, 8);
+  for (WeightFormat f : {WeightFormat::Lut4, WeightFormat::Int8, WeightFormat::Lut3, WeightFormat::Lut2,
+                         WeightFormat::Blk4, WeightFormat::Blk8}) {
+    // blk4 / blk8: 32-column blocks, and 35 tokens take the buffered walk
+    // (kernels/qlinear_avx512.cc) where one token takes the per-token one.
+    const bool blocked = f == WeightFormat::Blk4 || f == WeightFormat::Blk8;
+    RandomWeight rw(rng, f, 24, 320, blocked ? 32 : 8);
     const QLinearWeights w(rw.view);
     const int64_t T = 35;  // more than two token tiles
     const std::vector<float> x = random_acts(rng, T, 320);
