@@ -1,21 +1,17 @@
 #include "runtime/generate.h"
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <utility>
 #include <optional>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "tokenizer/detokenizer.h"
 
 namespace tessera {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Length of the longest suffix of `text` that is a proper prefix of a stop string.
 size_t held_back(std::string_view text, const std::vector<std::string>& stops) {

@@ -1,12 +1,12 @@
 #include "runtime/model_drafter.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "convert/bundle_cache.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace tessera {
@@ -15,10 +15,6 @@ ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft, int64_t context_l
     : model_(std::move(draft)), session_(*model_, context_length), size_ratio_(size_ratio) {}
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // A running mean over the last few samples (0: none yet).
 void follow(double& mean, double sample) { mean = mean == 0 ? sample : 0.75 * mean + 0.25 * sample; }
@@ -43,14 +39,14 @@ void ModelDrafter::propose(std::span<const int32_t> context, int64_t max_tokens,
   if (max_tokens < 1) return;
   int64_t common = common_prefix(context);
   if (!session_.truncate(common)) common = 0;  // truncate() reset it: refill from the start
-  auto start = std::chrono::steady_clock::now();
+  auto start = Clock::now();
   session_.forward(context.subspan(static_cast<size_t>(common)));
   const int64_t caught_up = static_cast<int64_t>(context.size()) - common;
   follow(catch_up_s_per_position_, seconds_since(start) / static_cast<double>(caught_up));
   positions_run_ += caught_up;
   draft.push_back(session_.greedy_ids().back());
   while (static_cast<int64_t>(draft.size()) < max_tokens) {
-    start = std::chrono::steady_clock::now();
+    start = Clock::now();
     session_.forward(std::span<const int32_t>(&draft.back(), 1));
     follow(step_s_, seconds_since(start));
     ++positions_run_;

@@ -1,8 +1,8 @@
 #include "runtime/speculative.h"
 
 #include <algorithm>
-#include <chrono>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "runtime/lookup_drafter.h"
 #include "runtime/model_drafter.h"
@@ -77,10 +77,6 @@ namespace {
 // settles within a few tokens, so α follows the text closely.
 constexpr int64_t kShadowTokens = 3;
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 DraftControlOptions control_options(const SpeculativeOptions& o) {
   DraftControlOptions c;
   c.max_draft = o.max_draft;
@@ -121,7 +117,7 @@ int32_t SpeculativeDecoder::decode(std::span<const int32_t> context) {
 }
 
 void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draft, std::vector<int32_t>& decided) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   max_draft = std::min(max_draft, options_.max_draft);
   draft_.clear();
   int64_t k = 0;
@@ -133,7 +129,7 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
         max_draft > 0 ? controller_.draft_length(max_draft, drafter_->predicted_cost(context, controller_.decode_seconds()))
                       : 0;
     if (want > 0) {
-      const auto drafting_start = std::chrono::steady_clock::now();
+      const auto drafting_start = Clock::now();
       drafter_->propose(context, want, draft_);
       drafting_s = seconds_since(drafting_start);
     }
