@@ -6,6 +6,7 @@
 
 #include "convert/bundle_cache.h"
 #include "core/error.h"
+#include "runtime/speculative.h"
 
 namespace tessera::cli {
 
@@ -32,10 +33,13 @@ void GenerationFlags::add_to(CLI::App& cmd) {
                  "proposal, to measure a drafter); greedy output is identical to plain decoding")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
-            if (v == "off" || v == "lookup" || v == "auto" || (v.starts_with("draft:") && v.size() > 6) ||
-                (v.starts_with("draft-all:") && v.size() > 10))
+            std::string draft_path;
+            try {
+              parse_speculative_mode(v, &draft_path);  // the runtime's own parser: one list of modes
               return "";
-            return "expected off, lookup, auto, draft:PATH or draft-all:PATH";
+            } catch (const Error& e) {
+              return e.what();
+            }
           },
           "off|lookup|auto|draft:PATH|draft-all:PATH"))
       ->capture_default_str();

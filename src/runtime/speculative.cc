@@ -134,13 +134,10 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
       drafting_s = seconds_since(drafting_start);
     }
     k = static_cast<int64_t>(draft_.size());
-  } else if (options_.mode == SpeculativeMode::DraftAll) {
+  } else {  // Lookup and DraftAll verify every proposal; Auto asks the controller
     if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
-    k = static_cast<int64_t>(draft_.size());
-  } else {
-    if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
-    k = options_.mode == SpeculativeMode::Lookup ? static_cast<int64_t>(draft_.size())
-                                                 : controller_.draft_length(static_cast<int64_t>(draft_.size()));
+    k = options_.mode == SpeculativeMode::Auto ? controller_.draft_length(static_cast<int64_t>(draft_.size()))
+                                               : static_cast<int64_t>(draft_.size());
   }
   if (k == 0) {
     // Auto: the proposal not verified now is a shadow draft, checked
