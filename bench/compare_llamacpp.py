@@ -222,8 +222,8 @@ def run_tessera(args, commands):
         cmd += ["--depths", args.depths]
     if args.chunks:
         cmd += ["--chunks", str(args.chunks)]
-    if args.act_passes:
-        cmd += ["--act-passes", str(args.act_passes)]
+    if args.arithmetic:
+        cmd += ["--arithmetic", args.arithmetic]
     if args.kv_type:
         cmd += ["--kv-type", args.kv_type]
     commands.append(shlex.join(cmd))
@@ -433,7 +433,7 @@ def main():
                     help="alternate the two sides this many times; ratios are medians of the paired ones")
     ap.add_argument("--depths", default="0,512,1024", help="comma-separated context depths ('' for none)")
     ap.add_argument("--chunks", type=int, default=0, help="tessera --chunks (0: the bundle's)")
-    ap.add_argument("--act-passes", type=int, choices=[1, 2], help="tessera --act-passes (default: its own, 2)")
+    ap.add_argument("--arithmetic", choices=["exact", "fast"], help="tessera --arithmetic (default: its own)")
     ap.add_argument("--kv-type", choices=["f32", "f16"],
                     help="tessera --kv-type (default: its own, f32; llama.cpp's cache is f16 unless told otherwise)")
     ap.add_argument("--seed", type=int, default=1234)

@@ -27,13 +27,15 @@ typedef struct tessera_request tessera_request;
 typedef struct tessera_result tessera_result;
 
 typedef struct tessera_engine_options {
-  int threads;             /* default 1 */
+  int threads;             /* default 0: this machine's physical cores */
   int slots;               /* conversations whose KV state is kept; default 1 */
   int queue_capacity;      /* default 16 */
   int64_t context_length;  /* 0: the model's */
   uint64_t prefix_cache_bytes;       /* session state kept for shared prompt prefixes; default 256 MiB, 0: off */
   uint64_t prefix_cache_disk_bytes;  /* its disk tier, kept across runs; default 0: off */
   const char* prefix_cache_dir;      /* NULL: $TESSERA_HOME/prefix-cache/<model> */
+  const char* arithmetic;  /* "exact" (NULL: the default, two int8 activation passes) or "fast" (one) */
+  const char* kv_type;     /* "f32" (NULL: the default) or "f16" */
 } tessera_engine_options;
 
 /* Receives text as it becomes final (not NUL-terminated); return 0 to cancel. */

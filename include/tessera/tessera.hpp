@@ -27,11 +27,12 @@
 namespace tessera {
 
 struct LoadConfig {
-  int threads = 1;               // results are identical for any count
+  int threads = 0;               // 0: this machine's physical cores; results are identical for any count
   int slots = 1;                 // conversations whose KV state is kept
   int queue_capacity = 16;       // requests waiting beyond the running one
   int64_t context_length = 0;    // per conversation; 0: the model's
   std::string kv_type = "f32";   // or "f16"
+  std::string arithmetic = "exact";  // or "fast": one int8 activation pass instead of two (docs/QUANTIZATION.md)
   bool reference = false;        // GGUF / HF sources: the f32 reference path, not the cached bundle
   uint64_t prefix_cache_bytes = 256ull << 20;  // state kept for shared prompt prefixes (0: off)
   uint64_t prefix_cache_disk_bytes = 0;  // its disk tier, kept across runs (0: off)

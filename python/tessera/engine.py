@@ -60,11 +60,14 @@ class TextStream:
 
 
 class Engine:
-    def __init__(self, model: str, *, threads: int = 1, slots: int = 1, queue_capacity: int = 16,
+    def __init__(self, model: str, *, threads: int = 0, slots: int = 1, queue_capacity: int = 16,
                  context_length: int = 0, kv_type: str = "f32", reference: bool = False,
-                 prefix_cache_mb: int = 256, prefix_cache_disk_mb: int = 0, prefix_cache_dir: str = ""):
+                 prefix_cache_mb: int = 256, prefix_cache_disk_mb: int = 0, prefix_cache_dir: str = "",
+                 arithmetic: str = "exact"):
         """`model`: a bundle directory, GGUF file, HF checkpoint directory or
         pulled model name (converted once into the bundle cache).
+        `threads`: compute threads, 0 for this machine's physical cores.
+        `arithmetic`: "exact" (two int8 activation passes) or "fast" (one).
         `prefix_cache_mb`: session state kept for shared prompt prefixes
         (system prompts), 0 to keep only the slots' own.
         `prefix_cache_disk_mb`: also keep those states as files that outlive
@@ -73,7 +76,7 @@ class Engine:
         from . import _core
 
         self._engine = _core.Engine(str(model), threads, slots, queue_capacity, context_length, kv_type, reference,
-                                    prefix_cache_mb, prefix_cache_disk_mb, prefix_cache_dir)
+                                    prefix_cache_mb, prefix_cache_disk_mb, prefix_cache_dir, arithmetic)
 
     @property
     def model_path(self) -> str:

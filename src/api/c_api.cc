@@ -47,13 +47,15 @@ const char* tessera_last_error(void) { return g_last_error.c_str(); }
 
 void tessera_engine_options_init(tessera_engine_options* options) {
   if (!options) return;
-  options->threads = 1;
+  options->threads = 0;
   options->slots = 1;
   options->queue_capacity = 16;
   options->context_length = 0;
   options->prefix_cache_bytes = tessera::LoadConfig{}.prefix_cache_bytes;
   options->prefix_cache_disk_bytes = 0;
   options->prefix_cache_dir = nullptr;
+  options->arithmetic = nullptr;
+  options->kv_type = nullptr;
 }
 
 tessera_engine* tessera_engine_create(const char* model, const tessera_engine_options* options) {
@@ -69,6 +71,8 @@ tessera_engine* tessera_engine_create(const char* model, const tessera_engine_op
           c.prefix_cache_bytes = options->prefix_cache_bytes;
           c.prefix_cache_disk_bytes = options->prefix_cache_disk_bytes;
           if (options->prefix_cache_dir) c.prefix_cache_dir = options->prefix_cache_dir;
+          if (options->arithmetic) c.arithmetic = options->arithmetic;
+          if (options->kv_type) c.kv_type = options->kv_type;
         }
         return new tessera_engine{tessera::Engine::load(model, c)};
       },

@@ -55,6 +55,7 @@ Engine Engine::load(const std::string& model, const LoadConfig& config) {
   engine::EngineOptions o;
   o.load.threads = config.threads;
   o.load.kv_type = parse_kv_type(config.kv_type);
+  o.load.arithmetic = parse_arithmetic(config.arithmetic);
   o.reference = config.reference;
   o.slots = config.slots;
   o.queue_capacity = config.queue_capacity;

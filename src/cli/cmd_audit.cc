@@ -1,4 +1,4 @@
-// tessera audit MODEL [--max-fallback 5] [--steps 8] [-t N] [--chunks N] [--act-passes 1|2] [--kv-type f32|f16] [--json]
+// tessera audit MODEL [--max-fallback 5] [--steps 8] [-t N] [--chunks N] [--arithmetic exact|fast] [--kv-type f32|f16] [--json]
 //
 // Prints, per program, the ops by kernel and the share of ops and of measured
 // time on reference (fallback) kernels (eval/audit.h). Exits 1 when any
@@ -18,14 +18,12 @@ void register_audit(CLI::App& app) {
   static std::string model;
   static double max_fallback = 5.0;
   static int64_t steps = 8, chunks = 0;
-  static int threads = 1;
   static KernelFlags kernels;
   static bool json = false;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
   cmd->add_option("--max-fallback", max_fallback, "Largest allowed share (percent) of ops and of time on fallback kernels")
       ->capture_default_str();
   cmd->add_option("--steps", steps, "Decode steps timed")->capture_default_str();
-  cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Layer chunks per step (0 = the bundle's)")->capture_default_str();
   kernels.add_to(*cmd);
   cmd->add_flag("--json", json, "Print one JSON object");
@@ -33,7 +31,6 @@ void register_audit(CLI::App& app) {
     if (!(max_fallback >= 0 && max_fallback <= 100)) fail("options", "--max-fallback", "must be a percentage in [0, 100]");
     if (steps < 1) fail("options", "--steps", "must be at least 1");
     LoadOptions o;
-    o.threads = threads;
     o.chunks = chunks;
     kernels.apply(o);
     auto m = Model::load(model, o);

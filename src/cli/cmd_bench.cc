@@ -1,4 +1,4 @@
-// tessera bench MODEL [--prompt 512] [--gen 128] [--reps 3] [-t N] [--chunks N] [--depths 0,256,1024] [--act-passes 1|2] [--kv-type f32|f16] [--json]
+// tessera bench MODEL [--prompt 512] [--gen 128] [--reps 3] [-t N] [--chunks N] [--depths 0,256,1024] [--arithmetic exact|fast] [--kv-type f32|f16] [--json]
 //
 // Throughput benchmark (eval/benchmark.h), in the manner of llama-bench:
 // prefill of --prompt pseudo-random token ids, then --gen decode steps, per
@@ -52,7 +52,6 @@ void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure prefill / decode throughput (llama-bench style)");
   static std::string model;
   static BenchOptions o;
-  static int threads = 1;
   static int64_t chunks = 0;
   static int64_t row_block = kDefaultRowBlock;
   static KernelFlags kernels;
@@ -61,7 +60,6 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-p,--prompt", o.prompt, "Prefill tokens per repetition")->capture_default_str();
   cmd->add_option("-n,--gen", o.gen, "Decode steps per repetition (0: time prefill only)")->capture_default_str();
   cmd->add_option("-r,--reps", o.reps, "Repetitions (one session, reset before each)")->capture_default_str();
-  cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")
       ->capture_default_str();
   cmd->add_option("-d,--depths", o.depths, "Also measure decode after this many context tokens (e.g. 0,256,1024)")
@@ -86,7 +84,6 @@ void register_bench(CLI::App& app) {
     o.warmup = !no_warmup;
     o.bandwidth = !no_bandwidth;
     LoadOptions lo;
-    lo.threads = threads;
     lo.chunks = chunks;
     lo.verify = verify;
     lo.row_block = row_block;
@@ -104,7 +101,8 @@ void register_bench(CLI::App& app) {
       out["model"] = model;
       out["path"] = m->path();
       out["arch"] = architecture_name(m->spec().arch);
-      out["threads"] = threads;
+      out["threads"] = m->pool().threads();
+      out["arithmetic"] = arithmetic_name(m->arithmetic());
       out["isa"] = isa;
       out["avx_vnni"] = avx_vnni;
       out["kv_type"] = kv_type_name(m->kv_type());
@@ -151,9 +149,9 @@ void register_bench(CLI::App& app) {
       fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
-    fmt::print("model {} ({}), {} threads, isa {}, kv {}, weights {}, {} chunk(s), {} reps, context {}\n", model,
-               architecture_name(m->spec().arch), threads, avx_vnni ? isa + " (AVX-VNNI)" : isa,
-               kv_type_name(m->kv_type()),
+    fmt::print("model {} ({}), {} threads, isa {}, arithmetic {}, kv {}, weights {}, {} chunk(s), {} reps, context {}\n",
+               model, architecture_name(m->spec().arch), m->pool().threads(), avx_vnni ? isa + " (AVX-VNNI)" : isa,
+               arithmetic_name(m->arithmetic()), kv_type_name(m->kv_type()),
                m->weights_memory() ? file_memory_name(*m->weights_memory()) : "in memory",
                m->programs().num_chunks, o.reps, r.context_length);
     fmt::print("weights on disk {:.1f} MiB, in memory {:.1f} MiB\n", disk / 1048576.0,

@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "kernels/cpu_isa.h"
+#include "runtime/cpu_cores.h"
+#include "runtime/model.h"
 #include "runtime/sequence_state.h"
 #include "sources/hf_config.h"
 #include "sources/model_source.h"
@@ -81,6 +84,9 @@ void print_human(const nlohmann::json& j) {
     parts += fmt::format("{}{} {} layers {:.1f} MiB", parts.empty() ? "" : ", ", nb.first, kind, nb.second / 1048576.0);
   fmt::print("state           {:.1f} MiB at {} positions ({} KV; {})\n", st["bytes"].get<uint64_t>() / 1048576.0,
              st["positions"].get<int64_t>(), st["kv_type"].get<std::string>(), parts);
+  const auto& rt = j["runtime"];
+  fmt::print("runs with       {} threads (physical cores), isa {}, arithmetic {} (--threads, --arithmetic)\n",
+             rt["threads"].get<int>(), rt["isa"].get<std::string>(), rt["arithmetic"].get<std::string>());
 }
 
 // What one sequence's per-layer state takes at `positions` (runtime/sequence_state.h):
@@ -143,6 +149,10 @@ void register_info(CLI::App& app) {
       spec = src.spec;
       j = summarize_model_source(src, summarize_tokenizer(src.path));
     }
+    // What a command that runs the model uses unless told otherwise.
+    j["runtime"] = {{"threads", physical_core_count()},
+                    {"isa", std::string(isa_name(active_isa()))},
+                    {"arithmetic", arithmetic_name(LoadOptions{}.arithmetic)}};
     j["state"] = state_summary(spec, positions > 0 ? positions : spec.context_length, parse_kv_type(kv_type));
     if (json) fmt::print("{}\n", j.dump(2));
     else print_human(j);

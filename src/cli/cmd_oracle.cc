@@ -1,4 +1,4 @@
-// tessera oracle MODEL --record FILE | --check FILE [--corpus prompts.json] [--threads N] [--chunks N] [--act-passes 1|2] [--kv-type f32|f16]
+// tessera oracle MODEL --record FILE | --check FILE [--corpus prompts.json] [--threads N] [--chunks N] [--arithmetic exact|fast] [--kv-type f32|f16]
 //
 // Determinism oracle (eval/oracle.h). --record writes the token ids and
 // their sha256 for the corpus (atomically). Without --corpus the corpus is
@@ -48,7 +48,6 @@ std::string default_oracle_corpus() {
 void register_oracle(CLI::App& app) {
   auto* cmd = app.add_subcommand("oracle", "Record or check the determinism oracle of a model");
   static std::string model, record, check, corpus;
-  static int threads = 1;
   static KernelFlags kernels;
   static int64_t chunks = 0;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
@@ -56,14 +55,12 @@ void register_oracle(CLI::App& app) {
   auto* chk = cmd->add_option("--check", check, "Compare with this oracle file");
   rec->excludes(chk);
   cmd->add_option("--corpus", corpus, "Prompt corpus (JSON; default: the package's tessera/data/oracle_prompts.json)");
-  cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Layer chunks per step (0 = the bundle's)")->capture_default_str();
   kernels.add_to(*cmd);
   cmd->callback([] {
     if (record.empty() == check.empty()) fail("options", "oracle", "give exactly one of --record and --check");
     const std::string corpus_file = corpus.empty() ? default_oracle_corpus() : corpus;  // before the (slow) load
     LoadOptions o;
-    o.threads = threads;
     o.chunks = chunks;
     kernels.apply(o);
     auto m = Model::load(model, o);

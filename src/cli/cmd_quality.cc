@@ -1,4 +1,4 @@
-// tessera quality BUNDLE --ref SRC --text FILE [--max-tokens 512] [--window 0] [--threads N] [--act-passes 1|2] [--kv-type f32|f16] [--json]
+// tessera quality BUNDLE --ref SRC --text FILE [--max-tokens 512] [--window 0] [--threads N] [--arithmetic exact|fast] [--kv-type f32|f16] [--json]
 //
 // Compares a model (typically a converted bundle) with a reference (the GGUF
 // or HF checkpoint it came from) on a text, both teacher-forced over the same
@@ -35,7 +35,6 @@ void register_quality(CLI::App& app) {
   auto* cmd = app.add_subcommand("quality", "Measure a model's quality against a reference on a text");
   static std::string model, ref, text;
   static int64_t max_tokens = 512, window = 0;
-  static int threads = 1;
   static KernelFlags kernels;
   static bool json = false;
   cmd->add_option("model", model, "Model to test: bundle, GGUF, HF directory or pulled name")->required();
@@ -44,7 +43,6 @@ void register_quality(CLI::App& app) {
   cmd->add_option("--max-tokens", max_tokens, "Keep the first N tokens of the text")->capture_default_str();
   cmd->add_option("--window", window, "Tokens per window, each a fresh context (0 = --max-tokens)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   kernels.add_to(*cmd);
   cmd->add_flag("--json", json, "Print one JSON object");
   cmd->callback([] {
@@ -58,19 +56,20 @@ void register_quality(CLI::App& app) {
 
     // Both with one chunk per layer, so that every layer's residual is seen.
     LoadOptions o;
-    o.threads = threads;
     auto load = [&o](const std::string& path, const KernelFlags& k) {
       LoadOptions each = o;
       each.chunks = num_layers_of(path);
       k.apply(each);
       return Model::load(path, each);
     };
-    // --act-passes and --kv-type are the tested model's; the reference keeps the defaults.
+    // --arithmetic and --kv-type are the tested model's; the reference keeps the defaults (and --threads).
     auto test = load(model, kernels);
     std::vector<int32_t> ids = test->require_tokenizer().encode(content, true);
     if (static_cast<int64_t>(ids.size()) > max_tokens) ids.resize(static_cast<size_t>(max_tokens));
     if (ids.size() < 2) fail(text, "tokens", "the text gives {} tokens; at least 2 are needed", ids.size());
-    auto reference = load(ref, KernelFlags{});
+    KernelFlags reference_flags;
+    reference_flags.threads = kernels.threads;
+    auto reference = load(ref, reference_flags);
     if (test->spec().vocab_size != reference->spec().vocab_size)
       fail(model, "vocab size", "{} differs from the reference's {} ({})", test->spec().vocab_size,
            reference->spec().vocab_size, ref);

@@ -56,7 +56,6 @@ void register_serve(CLI::App& app) {
   static server::ServerOptions options;
   static engine::EngineOptions engine_options;
   static KernelFlags kernels;
-  static int threads = 1;
   static bool reference = false;
   cmd->add_option("model", model, "GGUF path, HF checkpoint directory, bundle or pulled model name")->required();
   cmd->add_option("--host", options.host, "Address to listen on (127.0.0.1: this machine only)")->capture_default_str();
@@ -68,7 +67,6 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--queue", engine_options.queue_capacity, "Requests waiting beyond the running one (503 beyond)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", threads, "Compute threads")->capture_default_str();
   static uint64_t prefix_cache_mb = engine_options.prefix_cache_bytes >> 20;
   cmd->add_option("--prefix-cache-mb", prefix_cache_mb,
                   "MiB of session state kept for shared prompt prefixes, e.g. system prompts (0 = off)")
@@ -95,7 +93,6 @@ void register_serve(CLI::App& app) {
     if (options.max_tokens_cap < 1) fail("options", "--max-tokens", "must be at least 1");
     if (options.io_timeout_s < 1) fail("options", "--timeout", "must be at least 1");
     if (options.model_name.empty()) options.model_name = served_model_name(model);
-    engine_options.load.threads = threads;
     engine_options.prefix_cache_bytes = prefix_cache_mb << 20;
     engine_options.prefix_cache_disk_bytes = prefix_cache_disk_mb << 20;
     engine_options.reference = reference;
@@ -131,6 +128,10 @@ void register_serve(CLI::App& app) {
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not a dead server
     running_engine = engine.get();
     running_server = &server;
+    const Model& served = engine->model();
+    fmt::print("tessera serve: {} threads ({} physical cores here), isa {}, arithmetic {}, {} slots\n",
+               served.pool().threads(), physical_core_count(), isa_name(served.isa()),
+               arithmetic_name(served.arithmetic()), engine_options.slots);
     fmt::print("tessera serve: {} listening on http://{}:{}\n", options.model_name, options.host, port);
     std::fflush(stdout);
     server.listen();

@@ -22,7 +22,6 @@ void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--seed", settings.seed, "Sampling seed (same seed and settings, same output)")->capture_default_str();
   cmd.add_option("--stop", settings.stop, "Stop before this string (repeatable)");
   cmd.add_flag("--ignore-eos", settings.ignore_eos, "Do not stop at end-of-sequence tokens");
-  cmd.add_option("-t,--threads", threads, "Threads (results are identical for any count)")->capture_default_str();
   cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
   cmd.add_option("-b,--batch", settings.max_tokens_per_call, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
@@ -52,10 +51,13 @@ void GenerationFlags::add_to(CLI::App& cmd) {
 }
 
 void KernelFlags::add_to(CLI::App& cmd) {
-  cmd.add_option("--act-passes", act_passes,
-                 "int8 activation passes of the layers' integer-dot linears: 2 (reference agreement >= 99%) or 1 "
-                 "(faster where the integer dot bounds decode, e.g. AVX2 without VNNI; docs/BENCHMARKING.md)")
-      ->check(CLI::IsMember({1, 2}))
+  cmd.add_option("-t,--threads", threads,
+                 "Compute threads (default: this machine's physical cores); results are identical for any count")
+      ->capture_default_str();
+  cmd.add_option("--arithmetic", arithmetic,
+                 "Integer linears: exact (two int8 activation passes, today's bits) or fast (one pass: half the "
+                 "integer work, quality beside llama.cpp's in docs/QUANTIZATION.md); both deterministic")
+      ->check(CLI::IsMember({"exact", "fast"}))
       ->capture_default_str();
   cmd.add_option("--kv-type", kv_type,
                  "KV cache element type: f32 (exact) or f16 (half the KV memory and decode attention reads)")
@@ -69,7 +71,9 @@ void KernelFlags::add_to(CLI::App& cmd) {
 }
 
 void KernelFlags::apply(LoadOptions& o) const {
-  o.act_passes = act_passes;
+  if (threads < 1 || threads > 1024) fail("options", "--threads", "must be between 1 and 1024, got {}", threads);
+  o.threads = threads;
+  o.arithmetic = parse_arithmetic(arithmetic);
   o.kv_type = parse_kv_type(kv_type);
   o.weights_memory = parse_file_memory(weights_memory);
 }
@@ -77,7 +81,6 @@ void KernelFlags::apply(LoadOptions& o) const {
 std::unique_ptr<Model> GenerationFlags::load_model() const {
   if (ctx < 0) fail("options", "--ctx", "must be >= 0, got {}", ctx);
   LoadOptions o;
-  o.threads = threads;
   o.chunks = chunks;
   o.verify = verify;
   kernels.apply(o);

@@ -11,13 +11,17 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/generate.h"
+#include "runtime/cpu_cores.h"
 #include "runtime/model.h"
 
 namespace tessera::cli {
 
-// --act-passes (LoadOptions::act_passes) and --kv-type (LoadOptions::kv_type).
+// The load settings every command that runs a model shares: -t / --threads
+// (LoadOptions::threads; default the machine's physical cores),
+// --arithmetic (LoadOptions::arithmetic), --kv-type and --weights-memory.
 struct KernelFlags {
-  int act_passes = 2;
+  int threads = physical_core_count();
+  std::string arithmetic = "exact";
   std::string kv_type = "f32";
   std::string weights_memory = "auto";
 
@@ -28,7 +32,6 @@ struct KernelFlags {
 
 struct GenerationFlags {
   std::string model;
-  int threads = 1;
   int64_t ctx = 0;         // 0: the model's context length
   int64_t chunks = 0;       // 0: the bundle's own, else 1
   // The sampling and stopping flags bind straight to the settings that

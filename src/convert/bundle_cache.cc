@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sha256.h"
+#include "runtime/cpu_cores.h"
 #include "sources/model_registry.h"
 #include "sources/model_source.h"
 
@@ -457,10 +458,12 @@ CachedBundle default_bundle(const std::string& source, const BundleCacheOptions&
   return out;
 }
 
-std::unique_ptr<Model> load_model_for_running(const std::string& name_or_path, const LoadOptions& load, bool reference,
-                                              bool announce) {
-  if (load.threads < 1 || load.threads > 1024)
-    fail("options", "threads", "must be between 1 and 1024, got {}", load.threads);
+std::unique_ptr<Model> load_model_for_running(const std::string& name_or_path, const LoadOptions& requested,
+                                              bool reference, bool announce) {
+  if (requested.threads < 0 || requested.threads > 1024)
+    fail("options", "threads", "must be between 1 and 1024 (0: the physical cores), got {}", requested.threads);
+  LoadOptions load = requested;
+  load.threads = resolve_thread_count(requested.threads);
   if (Bundle::is_bundle(name_or_path)) {
     if (reference)
       fail(name_or_path, "--reference", "is a bundle; the reference path runs a GGUF file or an HF directory");

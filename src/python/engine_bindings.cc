@@ -81,10 +81,12 @@ void bind_engine(py::module_& m) {
   py::class_<engine::Engine>(m, "Engine")
       .def(py::init([](const std::string& model, int threads, int slots, int queue_capacity, int64_t context_length,
                        const std::string& kv_type, bool reference, uint64_t prefix_cache_mb,
-                       uint64_t prefix_cache_disk_mb, const std::string& prefix_cache_dir) {
+                       uint64_t prefix_cache_disk_mb, const std::string& prefix_cache_dir,
+                       const std::string& arithmetic) {
              engine::EngineOptions o;
              o.load.threads = threads;
              o.load.kv_type = parse_kv_type(kv_type);
+             o.load.arithmetic = parse_arithmetic(arithmetic);
              o.slots = slots;
              o.queue_capacity = queue_capacity;
              o.context_length = context_length;
@@ -95,9 +97,10 @@ void bind_engine(py::module_& m) {
              py::gil_scoped_release release;
              return engine::Engine::load(model, o);
            }),
-           py::arg("model"), py::arg("threads") = 1, py::arg("slots") = 1, py::arg("queue_capacity") = 16,
+           py::arg("model"), py::arg("threads") = 0, py::arg("slots") = 1, py::arg("queue_capacity") = 16,
            py::arg("context_length") = 0, py::arg("kv_type") = "f32", py::arg("reference") = false,
-           py::arg("prefix_cache_mb") = 256, py::arg("prefix_cache_disk_mb") = 0, py::arg("prefix_cache_dir") = "")
+           py::arg("prefix_cache_mb") = 256, py::arg("prefix_cache_disk_mb") = 0, py::arg("prefix_cache_dir") = "",
+           py::arg("arithmetic") = "exact")
       .def(
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,

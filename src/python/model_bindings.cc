@@ -75,7 +75,7 @@ void bind_model(py::module_& m) {
 
   py::class_<Model>(m, "Model")
       .def(py::init([](const std::string& path, int threads, int64_t chunks, std::vector<int64_t> prefill_sizes, bool verify,
-                       const std::string& isa, int64_t row_block, int act_passes, const std::string& kv_type,
+                       const std::string& isa, int64_t row_block, const std::string& arithmetic, const std::string& kv_type,
                        const std::string& weights_memory, bool reference) {
              py::gil_scoped_release release;
              LoadOptions o;
@@ -88,18 +88,20 @@ void bind_model(py::module_& m) {
              o.prefill_sizes = std::move(prefill_sizes);
              o.verify = verify;
              if (row_block >= 0) o.row_block = row_block;
-             o.act_passes = act_passes;
+             o.arithmetic = parse_arithmetic(arithmetic);
              o.kv_type = parse_kv_type(kv_type);
              o.weights_memory = parse_file_memory(weights_memory);
              return load_model_for_running(path, o, reference);
            }),
-           py::arg("path"), py::arg("threads") = 1, py::arg("chunks") = 0,
+           py::arg("path"), py::arg("threads") = 0, py::arg("chunks") = 0,
            py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "",
-           py::arg("row_block") = -1, py::arg("act_passes") = 2, py::arg("kv_type") = "f32",
+           py::arg("row_block") = -1, py::arg("arithmetic") = "exact", py::arg("kv_type") = "f32",
            py::arg("weights_memory") = "auto", py::arg("reference") = false)
       .def_property_readonly("path", &Model::path)
       .def_property_readonly("from_bundle", &Model::from_bundle)
       .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
+      .def_property_readonly("arithmetic", [](const Model& x) { return std::string(arithmetic_name(x.arithmetic())); })
+      .def_property_readonly("threads", [](const Model& x) { return x.pool().threads(); })
       .def_property_readonly("kv_type", [](const Model& x) { return std::string(kv_type_name(x.kv_type())); })
       .def_property_readonly("weights_memory",
                              [](const Model& x) -> std::optional<std::string> {

@@ -86,19 +86,23 @@ bool row_local(const Program& p, const Op& op) {
 }  // namespace
 
 BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
-                           int64_t row_block, int act_passes)
-    : program_(&program), isa_(isa), vops_(&kernels::vector_ops(isa)), row_block_(row_block) {
+                           int64_t row_block, Arithmetic arithmetic)
+    : program_(&program), isa_(isa), arithmetic_(arithmetic), vops_(&kernels::vector_ops(isa)), row_block_(row_block) {
   const Program& p = program;
   const std::string level(isa_name(vector_isa(isa)));
-  // A program whose calls can reach kAmxMinTokens rows runs its Linears on
-  // AMX tiles at Isa::Amx, and one whose calls reach kI16GemmMinTokens on the
-  // int16 GEMM at Isa::Avx2 and Isa::Avx512 (shorter calls of them still take
-  // the integer-dot kernels of the vector level).
+  const int act_passes = layer_act_passes(arithmetic);
+  // At the exact level a program whose calls can reach kAmxMinTokens rows
+  // runs its Linears on AMX tiles at Isa::Amx, and one whose calls reach
+  // kI16GemmMinTokens on the int16 GEMM at Isa::Avx2 and Isa::Avx512
+  // (shorter calls of them still take the integer-dot kernels of the vector
+  // level); at the fast level every call takes the integer-dot kernels.
   // The avx2 level's integer kernels name their AVX-VNNI variants.
   const char* vnni = runs_avx_vnni(isa) ? "_vnni" : "";
-  std::string linear_level =
-      fmt::format("{}{}", isa_name(isa == Isa::Amx && p.max_tokens < kernels::kAmxMinTokens ? Isa::Avx512 : isa), vnni);
-  if (uses_i16gemm(isa) && p.max_tokens >= kernels::kI16GemmMinTokens)
+  const bool gemms = arithmetic == Arithmetic::Exact;
+  std::string linear_level = fmt::format(
+      "{}{}", isa_name(isa == Isa::Amx && (!gemms || p.max_tokens < kernels::kAmxMinTokens) ? Isa::Avx512 : isa),
+      vnni);
+  if (gemms && uses_i16gemm(isa) && p.max_tokens >= kernels::kI16GemmMinTokens)
     linear_level = fmt::format("{}{}_i16gemm", isa_name(isa), vnni);
   for (const Op& op : p.ops) {
     BoundOp b;
@@ -263,7 +267,7 @@ BoundProgram::LinearPath BoundProgram::linear_path(const BoundOp& b, int64_t row
   if (b.float_linear) return LinearPath::Float;
   if (!b.qw) return LinearPath::Reference;
   // The GEMMs take one scale per row; blocked weights scale per block.
-  if (b.qw->blocked()) return LinearPath::IntegerDot;
+  if (b.qw->blocked() || arithmetic_ == Arithmetic::Fast) return LinearPath::IntegerDot;
   if (isa_ == Isa::Amx && rows >= kernels::kAmxMinTokens) return LinearPath::Amx;
   if (uses_i16gemm(isa_) && rows >= kernels::kI16GemmMinTokens) return LinearPath::I16Gemm;
   return LinearPath::IntegerDot;
@@ -347,7 +351,7 @@ int64_t BoundProgram::block_rows(const CallContext& ctx) const {
   // even <= row_block_, so the rounding takes a block past row_block_ by
   // less than one tile. With the default block that is kAmxMinTokens rows or
   // more: a block takes the kernel path the whole call would.
-  const int64_t tile = uses_i16gemm(isa_) ? kernels::kI16GemmTokenMultiple : 16;
+  const int64_t tile = uses_i16gemm(isa_) && arithmetic_ == Arithmetic::Exact ? kernels::kI16GemmTokenMultiple : 16;
   const int64_t blocks = (T + row_block_ - 1) / row_block_;
   const int64_t even = (T + blocks - 1) / blocks;
   const int64_t tiles = (even + tile - 1) / tile * tile;

@@ -33,6 +33,7 @@
 #include "kernels/qlinear_amx.h"
 #include "kernels/qlinear_refine.h"
 #include "kernels/vector_ops.h"
+#include "runtime/arithmetic.h"
 #include "runtime/sequence_state.h"
 #include "runtime/thread_pool.h"
 #include "runtime/weight_store.h"
@@ -118,13 +119,14 @@ class BoundProgram {
  public:
   // Throws Error naming the weight whose shape does not fit. `row_block`:
   // tokens per row block (kDefaultRowBlock; 0: every call runs whole).
-  // `act_passes`: int8 activation passes of the layers' linears (1 or 2;
-  // LoadOptions::act_passes).
+  // `arithmetic`: the integer-dot linears' level (runtime/arithmetic.h):
+  // their activation passes, and whether long calls may take the GEMMs.
   BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
-               int64_t row_block = kDefaultRowBlock, int act_passes = 2);
+               int64_t row_block = kDefaultRowBlock, Arithmetic arithmetic = Arithmetic::Exact);
 
   const Program& program() const { return *program_; }
   Isa isa() const { return isa_; }
+  Arithmetic arithmetic() const { return arithmetic_; }
   const std::vector<KernelPlacement>& placement() const { return placement_; }
   // An empty workspace; fit() sizes it for a call.
   Workspace make_workspace() const;
@@ -178,6 +180,7 @@ class BoundProgram {
 
   const Program* program_;
   Isa isa_;
+  Arithmetic arithmetic_;
   const kernels::VectorOps* vops_;
   std::vector<BoundOp> ops_;
   std::vector<KernelPlacement> placement_;

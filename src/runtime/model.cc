@@ -9,6 +9,7 @@
 #include "core/model_spec_json.h"
 #include "core/progress.h"
 #include "core/sha256.h"
+#include "runtime/cpu_cores.h"
 #include "sources/gguf.h"
 #include "sources/model_source.h"
 #include "sources/stop_tokens.h"
@@ -44,12 +45,11 @@ void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std:
   programs_ = model::build_programs(spec_, build);
   isa_ = options.isa ? *options.isa : active_isa();
   kv_type_ = options.kv_type;
+  arithmetic_ = options.arithmetic;
   if (!isa_supported(isa_)) fail(path_, "isa", "this CPU does not support {}", isa_name(isa_));
   bound_.reserve(programs_.programs.size());
-  if (options.act_passes != 1 && options.act_passes != 2)
-    fail(path_, "act_passes", "must be 1 or 2, got {}", options.act_passes);
   for (const Program& p : programs_.programs)
-    bound_.emplace_back(p, weights_, isa_, qlinear_cache_, options.row_block, options.act_passes);
+    bound_.emplace_back(p, weights_, isa_, qlinear_cache_, options.row_block, options.arithmetic);
 
   // RoPE tables of the global and (Gemma 3) local layers.
   int64_t global_layer = -1, local_layer = -1;
@@ -65,7 +65,7 @@ void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std:
 
 std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOptions& options) {
   auto m = std::unique_ptr<Model>(new Model());
-  m->pool_ = std::make_unique<ThreadPool>(options.threads);
+  m->pool_ = std::make_unique<ThreadPool>(resolve_thread_count(options.threads));
   std::error_code ec;
 
   if (Bundle::is_bundle(name_or_path)) {

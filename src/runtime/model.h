@@ -12,6 +12,7 @@
 #include "core/model_spec.h"
 #include "graph/program.h"
 #include "model/builders.h"
+#include "runtime/arithmetic.h"
 #include "runtime/executor.h"
 #include "runtime/rope_table.h"
 #include "runtime/thread_pool.h"
@@ -22,7 +23,9 @@
 namespace tessera {
 
 struct LoadOptions {
-  int threads = 1;
+  // Compute threads (results are identical for any count); 0: the machine's
+  // physical cores (runtime/cpu_cores.h).
+  int threads = 0;
   // Programs: layer chunks and prefill variants. 0 / empty: a bundle's own
   // (manifest "build"), else 1 chunk and model::BuildOptions' sizes.
   int64_t chunks = 0;
@@ -34,13 +37,10 @@ struct LoadOptions {
   std::optional<Isa> isa;
   // Tokens per row block of long calls (runtime/executor.h; 0: calls run whole).
   int64_t row_block = kDefaultRowBlock;
-  // int8 activation passes of the layers' linears on the integer-dot kernels
-  // (kernels/int8_activations.h): 2 (default: top-1 agreement with the
-  // reference kernels >= 99%) or 1 (about half the integer work; on CPUs
-  // without VNNI that work bounds decode; measured trade-off in
-  // docs/BENCHMARKING.md). The output head runs one pass plus its exact
-  // top-logit refinement either way.
-  int act_passes = 2;
+  // The integer-dot linears' arithmetic (runtime/arithmetic.h): exact (two
+  // int8 activation passes, the default) or fast (one pass, every call on
+  // the integer-dot kernels; measured quality in docs/QUANTIZATION.md).
+  Arithmetic arithmetic = Arithmetic::Exact;
   // How every Session of this model keeps its KV cache (runtime/kv_cache.h):
   // f32 (default) or f16 (half the memory and the bytes decode attention
   // reads; measured effect in docs/BENCHMARKING.md).
@@ -83,6 +83,7 @@ class Model {
   bool from_bundle() const { return from_bundle_; }
   Isa isa() const { return isa_; }
   KvType kv_type() const { return kv_type_; }
+  Arithmetic arithmetic() const { return arithmetic_; }
   // How a bundle's weights are held: Mmap or HugePages (what Auto resolved
   // to); nullopt for the sources dequantized into memory.
   std::optional<FileMemory> weights_memory() const { return weights_memory_; }
@@ -95,6 +96,7 @@ class Model {
   WeightStore weights_;
   Isa isa_ = Isa::Scalar;
   KvType kv_type_ = KvType::F32;
+  Arithmetic arithmetic_ = Arithmetic::Exact;
   std::optional<FileMemory> weights_memory_;
   QLinearCache qlinear_cache_;  // before bound_: the programs point into it
   std::vector<BoundProgram> bound_;

@@ -101,6 +101,7 @@ std::shared_ptr<const Model> shared_draft_model(const std::string& path, const M
     LoadOptions options;
     options.threads = target.pool().threads();
     options.kv_type = target.kv_type();
+    options.arithmetic = target.arithmetic();
     it = loaded.emplace(path, Loaded{load_model_for_running(path, options, /*reference=*/false), {}}).first;
   }
   Loaded& d = it->second;

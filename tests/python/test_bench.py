@@ -109,7 +109,8 @@ def test_gen_0_times_prefill_only(tiny):
     (["--chunks", "99"], "chunks"),
     (["--row-block", "-1"], "--row-block"),
     (["--kv-type", "q8_0"], "--kv-type"),
-    (["--act-passes", "3"], "--act-passes"),
+    (["--arithmetic", "half"], "--arithmetic"),
+    (["--threads", "0"], "--threads"),
 ])
 def test_bad_requests_are_clear_errors(tiny, args, needle):
     proc = run_tessera("bench", tiny, *args, "--json", check=False)

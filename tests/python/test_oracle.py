@@ -65,28 +65,29 @@ def test_oracle_reports_divergence_with_exit_1(bundle, tmp_path):
 
 
 def test_one_activation_pass_reaches_oracle_quality_and_audit(real_bundle, pulled_model_path, tmp_path):
-    """--act-passes 1 (LoadOptions::act_passes) on the commands that measure
-    a model: an oracle recorded with one pass holds with one pass, quality
-    sees its effect against the source, audit runs it; 3 is refused."""
+    """--arithmetic fast (one activation pass, LoadOptions::arithmetic) on the
+    commands that measure a model: an oracle recorded at fast holds at fast,
+    quality sees its effect against the source, audit runs it; an unknown
+    level is refused."""
     name = "smollm2-135m-instruct"
     path = real_bundle(name)
     oracle = tmp_path / "one_pass.json"
-    run_tessera("oracle", path, "--record", oracle, "-t", 2, "--act-passes", 1)
-    assert run_tessera("oracle", path, "--check", oracle, "-t", 2, "--act-passes", 1, check=False).returncode == 0
+    run_tessera("oracle", path, "--record", oracle, "-t", 2, "--arithmetic", "fast")
+    assert run_tessera("oracle", path, "--check", oracle, "-t", 1, "--arithmetic", "fast", check=False).returncode == 0
     text = tmp_path / "text.txt"
     text.write_text("The history of the Roman Empire spans more than a thousand years. " * 4)
     # Windows of 3 tokens: calls that short run the integer-dot kernels at
-    # every level (longer ones may take a GEMM, where passes do not apply).
-    kl = {p: json.loads(run_tessera("quality", path, "--ref", pulled_model_path(name), "--text", text,
-                                    "--max-tokens", 48, "--window", 3, "-t", 2, "--json", "--act-passes",
-                                    p).stdout)["kl_mean"]
-          for p in (1, 2)}
-    assert kl[1] != kl[2]
-    audit = run_tessera("audit", path, "--act-passes", 1, "--steps", 2, "--json", check=False)
+    # every level (longer ones may take a GEMM at exact, where passes do not apply).
+    kl = {a: json.loads(run_tessera("quality", path, "--ref", pulled_model_path(name), "--text", text,
+                                    "--max-tokens", 48, "--window", 3, "-t", 2, "--json", "--arithmetic",
+                                    a).stdout)["kl_mean"]
+          for a in ("fast", "exact")}
+    assert kl["fast"] != kl["exact"]
+    audit = run_tessera("audit", path, "--arithmetic", "fast", "--steps", 2, "--json", check=False)
     assert audit.returncode in (0, 1) and "fallback_op_percent" in json.loads(audit.stdout)
     for cmd in (["oracle", path, "--check", oracle], ["audit", path], ["quality", path, "--ref", path, "--text", text]):
-        bad = run_tessera(*cmd, "--act-passes", 3, check=False)
-        assert bad.returncode != 0 and "--act-passes" in bad.stderr
+        bad = run_tessera(*cmd, "--arithmetic", "approximate", check=False)
+        assert bad.returncode != 0 and "--arithmetic" in bad.stderr
 
 
 def test_default_corpus_is_the_package_data(real_bundle, tmp_path):
