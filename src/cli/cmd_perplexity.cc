@@ -128,7 +128,20 @@ void register_perplexity(CLI::App& app) {
                    100.0 * p.delta_p_rms.value, 100.0 * p.delta_p_rms.err, 100.0 * p.same_top_p.value,
                    100.0 * p.same_top_p.err);
       };
-      const KldBaseHeader h = KldBaseReader(base).header();
+      const KldBaseReader file(base);
+      const KldBaseHeader& h = file.header();
+      // The file's first token is BOS exactly when its writer's tokenizer adds
+      // BOS; another answer here changes every chunk's first token.
+      const std::optional<int32_t> bos = chunk_bos(*m);
+      const tok::Tokenizer* t = m->tokenizer();
+      const int32_t first_token = file.tokens().front();
+      if (bos && first_token != *bos)
+        fmt::print(stderr, "perplexity: warning: this model's tokenizer adds BOS (id {}) but {} starts with id {}: "
+                           "was it written with another tokenizer?\n", *bos, base, first_token);
+      else if (!bos && t != nullptr && t->bos_id() && first_token == *t->bos_id())
+        fmt::print(stderr, "perplexity: warning: {} starts with BOS (id {}) but this model's tokenizer adds none: "
+                           "chunks after the first will not start with BOS as in the writer's run\n", base,
+                   first_token);
       fmt::print(stderr, "perplexity: comparing with {}: {} chunks of n_ctx={}, n_vocab={}\n", base,
                  chunks < 0 ? h.n_chunk : std::min(chunks, h.n_chunk), h.n_ctx, h.n_vocab);
       r = compare_with_base(*m, base, o);
@@ -141,8 +154,9 @@ void register_perplexity(CLI::App& app) {
       };
       const int64_t n_chunk = std::min(chunks < 0 ? INT64_MAX : chunks,
                                        static_cast<int64_t>(tokens.size()) / std::max<int64_t>(n_ctx, 1));
-      fmt::print(stderr, "perplexity: {} tokens, {} chunks of n_ctx={}{}\n", tokens.size(), n_chunk, n_ctx,
-                 base.empty() ? "" : fmt::format(", writing base logits to {}", base));
+      if (static_cast<int64_t>(tokens.size()) >= 2 * n_ctx)  // else compute_perplexity says what is wrong
+        fmt::print(stderr, "perplexity: {} tokens, {} chunks of n_ctx={}{}\n", tokens.size(), n_chunk, n_ctx,
+                   base.empty() ? "" : fmt::format(", writing base logits to {}", base));
       r = compute_perplexity(*m, tokens, o);
     }
     if (r.bos) fmt::print(stderr, "perplexity: BOS (id {}) put at the start of every chunk\n", *r.bos);
