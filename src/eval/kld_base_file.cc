@@ -151,7 +151,7 @@ KldBaseReader::KldBaseReader(std::string path) : path_(std::move(path)) {
   const uint64_t want = kld_base_file_size(header_.n_ctx, header_.n_vocab, header_.n_chunk);
   if (size < want)
     fail(path_, "base-logits file",
-         "truncated: {} bytes, but n_ctx {}, n_vocab {} and {} chunks need {} (an interrupted llama-perplexity run?)",
+         "truncated: {} bytes, but n_ctx {}, n_vocab {} and {} chunks need {} (a run interrupted, or still writing it?)",
          size, header_.n_ctx, header_.n_vocab, header_.n_chunk, want);
   if (size > want)
     fail(path_, "base-logits file", "{} bytes, {} more than n_ctx {}, n_vocab {} and {} chunks account for", size,
