@@ -18,6 +18,7 @@ void register_quality(CLI::App& app);
 void register_chat(CLI::App& app);
 void register_audit(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_perplexity(CLI::App& app);
 #ifdef TESSERA_WITH_SERVER
 void register_serve(CLI::App& app);
 #endif
@@ -33,6 +34,7 @@ void register_commands(CLI::App& app) {
   register_chat(app);
   register_audit(app);
   register_bench(app);
+  register_perplexity(app);
 #ifdef TESSERA_WITH_SERVER
   register_serve(app);  // built unless -DTESSERA_BUILD_SERVER=OFF
 #endif
