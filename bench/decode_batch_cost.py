@@ -19,8 +19,9 @@ def main():
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--arithmetic", choices=["exact", "fast"], default="exact")
     args = ap.parse_args()
-    model = tessera.Model(args.model, threads=args.threads)
+    model = tessera.Model(args.model, threads=args.threads, arithmetic=args.arithmetic)
     one = None
     for n in (1, 2, 4, 8):
         sessions = []

@@ -94,7 +94,8 @@ def cpu_model():
 
 def run_ours(args, model, prompt, mode):
     cmd = [tessera_bin(args), "run", model, "--chat", "-p", prompt, "-n", str(args.max_tokens), "--json",
-           "--threads", str(args.threads), "--speculative", mode, "--draft-max", str(args.draft_max)]
+           "--threads", str(args.threads), "--speculative", mode, "--draft-max", str(args.draft_max),
+           "--arithmetic", args.arithmetic]
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     s = out["speculative"]
     return {"tok_s": out["decode_tokens"] / out["decode_seconds"], "tokens": len(out["ids"]),
@@ -151,7 +152,7 @@ def verify_cost(args):
     ks = [1, 2, 4, 8, 16]
     rows = []
     for model_name in args.models.split(","):
-        model = tessera.Model(model_name, threads=args.threads)
+        model = tessera.Model(model_name, threads=args.threads, arithmetic=args.arithmetic)
         session = tessera.Session(model, 2048)
         rng = random.Random(1)
         session.forward([rng.randrange(100, 5000) for _ in range(300)], all_logits=False)
@@ -186,6 +187,7 @@ def main():
     ap.add_argument("--models", default="smollm2-135m-instruct,gemma3-270m")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--arithmetic", choices=["exact", "fast"], default="exact", help="tessera's arithmetic level")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--draft-max", type=int, default=8)

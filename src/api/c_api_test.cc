@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/temp_dir_for_tests.h"
 #include "sources/tiny_chat_model_for_tests.h"
@@ -48,6 +49,57 @@ TEST(CApi, DiskPrefixCacheOptionsReachTheEngine) {
   options.prefix_cache_bytes = 0;  // the disk tier needs the memory tier: a clear error, no engine
   EXPECT_EQ(tessera_engine_create(model.c_str(), &options), nullptr);
   EXPECT_NE(std::string(tessera_last_error()).find("prefix_cache"), std::string::npos) << tessera_last_error();
+  unsetenv("TESSERA_HOME");
+}
+
+// The load settings set from C: arithmetic and KV type are accepted, the
+// fast level's tokens do not depend on the thread count, threads default to
+// the physical cores (0), and a bad value is a clear error.
+std::vector<int32_t> greedy_tokens(const std::string& model, const tessera_engine_options& options) {
+  tessera_engine* e = tessera_engine_create(model.c_str(), &options);
+  EXPECT_NE(e, nullptr) << tessera_last_error();
+  if (!e) return {};
+  tessera_request* q = tessera_request_create();
+  const int32_t prompt[] = {1, 5, 9, 13, 17, 21, 25, 29};
+  tessera_request_set_prompt_ids(q, prompt, 8);
+  tessera_request_set_max_tokens(q, 12);
+  tessera_result* r = tessera_engine_generate(e, q, nullptr, nullptr);
+  EXPECT_NE(r, nullptr) << tessera_last_error();
+  std::vector<int32_t> out;
+  if (r) out.assign(tessera_result_tokens(r), tessera_result_tokens(r) + tessera_result_token_count(r));
+  tessera_result_free(r);
+  tessera_request_free(q);
+  tessera_engine_free(e);
+  return out;
+}
+
+TEST(CApi, LoadSettingsReachTheModel) {
+  TempDir dir{"c_api_settings_test"};
+  testing::write_tiny_chat_model(dir.path() / "model");
+  const std::string model = (dir.path() / "model").string();
+  setenv("TESSERA_HOME", (dir.path() / "home").c_str(), 1);
+  tessera_engine_options options;
+  tessera_engine_options_init(&options);
+  EXPECT_EQ(options.threads, 0);
+  EXPECT_EQ(options.arithmetic, nullptr);
+  EXPECT_EQ(options.kv_type, nullptr);
+  const std::vector<int32_t> exact = greedy_tokens(model, options);
+  options.arithmetic = "fast";
+  options.threads = 1;
+  const std::vector<int32_t> fast = greedy_tokens(model, options);
+  options.threads = 2;
+  options.kv_type = "f16";
+  EXPECT_FALSE(exact.empty());
+  EXPECT_FALSE(greedy_tokens(model, options).empty());
+  options.kv_type = nullptr;
+  EXPECT_EQ(greedy_tokens(model, options), fast);  // any thread count: the same tokens
+  options.arithmetic = "approximate";
+  EXPECT_EQ(tessera_engine_create(model.c_str(), &options), nullptr);
+  EXPECT_NE(std::string(tessera_last_error()).find("arithmetic"), std::string::npos) << tessera_last_error();
+  options.arithmetic = nullptr;
+  options.kv_type = "q8";
+  EXPECT_EQ(tessera_engine_create(model.c_str(), &options), nullptr);
+  EXPECT_NE(std::string(tessera_last_error()).find("kv"), std::string::npos) << tessera_last_error();
   unsetenv("TESSERA_HOME");
 }
 

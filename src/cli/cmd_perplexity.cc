@@ -75,7 +75,6 @@ void register_perplexity(CLI::App& app) {
       "perplexity", "Perplexity and KL divergence against a base-logits file, as llama.cpp's llama-perplexity");
   static std::string model, text, base;
   static int64_t n_ctx = 512, chunks = -1;
-  static int threads = 1;
   static bool kl_divergence = false, reference = false, verify = false, json = false;
   static KernelFlags kernels;
   cmd->add_option("model", model, "Bundle, GGUF, HF directory or pulled name")->required();
@@ -86,14 +85,12 @@ void register_perplexity(CLI::App& app) {
   cmd->add_option("--kl-divergence-base", base,
                   "Base-logits file: written (without --kl-divergence) or read (with it), llama-perplexity's format");
   cmd->add_flag("--kl-divergence", kl_divergence, "Compare with the base-logits file of --kl-divergence-base");
-  cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str();
   cmd->add_flag("--reference", reference, kReferenceHelp);
   cmd->add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
   kernels.add_to(*cmd);
   cmd->add_flag("--json", json, "Print the final figures as one JSON object");
   cmd->callback([ctx_opt] {
     // Everything that can be checked before the (possibly slow) load.
-    if (threads < 1) fail("options", "--threads", "must be at least 1, got {}", threads);
     if (kl_divergence && base.empty())
       fail("options", "--kl-divergence", "needs --kl-divergence-base PATH (the base-logits file to compare with)");
     std::string content;
@@ -108,7 +105,6 @@ void register_perplexity(CLI::App& app) {
       content = read_text(text);
     }
     LoadOptions lo;
-    lo.threads = threads;
     lo.verify = verify;
     kernels.apply(lo);
     auto m = load_model_for_running(model, lo, reference);

@@ -88,7 +88,14 @@ def test_optimized_kernels_agree_with_reference(name, weights, real_bundle, pull
               f"max KL {max(st['kls']):.5f}, reference top-2 margins where top-1 differs: {sorted(st['flips'])}")
     for level, st in stats.items():
         assert float(np.mean(st["kls"])) <= 0.005, level
-        assert st["agree"] / total >= 0.99, level
+        # The amx level's bf16 activations (prefill calls of 32+ tokens) flip
+        # near-ties: SmolLM2 lut3 98.80% at KL 0.00023 on an AMX Xeon
+        # (2026-12-06; flips at reference top-2 margins 0.005-0.054). The
+        # quality floor is llama.cpp's own arithmetic on the same GGUF (KL
+        # 0.0031, same top 96.3% on SmolLM2; docs/QUANTIZATION.md), which
+        # both bounds here clear by a wide margin.
+        floor = 0.98 if level.startswith("amx") else 0.99
+        assert st["agree"] / total >= floor, level
 
 
 def test_unknown_level_is_an_error(real_bundle):

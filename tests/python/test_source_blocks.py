@@ -30,10 +30,12 @@ def default_bundle(pulled_model_path, tmp_path_factory):
     return get
 
 
-def teacher_forced_agreement(bundle, source):
-    """Greedy continuations of the corpus by the reference path, then the
-    bundle's argmax at each of those positions given the same prefix."""
-    ref, test = tessera.Model(source, threads=2), tessera.Model(str(bundle), threads=2)
+def teacher_forced_agreement(bundle, source, arithmetic="exact"):
+    """Greedy continuations of the corpus by the reference path (the GGUF
+    dequantized to f32), then the bundle's argmax at each of those positions
+    given the same prefix."""
+    ref = tessera.Model(source, threads=2, reference=True)
+    test = tessera.Model(str(bundle), threads=2, arithmetic=arithmetic)
     tok = tessera.Tokenizer.from_file(source)
     agree = total = 0
     for prompt in CORPUS["prompts"]:
@@ -62,6 +64,12 @@ def test_default_bundle_keeps_the_gguf_values_and_agrees(default_bundle, pulled_
     rate, total = teacher_forced_agreement(bundle, pulled_model_path(name))
     print(f"\n{name}: default bundle agrees with the reference path on {rate:.2%} of {total} greedy tokens")
     assert rate >= 0.99
+    # The fast level (one activation pass) is judged against llama.cpp's own
+    # arithmetic (docs/QUANTIZATION.md); its agreement here is reported, and
+    # held to the floor it measured with margin (2026-12-06: docs/QUANTIZATION.md).
+    fast, _ = teacher_forced_agreement(bundle, pulled_model_path(name), "fast")
+    print(f"{name}: at --arithmetic fast on {fast:.2%}")
+    assert fast >= 0.9
 
 
 def test_explicit_format_requantizes(pulled_model_path, tmp_path):
