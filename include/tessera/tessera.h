@@ -34,7 +34,7 @@ typedef struct tessera_engine_options {
   uint64_t prefix_cache_bytes;       /* session state kept for shared prompt prefixes; default 256 MiB, 0: off */
   uint64_t prefix_cache_disk_bytes;  /* its disk tier, kept across runs; default 0: off */
   const char* prefix_cache_dir;      /* NULL: $TESSERA_HOME/prefix-cache/<model> */
-  const char* arithmetic;  /* "exact" (NULL: the default, two int8 activation passes) or "fast" (one) */
+  const char* arithmetic;  /* "fast" (NULL: the default, one int8 activation pass) or "exact" (two) */
   const char* kv_type;     /* "f32" (NULL: the default) or "f16" */
 } tessera_engine_options;
 

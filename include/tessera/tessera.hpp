@@ -32,7 +32,7 @@ struct LoadConfig {
   int queue_capacity = 16;       // requests waiting beyond the running one
   int64_t context_length = 0;    // per conversation; 0: the model's
   std::string kv_type = "f32";   // or "f16"
-  std::string arithmetic = "exact";  // or "fast": one int8 activation pass instead of two (docs/QUANTIZATION.md)
+  std::string arithmetic = "fast";  // or "exact": two int8 activation passes instead of one (docs/QUANTIZATION.md)
   bool reference = false;        // GGUF / HF sources: the f32 reference path, not the cached bundle
   uint64_t prefix_cache_bytes = 256ull << 20;  // state kept for shared prompt prefixes (0: off)
   uint64_t prefix_cache_disk_bytes = 0;  // its disk tier, kept across runs (0: off)

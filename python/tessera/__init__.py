@@ -15,8 +15,8 @@ GgufFile = _core.GgufFile
 # Tokenizer.from_file(GGUF | tokenizer.json | HF dir): encode / decode exactly as Hugging Face.
 Tokenizer = _core.Tokenizer
 # Model(path, threads=0, chunks=0, prefill_sizes=[], verify=False, isa="", row_block=-1,
-#       arithmetic="exact", kv_type="f32", weights_memory="auto", reference=False) and Session(model, context_length=0):
-# threads=0: this machine's physical cores; arithmetic: "exact" (two int8 activation passes) or "fast" (one);
+#       arithmetic="fast", kv_type="f32", weights_memory="auto", reference=False) and Session(model, context_length=0):
+# threads=0: this machine's physical cores; arithmetic: "fast" (one int8 activation pass) or "exact" (two);
 # Model.threads / .arithmetic / .isa say what it runs with.
 # a GGUF / HF directory / pulled name runs through its cached default bundle
 # (converted on first use into $TESSERA_HOME/bundles; Model.path is that
@@ -34,7 +34,7 @@ Session = _core.Session
 # decode step of several sessions of one model in one call of the programs, each row
 # bit for bit its session's own decode step (Session::decode_batch).
 decode_batch = _core.decode_batch
-# Engine(model, threads=0, slots=1, ..., arithmetic="exact").generate(prompt | messages= | prompt_ids=, max_tokens, temperature,
+# Engine(model, threads=0, slots=1, ..., arithmetic="fast").generate(prompt | messages= | prompt_ids=, max_tokens, temperature,
 # top_p, seed, stop, ...) -> GenerationResult, .stream(...) -> iterator of text pieces, .reset():
 # the engine that `tessera serve` and the C / C++ APIs use (python/tessera/engine.py).
 from .engine import Engine, GenerationResult, TextStream  # noqa: E402

@@ -63,11 +63,11 @@ class Engine:
     def __init__(self, model: str, *, threads: int = 0, slots: int = 1, queue_capacity: int = 16,
                  context_length: int = 0, kv_type: str = "f32", reference: bool = False,
                  prefix_cache_mb: int = 256, prefix_cache_disk_mb: int = 0, prefix_cache_dir: str = "",
-                 arithmetic: str = "exact"):
+                 arithmetic: str = "fast"):
         """`model`: a bundle directory, GGUF file, HF checkpoint directory or
         pulled model name (converted once into the bundle cache).
         `threads`: compute threads, 0 for this machine's physical cores.
-        `arithmetic`: "exact" (two int8 activation passes) or "fast" (one).
+        `arithmetic`: "fast" (one int8 activation pass, the default) or "exact" (two).
         `prefix_cache_mb`: session state kept for shared prompt prefixes
         (system prompts), 0 to keep only the slots' own.
         `prefix_cache_disk_mb`: also keep those states as files that outlive

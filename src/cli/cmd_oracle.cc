@@ -56,6 +56,8 @@ void register_oracle(CLI::App& app) {
   rec->excludes(chk);
   cmd->add_option("--corpus", corpus, "Prompt corpus (JSON; default: the package's tessera/data/oracle_prompts.json)");
   cmd->add_option("--chunks", chunks, "Layer chunks per step (0 = the bundle's)")->capture_default_str();
+  // The oracle pins today's bits: the exact level unless told otherwise.
+  kernels.arithmetic = "exact";
   kernels.add_to(*cmd);
   cmd->callback([] {
     if (record.empty() == check.empty()) fail("options", "oracle", "give exactly one of --record and --check");

@@ -55,8 +55,8 @@ void KernelFlags::add_to(CLI::App& cmd) {
                  "Compute threads (default: this machine's physical cores); results are identical for any count")
       ->capture_default_str();
   cmd.add_option("--arithmetic", arithmetic,
-                 "Integer linears: exact (two int8 activation passes, today's bits) or fast (one pass: half the "
-                 "integer work, quality beside llama.cpp's in docs/QUANTIZATION.md); both deterministic")
+                 "Integer linears: fast (one int8 activation pass: closer to an F32 copy of a GGUF than llama.cpp's "
+                 "own arithmetic, docs/QUANTIZATION.md) or exact (two passes, the oracle's bits); both deterministic")
       ->check(CLI::IsMember({"exact", "fast"}))
       ->capture_default_str();
   cmd.add_option("--kv-type", kv_type,

@@ -21,7 +21,7 @@ namespace tessera::cli {
 // --arithmetic (LoadOptions::arithmetic), --kv-type and --weights-memory.
 struct KernelFlags {
   int threads = physical_core_count();
-  std::string arithmetic = "exact";
+  std::string arithmetic = "fast";
   std::string kv_type = "f32";
   std::string weights_memory = "auto";
 

@@ -100,7 +100,7 @@ void bind_engine(py::module_& m) {
            py::arg("model"), py::arg("threads") = 0, py::arg("slots") = 1, py::arg("queue_capacity") = 16,
            py::arg("context_length") = 0, py::arg("kv_type") = "f32", py::arg("reference") = false,
            py::arg("prefix_cache_mb") = 256, py::arg("prefix_cache_disk_mb") = 0, py::arg("prefix_cache_dir") = "",
-           py::arg("arithmetic") = "exact")
+           py::arg("arithmetic") = "fast")
       .def(
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,

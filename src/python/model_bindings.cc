@@ -95,7 +95,7 @@ void bind_model(py::module_& m) {
            }),
            py::arg("path"), py::arg("threads") = 0, py::arg("chunks") = 0,
            py::arg("prefill_sizes") = std::vector<int64_t>{}, py::arg("verify") = false, py::arg("isa") = "",
-           py::arg("row_block") = -1, py::arg("arithmetic") = "exact", py::arg("kv_type") = "f32",
+           py::arg("row_block") = -1, py::arg("arithmetic") = "fast", py::arg("kv_type") = "f32",
            py::arg("weights_memory") = "auto", py::arg("reference") = false)
       .def_property_readonly("path", &Model::path)
       .def_property_readonly("from_bundle", &Model::from_bundle)

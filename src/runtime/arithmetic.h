@@ -3,6 +3,9 @@
 // a request's bits depend only on its own tokens, never on the thread count,
 // the chunking of its prompt, what it is batched with, or speculation.
 //
+// fast is the default (LoadOptions::arithmetic): on both real models its mean
+// KL to an F32 copy of the GGUF is 4-9x below llama.cpp's own run of it.
+//
 //   exact  Two int8 activation passes (x, then its rounding residual;
 //          kernels/int8_activations.h) on the layers' linears, about 15
 //          significant bits; the determinism oracle and the transformers

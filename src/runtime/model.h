@@ -37,10 +37,11 @@ struct LoadOptions {
   std::optional<Isa> isa;
   // Tokens per row block of long calls (runtime/executor.h; 0: calls run whole).
   int64_t row_block = kDefaultRowBlock;
-  // The integer-dot linears' arithmetic (runtime/arithmetic.h): exact (two
-  // int8 activation passes, the default) or fast (one pass, every call on
-  // the integer-dot kernels; measured quality in docs/QUANTIZATION.md).
-  Arithmetic arithmetic = Arithmetic::Exact;
+  // The integer-dot linears' arithmetic (runtime/arithmetic.h): fast (the
+  // default: one int8 activation pass, every call on the integer-dot
+  // kernels; closer to an F32 copy of a GGUF than llama.cpp's own arithmetic,
+  // docs/QUANTIZATION.md) or exact (two passes: the oracle's and parity's).
+  Arithmetic arithmetic = Arithmetic::Fast;
   // How every Session of this model keeps its KV cache (runtime/kv_cache.h):
   // f32 (default) or f16 (half the memory and the bytes decode attention
   // reads; measured effect in docs/BENCHMARKING.md).

@@ -1,4 +1,4 @@
-"""The fast arithmetic level (runtime/arithmetic.h): one int8 activation pass
+"""The fast arithmetic level (runtime/arithmetic.h, the default): one int8 activation pass
 on every integer-dot linear, and every call on those kernels whatever its
 token count, so a request's bits depend on nothing but its tokens: not the
 thread count, the chunks, how the prompt is split into calls, what it is
@@ -37,7 +37,7 @@ def test_prompt_rows_equal_decode_steps_at_any_split_threads_and_chunks(tiny_bun
         model = tessera.Model(bundle, arithmetic="fast", threads=threads, chunks=chunks)
         got = tessera.Session(model).forward(ids(), max_tokens_per_call=per_call)
         assert np.array_equal(got, stepwise), f"{name}: threads={threads} chunks={chunks} per_call={per_call}"
-    exact = tessera.Session(tessera.Model(bundle, threads=2)).forward(ids(), max_tokens_per_call=1)
+    exact = tessera.Session(tessera.Model(bundle, threads=2, arithmetic="exact")).forward(ids(), max_tokens_per_call=1)
     if tessera.Model(bundle).isa != "scalar":
         assert not np.array_equal(exact, stepwise), f"{name}: fast should be one pass, exact two"
 
@@ -95,7 +95,7 @@ def test_doors_report_threads_and_arithmetic(tiny_bundle, tmp_path):
     physical = bench["threads"]
     assert 1 <= physical <= (os.cpu_count() or 1)
     info = json.loads(run_tessera("info", bundle, "--json").stdout)
-    assert info["runtime"]["threads"] == physical and info["runtime"]["arithmetic"] == "exact"
+    assert info["runtime"]["threads"] == physical and info["runtime"]["arithmetic"] == "fast"
     assert tessera.Model(bundle).threads == physical
     assert tessera.Model(bundle, threads=1).threads == 1
     out = json.loads(run_tessera("run", bundle, "--prompt-ids", "1,2,3", "-n", "4", "--json",

@@ -29,7 +29,7 @@ def audit(model, *args, env=None):
 
 def test_lut4_bundle_runs_on_optimized_kernels(tiny):
     _, bundle = tiny
-    proc, out = audit(bundle, "-t", "2")
+    proc, out = audit(bundle, "-t", "2", "--arithmetic", "exact")
     if out["isa"] == "scalar":
         pytest.skip("this CPU has no optimized level")
     assert proc.returncode == 0, proc.stderr
@@ -54,6 +54,12 @@ def test_lut4_bundle_runs_on_optimized_kernels(tiny):
         assert p["ops"] == sum(k["ops"] for k in p["kernels"])
         assert (p["ms_per_call"] > 0) == (p["calls"] > 0)
     assert out["programs"][names.index("decode.c0")]["calls"] == 3
+    # At the fast level (the default) every call takes the integer-dot
+    # kernels: no program names a GEMM.
+    proc, fast = audit(bundle, "-t", "2")
+    assert proc.returncode == 0, proc.stderr
+    linears = {k["kernel"] for p in fast["programs"] for k in p["kernels"] if k["kernel"].startswith("linear.")}
+    assert linears == {f"linear.lut4.{lin}", f"linear.int8.{lin}"}
 
 
 def test_scalar_level_is_all_reference_and_fails(tiny):
@@ -89,7 +95,7 @@ def test_avx2_integer_linears_name_their_avx_vnni_variants(tiny):
     _, bundle = tiny
 
     def linear_kernels(vnni):
-        proc, out = audit(bundle, env={"TESSERA_ISA": "avx2", "TESSERA_AVX_VNNI": vnni})
+        proc, out = audit(bundle, "--arithmetic", "exact", env={"TESSERA_ISA": "avx2", "TESSERA_AVX_VNNI": vnni})
         if proc.returncode != 0 and ("does not support avx2" in proc.stderr or "has no AVX-VNNI" in proc.stderr):
             return None
         assert proc.returncode == 0, proc.stderr

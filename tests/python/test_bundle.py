@@ -96,14 +96,15 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     assert manifest["build"]["chunks"] == 2
     assert {p["name"] for p in manifest["programs"]} >= {"decode.c0", "decode.c1", "prefill512.c1"}
     ids = seq()
-    # Bit-identical for any chunks, threads and split within one kernel
+    # The exact level (two activation passes; the fast level's invariances
+    # are tests/python/test_arithmetic.py). Bit-identical for any chunks, threads and split within one kernel
     # family: the integer-dot kernels (calls below 4 tokens) or the int16
     # GEMM (4 or more) of the avx2 and avx512 levels. An AMX machine runs
     # this part at avx512 and its tiles below.
     amx = tessera.Model(str(bundle)).isa == "amx"
     level = "avx512" if amx else ""
     isa = tessera.Model(str(bundle), isa=level).isa
-    base = tessera.Session(tessera.Model(str(bundle), chunks=1, isa=level)).forward(ids)
+    base = tessera.Session(tessera.Model(str(bundle), chunks=1, isa=level, arithmetic="exact")).forward(ids)
     ref = tessera.Session(tessera.Model(str(src), reference=True)).forward(ids)
     plain = tessera.Session(tessera.Model(str(bundle), isa="scalar")).forward(ids)
     # Quantization changes the logits, but not beyond recognition; the
@@ -124,11 +125,13 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     # the reference kernels.
     stepwise = base
     if isa in ("avx2", "avx512"):
-        stepwise = tessera.Session(tessera.Model(str(bundle), chunks=1, isa=level)).forward(ids, max_tokens_per_call=1)
+        stepwise = tessera.Session(tessera.Model(str(bundle), chunks=1, isa=level, arithmetic="exact")).forward(
+            ids, max_tokens_per_call=1)
         assert np.abs(stepwise - plain).max() <= 0.05 * plain.std(), f"{name} {fmt} one token per call"
     layers = manifest["spec"]["num_layers"]
     for chunks, threads, per_call in [(2, 1, 0), (3, 2, 0), (4, 1, 1), (1, 2, 7), (2, 2, 8)]:
-        model = tessera.Model(str(bundle), chunks=min(chunks, layers), threads=threads, isa=level)
+        model = tessera.Model(str(bundle), chunks=min(chunks, layers), threads=threads, isa=level,
+                              arithmetic="exact")
         got = tessera.Session(model).forward(ids, max_tokens_per_call=per_call)
         want = stepwise if 0 < per_call < 4 else base
         assert np.array_equal(got, want), f"{name} {fmt} chunks={chunks} threads={threads} per_call={per_call}"
@@ -138,11 +141,13 @@ def test_quantized_bundle_chunks_threads_and_splits_agree(tiny_dir, tmp_path, fm
     # same bits for any chunks and threads, within a stated tolerance of the
     # integer-dot path (which calls of fewer tokens keep, bit for bit), and
     # closer to the f32 reference kernels than that path.
-    whole = tessera.Session(tessera.Model(str(bundle), chunks=1, isa="amx")).forward(ids)
+    whole = tessera.Session(tessera.Model(str(bundle), chunks=1, isa="amx", arithmetic="exact")).forward(ids)
     for chunks, threads in [(2, 2), (min(3, layers), 1)]:
-        got = tessera.Session(tessera.Model(str(bundle), chunks=chunks, threads=threads, isa="amx")).forward(ids)
+        got = tessera.Session(tessera.Model(str(bundle), chunks=chunks, threads=threads, isa="amx",
+                                            arithmetic="exact")).forward(ids)
         assert np.array_equal(got, whole), f"{name} {fmt} amx chunks={chunks} threads={threads}"
-    short_calls = tessera.Session(tessera.Model(str(bundle), isa="amx")).forward(ids, max_tokens_per_call=8)
+    short_calls = tessera.Session(tessera.Model(str(bundle), isa="amx", arithmetic="exact")).forward(
+        ids, max_tokens_per_call=8)
     assert np.array_equal(short_calls, stepwise), f"{name} {fmt}: calls under 32 tokens left the integer-dot kernels"
     scale = plain.std()
     # Measured on these models: amx within 0.036 of the reference kernels'
@@ -327,10 +332,11 @@ def test_row_blocks_shrink_the_workspace(tmp_path):
     whole = tessera.Model(bundle, row_block=0).workspace_bytes("prefill512.c0", 512)
     levels = ["scalar", "avx2", "avx512", "amx"]
     for level in levels[:levels.index(tessera.Model(bundle).isa) + 1]:
-        model = tessera.Model(bundle, isa=level)
-        block = 132 if level in ("avx2", "avx512") else 128
-        blocked = model.workspace_bytes("prefill512.c0", 512)
-        assert whole - blocked == 4 * (512 - block) * (2 * hidden + 2 * inter), level
+        for arithmetic in ("exact", "fast"):  # fast: no GEMM, so 128 everywhere
+            model = tessera.Model(bundle, isa=level, arithmetic=arithmetic)
+            block = 132 if level in ("avx2", "avx512") and arithmetic == "exact" else 128
+            blocked = model.workspace_bytes("prefill512.c0", 512)
+            assert whole - blocked == 4 * (512 - block) * (2 * hidden + 2 * inter), (level, arithmetic)
     short = tessera.Model(bundle).workspace_bytes("prefill512.c0", 100)
     assert short == tessera.Model(bundle, row_block=0).workspace_bytes("prefill512.c0", 100)
     assert short < whole * 100 / 512 + 4 * spec["vocab_size"] * 2
@@ -348,9 +354,9 @@ def test_fast_arithmetic_is_one_activation_pass(tmp_path):
     if tessera.Model(bundle).isa == "scalar":
         pytest.skip("this CPU has no optimized level")
     ids = seq()
-    two = tessera.Session(tessera.Model(bundle)).forward(ids, max_tokens_per_call=1)
+    two = tessera.Session(tessera.Model(bundle, arithmetic="exact")).forward(ids, max_tokens_per_call=1)
     fast_model = tessera.Model(bundle, arithmetic="fast")
-    assert fast_model.arithmetic == "fast" and tessera.Model(bundle).arithmetic == "exact"
+    assert fast_model.arithmetic == "fast" and tessera.Model(bundle).arithmetic == "fast"
     one = tessera.Session(fast_model).forward(ids, max_tokens_per_call=1)
     plain = tessera.Session(tessera.Model(bundle, isa="scalar")).forward(ids)
     assert not np.array_equal(one, two)
