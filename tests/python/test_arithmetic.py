@@ -42,6 +42,22 @@ def test_prompt_rows_equal_decode_steps_at_any_split_threads_and_chunks(tiny_bun
         assert not np.array_equal(exact, stepwise), f"{name}: fast should be one pass, exact two"
 
 
+def test_every_vector_level_gives_the_same_bits(tiny_bundle):
+    """The integer-dot kernels of every level are specified to the bit
+    (kernels/qlinear.h) and one pass takes the full int8 range everywhere,
+    so at fast the avx2, avx512 and amx levels give identical logits (at
+    exact the AVX2 kernels' two passes take a narrower range)."""
+    name, bundle = tiny_bundle
+    levels = ["avx2", "avx512", "amx"]
+    best = tessera.Model(bundle).isa
+    if best not in levels:
+        pytest.skip("no x86 vector level here")
+    got = {level: tessera.Session(tessera.Model(bundle, isa=level, arithmetic="fast")).forward(ids())
+           for level in levels[:levels.index(best) + 1]}
+    for level, logits in got.items():
+        assert np.array_equal(logits, got["avx2"]), f"{name}: {level} differs from avx2"
+
+
 def test_batched_rows_equal_each_sessions_own_decode(tiny_bundle):
     name, bundle = tiny_bundle
     model = tessera.Model(bundle, arithmetic="fast", threads=2)
