@@ -33,7 +33,7 @@ void register_pull(CLI::App& app) {
     const std::string home = tessera_home();
     if (list) {
       for (const auto& m : registered_models())
-        fmt::print("{:<24} {}{}\n", m.name, m.description,
+        fmt::print("{:<28} {}{}\n", m.name, m.description,
                    is_pulled(m, home) ? "  [pulled]" : "");
       return;
     }

@@ -37,6 +37,14 @@ struct DigestContext {
 
 }  // namespace
 
+struct Sha256::State {
+  DigestContext digest;
+};
+Sha256::Sha256() : state_(std::make_unique<State>()) {}
+Sha256::~Sha256() = default;
+void Sha256::update(std::span<const uint8_t> bytes) { state_->digest.update(bytes.data(), bytes.size()); }
+std::string Sha256::hex() { return state_->digest.hex(); }
+
 std::string sha256_hex(std::span<const uint8_t> bytes) {
   DigestContext d;
   d.update(bytes.data(), bytes.size());

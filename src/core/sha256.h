@@ -4,10 +4,26 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 
 namespace tessera {
+
+// Incremental hashing: update() with consecutive byte ranges, then hex().
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(std::span<const uint8_t> bytes);
+  std::string hex();  // lower-case digest; call once
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Lower-case hex digest of several byte ranges, hashed as their concatenation.
 std::string sha256_hex_of(std::initializer_list<std::span<const uint8_t>> parts);

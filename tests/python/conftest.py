@@ -11,6 +11,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "network: downloads from PyPI; runs by default (CI has PyPI access) and "
+                                       "skips itself when PyPI cannot be reached")
+
+
 def tessera_bin() -> str:
     return os.environ.get("TESSERA_BIN", str(REPO / "build" / "tessera"))
 
