@@ -11,6 +11,7 @@
 // Progress goes to stderr; the final figures to stdout (--json: one object).
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -94,11 +95,12 @@ void register_perplexity(CLI::App& app) {
     if (kl_divergence && base.empty())
       fail("options", "--kl-divergence", "needs --kl-divergence-base PATH (the base-logits file to compare with)");
     std::string content;
+    std::optional<KldBaseReader> file;  // the base file's header and tokens, read once
     if (kl_divergence) {
-      const KldBaseReader header(base);  // refuses a missing, truncated or foreign file now
-      if (ctx_opt->count() > 0 && header.header().n_ctx != n_ctx)
+      file.emplace(base);  // refuses a missing, truncated or foreign file now
+      if (ctx_opt->count() > 0 && file->header().n_ctx != n_ctx)
         fmt::print(stderr, "perplexity: -c {} ignored: {} was written with n_ctx {}\n", n_ctx, base,
-                   header.header().n_ctx);
+                   file->header().n_ctx);
     } else {
       if (text.empty()) fail("options", "--file", "the text to score is required (-f FILE)");
       if (n_ctx < 8) fail("options", "--ctx-size", "must be at least 8, got {}", n_ctx);
@@ -124,13 +126,12 @@ void register_perplexity(CLI::App& app) {
                    100.0 * p.delta_p_rms.value, 100.0 * p.delta_p_rms.err, 100.0 * p.same_top_p.value,
                    100.0 * p.same_top_p.err);
       };
-      const KldBaseReader file(base);
-      const KldBaseHeader& h = file.header();
+      const KldBaseHeader& h = file->header();
       // The file's first token is BOS exactly when its writer's tokenizer adds
       // BOS; another answer here changes every chunk's first token.
       const std::optional<int32_t> bos = chunk_bos(*m);
       const tok::Tokenizer* t = m->tokenizer();
-      const int32_t first_token = file.tokens().front();
+      const int32_t first_token = file->tokens().front();
       if (bos && first_token != *bos)
         fmt::print(stderr, "perplexity: warning: this model's tokenizer adds BOS (id {}) but {} starts with id {}: "
                            "was it written with another tokenizer?\n", *bos, base, first_token);
