@@ -5,6 +5,9 @@ thread count, the chunks, how the prompt is split into calls, what it is
 batched with, or speculation. Each case below compares bits, not tolerances.
 """
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -66,21 +69,17 @@ def test_batched_rows_equal_each_sessions_own_decode(tiny_bundle):
         assert np.array_equal(batched[k], run_alone(model, p, 6)), f"{name}: session {k}"
 
 
-def test_speculative_greedy_equals_plain_greedy():
+def test_speculative_greedy_equals_plain_greedy(tmp_path):
     """Verify calls at fast carry decode's bits, so greedy lookup speculation
     gives plain greedy's ids (on a repetitive prompt that drafts well)."""
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as tmp:
-        make_tiny_model("llama", Path(tmp) / "src")
-        run_tessera("convert", Path(tmp) / "src", "-o", Path(tmp) / "b", "--weights", "lut4", "--group-size", "16")
-        model = tessera.Model(str(Path(tmp) / "b"), arithmetic="fast", threads=2)
-        prompt = ids(12) * 4
-        plain = tessera.Session(model).generate(prompt, 32, ignore_eos=True)
-        spec = tessera.Session(model).generate(prompt, 32, ignore_eos=True, speculative="lookup")
-        assert spec["ids"] == plain["ids"]
-        assert spec["speculative"]["verify_calls"] > 0
+    make_tiny_model("llama", tmp_path / "src")
+    run_tessera("convert", tmp_path / "src", "-o", tmp_path / "b", "--weights", "lut4", "--group-size", "16")
+    model = tessera.Model(str(tmp_path / "b"), arithmetic="fast", threads=2)
+    prompt = ids(12) * 4
+    plain = tessera.Session(model).generate(prompt, 32, ignore_eos=True)
+    spec = tessera.Session(model).generate(prompt, 32, ignore_eos=True, speculative="lookup")
+    assert spec["ids"] == plain["ids"]
+    assert spec["speculative"]["verify_calls"] > 0
 
 
 def test_real_blk_bundle_prefill_equals_decode_steps(pulled_model_path):
@@ -102,9 +101,6 @@ def test_doors_report_threads_and_arithmetic(tiny_bundle, tmp_path):
     name, bundle = tiny_bundle
     if name != "llama":
         pytest.skip("one architecture is enough for the doors")
-    import json
-    import os
-
     bench = json.loads(run_tessera("bench", bundle, "-p", "8", "-n", "2", "-r", "1", "--no-bandwidth",
                                    "--arithmetic", "fast", "--json").stdout)
     assert bench["arithmetic"] == "fast"
