@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/weight_format.h"
@@ -102,6 +103,11 @@ class QLinearWeights {
   bool block_offsets() const { return block_offsets_; }
   const uint8_t* block_scales(int64_t n) const { return block_params_ + n * block_row_bytes_; }
   const uint8_t* block_offsets(int64_t n) const { return block_params_ + (rows_ + n) * block_row_bytes_; }
+  // The stored bytes this view reads: the codes, and the block section (blocked formats; else empty).
+  std::pair<const uint8_t*, int64_t> data_bytes() const { return {data_, rows_ * row_bytes_}; }
+  std::pair<const uint8_t*, int64_t> block_section_bytes() const {
+    return {block_params_, block_params_ ? rows_ * block_row_bytes_ * (block_offsets_ ? 2 : 1) : 0};
+  }
   // Block b of row n's scale / offset as f32 (scalar twin).
   float block_scale(int64_t n, int64_t b) const { return block_value(block_scales(n), b); }
   float block_offset(int64_t n, int64_t b) const { return block_value(block_offsets(n), b); }

@@ -85,6 +85,19 @@ bool row_local(const Program& p, const Op& op) {
 
 }  // namespace
 
+namespace {
+
+// An interleaved weight's stored bytes, once copied: the fast level's layers
+// read only the copy (arena memory), so the weight is held once, not twice.
+// Reading it through its WeightView afterwards finds zeros where the bundle
+// was read into memory (FileMemory::HugePages); nothing at the fast level does.
+void release_source(const kernels::QLinearWeights& w) {
+  for (const auto& [p, bytes] : {w.data_bytes(), w.block_section_bytes()})
+    if (bytes > 0) release_pages(p, static_cast<size_t>(bytes));
+}
+
+}  // namespace
+
 BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
                            int64_t row_block, Arithmetic arithmetic)
     : program_(&program), isa_(isa), arithmetic_(arithmetic), vops_(&kernels::vector_ops(isa)), row_block_(row_block) {
@@ -142,7 +155,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           b.w1 = f32_vector(1);
         }
         if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t)) {
-          QLinearEntry& entry = cache[op.weights[0]];
+          QLinearEntry& entry = cache.entries[op.weights[0]];
           if (!entry.weights) entry.weights = std::make_shared<const kernels::QLinearWeights>(t);
           b.qw = entry.weights;
           // Layers' linears read their input in two int8 passes (x and its
@@ -156,6 +169,16 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           // the head keeps the full one, which the refinement's bound and its
           // one pass rely on.
           const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
+          // The fast level runs the layers' blocked linears on their
+          // interleaved form, one copy per weight for every program.
+          if (!head && arithmetic == Arithmetic::Fast && kernels::InterleavedWeights::supported(*entry.weights)) {
+            if (!entry.interleaved) {
+              entry.interleaved = std::make_shared<const kernels::InterleavedWeights>(*entry.weights, cache.arena);
+              release_source(*entry.weights);
+            }
+            b.iw = entry.interleaved;
+          }
+          b.act_layout = b.iw ? kernels::ActLayout::Natural : entry.weights->layout();
           b.act_passes = head ? 1 : act_passes;
           b.act_qmax = head ? kernels::kActQmax : kernels::layer_act_qmax(isa, b.act_passes);
           b.refine_top = head;
@@ -227,7 +250,8 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         break;
     }
     ops_.push_back(b);
-    placement_.push_back(place(op, b.w0, b.qw != nullptr, b.float_linear, level, linear_level));
+    placement_.push_back(place(op, b.w0, b.qw != nullptr, b.float_linear, level,
+                               b.iw ? fmt::format("interleaved.{}", linear_level) : linear_level));
   }
   // A Linear whose input was quantized by the previous integer Linear, with
   // no op writing that value in between (q/k/v, gate/up), reuses it.
@@ -236,10 +260,10 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   for (BoundOp& b : ops_) {
     const Op& op = *b.op;
     if (b.qw) {
-      b.reuse_acts = quantized == op.inputs[0] && layout == b.qw->layout() && passes == b.act_passes &&
+      b.reuse_acts = quantized == op.inputs[0] && layout == b.act_layout && passes == b.act_passes &&
                      qmax == b.act_qmax;
       quantized = op.inputs[0];
-      layout = b.qw->layout();
+      layout = b.act_layout;
       passes = b.act_passes;
       qmax = b.act_qmax;
     }
@@ -451,12 +475,18 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
   if (ctx.on_linear_input)
     for (size_t m = first; m < first + count; ++m) (*ctx.on_linear_input)(ops_[m].op->weights[0], x, rows, k);
   if (!lead.reuse_acts)
-    kernels::quantize_activations(isa_, x, rows, k, lead.qw->layout(), lead.act_passes, ws.acts, lead.act_qmax);
-  // The members' blocks of 4 output features, end to end: one parallel_for
-  // over all of them (one hand-off to the pool instead of one per Linear).
-  // Every output is computed as when its Linear runs alone.
+    kernels::quantize_activations(isa_, x, rows, k, lead.act_layout, lead.act_passes, ws.acts, lead.act_qmax);
+  // The members' units of work end to end — blocks of 4 output features,
+  // or of 16 for an interleaved weight (its row groups) — in one
+  // parallel_for over all of them (one hand-off to the pool instead of one
+  // per Linear). Every output is computed as when its Linear runs alone.
   std::array<int64_t, kMaxLinearGroup + 1> start{};
-  for (size_t m = 0; m < count; ++m) start[m + 1] = start[m] + (p.values[ops_[first + m].op->outputs[0]].cols + 3) / 4;
+  bool interleaved = false;
+  auto unit = [&](size_t m) -> int64_t { return ops_[first + m].iw ? kernels::kInterleavedRows : 4; };
+  for (size_t m = 0; m < count; ++m) {
+    start[m + 1] = start[m] + (p.values[ops_[first + m].op->outputs[0]].cols + unit(m) - 1) / unit(m);
+    interleaved |= ops_[first + m].iw != nullptr;
+  }
   const Isa isa = isa_;
   ctx.pool->parallel_for(
       start[count],
@@ -466,11 +496,15 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
           if (b >= e) continue;
           const BoundOp& op = ops_[first + m];
           const int64_t n = p.values[op.op->outputs[0]].cols;
-          kernels::qlinear(isa, *op.qw, ws.acts, op.w1, (b - start[m]) * 4, std::min(n, (e - start[m]) * 4),
-                           ws.f(op.op->outputs[0]), n);
+          if (op.iw)
+            kernels::interleaved_linear(isa, *op.iw, ws.acts, op.w1, b - start[m], e - start[m],
+                                        ws.f(op.op->outputs[0]), n);
+          else
+            kernels::qlinear(isa, *op.qw, ws.acts, op.w1, (b - start[m]) * 4, std::min(n, (e - start[m]) * 4),
+                             ws.f(op.op->outputs[0]), n);
         }
       },
-      16);
+      interleaved ? 4 : 16);
 }
 
 // Qwen3.5's gated delta rule over a call (Qwen3_5GatedDeltaNet after its
@@ -687,7 +721,16 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
         });
       } else if (path == LinearPath::IntegerDot) {
         if (!b.reuse_acts)
-          kernels::quantize_activations(isa_, x, rows, k, b.qw->layout(), b.act_passes, ws.acts, b.act_qmax);
+          kernels::quantize_activations(isa_, x, rows, k, b.act_layout, b.act_passes, ws.acts, b.act_qmax);
+        if (b.iw) {
+          // Row groups of 16 (the layout's unit), 4 per grain.
+          const Isa isa = isa_;
+          pool.parallel_for(
+              b.iw->groups(),
+              [&](int64_t begin, int64_t end) { kernels::interleaved_linear(isa, *b.iw, ws.acts, b.w1, begin, end, y, n); },
+              4);
+          break;
+        }
         // Blocks of 4 output features: the kernels' unit of work. The
         // output head's refinement scans each range's outputs right after
         // computing them, while they are in cache (kernels/qlinear_refine.h),

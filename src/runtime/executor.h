@@ -29,6 +29,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/int16_activations.h"
 #include "kernels/int8_activations.h"
+#include "kernels/interleaved_linear.h"
 #include "kernels/qlinear.h"
 #include "kernels/qlinear_amx.h"
 #include "kernels/qlinear_refine.h"
@@ -111,9 +112,19 @@ struct KernelPlacement {
 // view and, for an output head, what its top-logit refinement precomputes.
 struct QLinearEntry {
   std::shared_ptr<const kernels::QLinearWeights> weights;
+  // Blocked weights at the fast level: the 16-row interleaved layout
+  // (kernels/interleaved_linear.h) the layers' linears run on.
+  std::shared_ptr<const kernels::InterleavedWeights> interleaved;
   std::shared_ptr<const kernels::RefineHead> refine;  // heads only
 };
-using QLinearCache = std::map<std::string, QLinearEntry>;
+struct QLinearCache {
+  std::map<std::string, QLinearEntry> entries;  // by weight name
+  // Where the interleaved layouts live (huge pages). The stored bytes each
+  // was laid out from are given back to the system as it is made
+  // (release_pages): reading one of those weights through its WeightView
+  // afterwards finds zeros where the bundle was read into memory.
+  std::shared_ptr<HugePageArena> arena = std::make_shared<HugePageArena>();
+};
 
 class BoundProgram {
  public:
@@ -143,6 +154,10 @@ class BoundProgram {
     const WeightView* w0 = nullptr;  // the op's weight (Embed table, norm weight, linear matrix)
     const float* w1 = nullptr;       // Linear bias (f32)
     std::shared_ptr<const kernels::QLinearWeights> qw;  // Linear with an integer kernel
+    // Set: qw's values interleaved 16 rows at a time, which this Linear runs on
+    // (the fast level's blocked weights, kernels/interleaved_linear.h).
+    std::shared_ptr<const kernels::InterleavedWeights> iw;
+    kernels::ActLayout act_layout = kernels::ActLayout::Natural;  // how its input is quantized
     bool float_linear = false;       // Linear on f32/f16/bf16 weights with a vector kernel
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts, ws.i16_acts)
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)

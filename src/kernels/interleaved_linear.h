@@ -1,0 +1,146 @@
+// The fast level's linear on blocked weights (blk4 / blk8: a quantized
+// GGUF's own codes and block scales), with the weights interleaved 16 rows
+// at a time so that one vector of weights serves every token of a call:
+// prefill, batched decode and speculative verification read each weight
+// once per tile of tokens, and a row's bits never depend on how many tokens
+// the call holds or which rows a thread takes.
+//
+// Contract. Activations are the one-pass int8 rows of kernels/
+// int8_activations.h (Natural layout, kActQmax): per 8-column group k of
+// token t a scale s[t,k] and codes q[t,c]. For output row n, with v[n,c]
+// the weight's int8 value (blk8: the stored byte; blk4: the codebook entry
+// of the code), ws / wo the block's scale / offset:
+//   d[k]  = exact int32 Σ_{c in group k} v[n,c] · q[t,c]
+//   tb[b] = float(d[k0]) · s[t,k0], then tb = fma(float(d[k]), s[t,k], tb)
+//           for the block's further groups, in column order
+//   u[b]  = float(Σq[k0]) · s[t,k0], then u = fma(float(Σq[k]), s[t,k], u)
+//           (blocks with offsets; the same for every row)
+//   acc   = fma(ws[n,b], tb[b], acc), then acc = fma(wo[n,b], u[b], acc),
+//           over the blocks in column order from acc = 0
+//   y[t,n] = acc (+ bias[n])
+// Integer sums are exact and every f32 operation is specified, so the
+// scalar twin, AVX2, AVX-512 and NEON give identical bits for any row split
+// and any number of tokens per call.
+//
+// Layout (InterleavedWeights, built once at load from the bundle's bytes,
+// the same size as them). Rows go in groups of 16 (the last zero-padded);
+// a group's weights are a run of 64-byte vectors whose byte 4r+i belongs to
+// row r of the group:
+//   blk8: vector j holds columns 4j..4j+3 (byte 4r+i: column 4j+i), as
+//         u = v + weight_offset (an unsigned byte);
+//   blk4: vector j holds the codes of columns 8j..8j+7 (byte 4r+i: column
+//         8j+i in the low nibble, 8j+4+i in the high one); the kernels look
+//         u = codebook value + weight_offset up from a 16-entry table.
+// So a 32-bit lane of a vector is one row: an unsigned×signed 4-byte dot
+// (vpdpbusd, or NEON's sdot on the signed values) against 4 activation
+// bytes broadcast to every lane adds 4 columns to 16 rows at once, with no
+// reduction across lanes. weight_offset is 0 when the values are already
+// small and unsigned (Q4_1, Q4_K), −(smallest value) when the range fits in
+// 0..127 (Q4_0, Q6_K), else 128; the dot then takes −weight_offset · Σq as
+// its starting value. Block scales / offsets go per group and block as 16
+// values (one per row), in their stored type (f16 or f32).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/aligned_vector.h"
+#include "core/huge_page_arena.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/int8_activations.h"
+#include "kernels/qlinear.h"
+
+namespace tessera::kernels {
+
+constexpr int64_t kInterleavedRows = 16;  // rows per group (one int32 lane each in 64 bytes)
+constexpr int64_t kActGroup = 8;          // columns per activation scale (kActBlock)
+
+class InterleavedWeights {
+ public:
+  // blk4 / blk8 weights (QLinearWeights::blocked()).
+  static bool supported(const QLinearWeights& w) { return w.blocked(); }
+  // Error if !supported(w). The layout's bytes come from `arena` (huge
+  // pages; the model's weights), else from the heap (tests, benchmarks).
+  explicit InterleavedWeights(const QLinearWeights& w, std::shared_ptr<HugePageArena> arena = nullptr);
+
+  bool blk4() const { return blk4_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int64_t groups() const { return (rows_ + kInterleavedRows - 1) / kInterleavedRows; }
+  int64_t block_cols() const { return block_cols_; }
+  int64_t blocks() const { return cols_ / block_cols_; }
+  bool block_f32() const { return block_f32_; }
+  bool block_offsets() const { return block_offsets_; }
+  int weight_offset() const { return weight_offset_; }
+  // Every u fits in 0..127 (weight_offset < 128): the AVX2 and NEON kernels
+  // then multiply u directly, else the signed values u − 128.
+  bool small_unsigned() const { return weight_offset_ < 128; }
+  // blk4: u = code for every code (the values are the codes, shifted by
+  // −weight_offset): no lookup.
+  bool identity_table() const { return identity_; }
+  // 64-byte vectors per group: blk8 cols / 4, blk4 cols / 8.
+  int64_t vectors_per_group() const { return blk4_ ? cols_ / 8 : cols_ / 4; }
+  const uint8_t* group_data(int64_t g) const { return data_ + g * vectors_per_group() * 64; }
+  // The 16 rows' scales (offsets) of group g and block b: 16 f16 or f32 values.
+  const uint8_t* group_scales(int64_t g, int64_t b) const { return params(scales_, g, b); }
+  const uint8_t* group_offsets(int64_t g, int64_t b) const { return params(offsets_, g, b); }
+  // blk4: u of each code, repeated to fill 64 bytes (entry i at byte j, j mod 16 = i).
+  const uint8_t* table() const { return table_; }
+
+  // The values the kernels multiply, read back from the layout (scalar twin, tests).
+  int value(int64_t n, int64_t c) const;   // v[n][c] = u − weight_offset
+  float scale(int64_t n, int64_t b) const;
+  float offset(int64_t n, int64_t b) const;
+  // Bytes held (weights and block parameters).
+  int64_t bytes() const { return data_bytes_ + param_bytes_ * (block_offsets_ ? 2 : 1); }
+
+ private:
+  bool blk4_;
+  int64_t rows_, cols_, block_cols_;
+  bool block_f32_, block_offsets_;
+  int weight_offset_ = 0;
+  bool identity_ = false;
+  alignas(64) uint8_t table_[64] = {};
+  // One piece of memory: the weights, then the scales, then the offsets.
+  std::shared_ptr<HugePageArena> arena_;
+  AlignedVector<uint8_t> heap_;
+  uint8_t* data_ = nullptr;
+  uint8_t* scales_ = nullptr;
+  uint8_t* offsets_ = nullptr;
+  int64_t data_bytes_ = 0, param_bytes_ = 0;
+  const uint8_t* params(const uint8_t* p, int64_t g, int64_t b) const {
+    return p + (g * blocks() + b) * kInterleavedRows * (block_f32_ ? 4 : 2);
+  }
+  float param(const uint8_t* p, int64_t n, int64_t b) const;
+};
+
+// Per token, what every row of a call shares: the 8-column groups' scales,
+// their Σq, and per block the offsets' u (contract above). Built once per
+// tile of tokens by the kernels' walk.
+struct TokenTerms {
+  int64_t groups = 0, blocks = 0;
+  std::vector<float> s;        // [tokens][groups]
+  std::vector<int32_t> start;  // [tokens][groups]: −weight_offset · Σq, the dot's starting value
+  std::vector<int32_t> qsum;   // [tokens][groups]: Σq
+  std::vector<float> u;        // [tokens][blocks] (offsets only)
+  void build(const InterleavedWeights& w, const Int8Activations& acts, int64_t t0, int64_t t1);
+};
+
+// y[t * ldy + n] for t < acts.rows and rows n of groups [g_begin, g_end)
+// (rows past w.rows() are not written). acts: one pass, Natural layout,
+// acts.cols == w.cols().
+void interleaved_linear(Isa isa, const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                        int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
+
+// The per-ISA kernels (same contract); Scalar is the twin the others are tested against.
+void interleaved_linear_scalar(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
+void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                             int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
+void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
+void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                             int64_t g_begin, int64_t g_end, float* y, int64_t ldy);  // AArch64 builds only
+
+}  // namespace tessera::kernels

@@ -1,0 +1,171 @@
+// AVX2 interleaved linear; contract and layout in kernels/interleaved_linear.h.
+//
+// A 64-byte weight vector is two 32-byte halves: rows 0-7 and rows 8-15 of
+// the group, one row per int32 lane. Without an unsigned×signed 4-byte dot,
+// each 4-column dot is vpmaddubsw (bytes into int16 pairs) then vpmaddwd
+// against ones (pairs into the int32 lane):
+//   small_unsigned weights (u ≤ 127): u · q pairs stay below 2·127·127 <
+//     32768, and the sum starts from −weight_offset · Σq as with VNNI; when
+//     every u ≤ 64 (blk4's codes) the two vectors' pairs are added in int16
+//     before one vpmaddwd (2·2·64·127 < 32768);
+//   else (weight_offset 128, any int8 value v = u − 128): |v| times q with
+//     v's sign (vpsignb), |v| ≤ 128, so pairs stay below 2·128·127, and the
+//     sum starts from 0.
+// Either way the int32 group sums are the exact ones the contract names.
+#include <immintrin.h>
+
+#include "kernels/interleaved_linear.h"
+#include "kernels/interleaved_walk.h"
+
+#define TESSERA_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace tessera::kernels {
+
+namespace {
+
+template <bool F32>
+TESSERA_AVX2 inline __m256 load8(const uint8_t* p) {
+  if constexpr (F32) return _mm256_load_ps(reinterpret_cast<const float*>(p));
+  else return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+enum class Dot { Small, SmallPairs, Signed };
+
+template <bool B4, bool Lookup, Dot D, int PB, bool F32, bool Off>
+struct Tile {
+  const InterleavedWeights& w;
+  const float* bias;
+
+  template <int RG, int TT>
+  TESSERA_AVX2 void operator()(std::integral_constant<int, RG>, std::integral_constant<int, TT>, int64_t g,
+                               const TokenBlock<TT>& tk) const {
+    const __m256i nibble = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
+    const __m256i table = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.table()));
+    const int width = F32 ? 4 : 2;
+    const __m256i* wd[RG];
+    for (int r = 0; r < RG; ++r) wd[r] = reinterpret_cast<const __m256i*>(w.group_data(g + r));
+    __m256 acc[RG][2][TT];
+    for (int r = 0; r < RG; ++r)
+      for (int h = 0; h < 2; ++h)
+        for (int t = 0; t < TT; ++t) acc[r][h][t] = _mm256_setzero_ps();
+    const int64_t blocks = w.blocks();
+    for (int64_t b = 0; b < blocks; ++b) {
+      __m256 part[RG][2][TT];
+#pragma GCC unroll 4
+      for (int kk = 0; kk < PB; ++kk) {
+        const int64_t k = b * PB + kk;
+        __m256i w0[RG][2], w1[RG][2];
+        for (int r = 0; r < RG; ++r)
+          for (int h = 0; h < 2; ++h) {
+            if constexpr (B4) {
+              const __m256i v = _mm256_load_si256(wd[r] + 2 * k + h);
+              w0[r][h] = _mm256_and_si256(v, nibble);
+              w1[r][h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+              if constexpr (Lookup) {
+                w0[r][h] = _mm256_shuffle_epi8(table, w0[r][h]);
+                w1[r][h] = _mm256_shuffle_epi8(table, w1[r][h]);
+              }
+            } else {
+              w0[r][h] = _mm256_load_si256(wd[r] + 4 * k + h);
+              w1[r][h] = _mm256_load_si256(wd[r] + 4 * k + 2 + h);
+            }
+            if constexpr (D == Dot::Signed) {
+              w0[r][h] = _mm256_xor_si256(w0[r][h], flip);  // v = u − 128 as a signed byte
+              w1[r][h] = _mm256_xor_si256(w1[r][h], flip);
+            }
+          }
+        for (int t = 0; t < TT; ++t) {
+          const __m256i a0 = _mm256_set1_epi32(tk.q4[t][2 * k]), a1 = _mm256_set1_epi32(tk.q4[t][2 * k + 1]);
+          const __m256i start = D == Dot::Signed ? _mm256_setzero_si256() : _mm256_set1_epi32(tk.start[t][k]);
+          const __m256 s = _mm256_set1_ps(tk.s[t][k]);
+          for (int r = 0; r < RG; ++r)
+            for (int h = 0; h < 2; ++h) {
+              __m256i d;
+              if constexpr (D == Dot::Signed) {
+                const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(w0[r][h]), _mm256_sign_epi8(a0, w0[r][h]));
+                const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(w1[r][h]), _mm256_sign_epi8(a1, w1[r][h]));
+                d = _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones));
+              } else if constexpr (D == Dot::SmallPairs) {
+                const __m256i p =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(w0[r][h], a0), _mm256_maddubs_epi16(w1[r][h], a1));
+                d = _mm256_add_epi32(start, _mm256_madd_epi16(p, ones));
+              } else {
+                d = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w0[r][h], a0), ones),
+                                     _mm256_madd_epi16(_mm256_maddubs_epi16(w1[r][h], a1), ones));
+                d = _mm256_add_epi32(start, d);
+              }
+              const __m256 f = _mm256_cvtepi32_ps(d);
+              part[r][h][t] = kk == 0 ? _mm256_mul_ps(f, s) : _mm256_fmadd_ps(f, s, part[r][h][t]);
+            }
+        }
+      }
+      for (int r = 0; r < RG; ++r)
+        for (int h = 0; h < 2; ++h) {
+          const __m256 ws = load8<F32>(w.group_scales(g + r, b) + 8 * width * h);
+          for (int t = 0; t < TT; ++t) acc[r][h][t] = _mm256_fmadd_ps(ws, part[r][h][t], acc[r][h][t]);
+          if constexpr (Off) {
+            const __m256 wo = load8<F32>(w.group_offsets(g + r, b) + 8 * width * h);
+            for (int t = 0; t < TT; ++t)
+              acc[r][h][t] = _mm256_fmadd_ps(wo, _mm256_set1_ps(tk.u[t][b]), acc[r][h][t]);
+          }
+        }
+    }
+    for (int r = 0; r < RG; ++r) {
+      const int64_t n0 = (g + r) * kInterleavedRows;
+      const int64_t valid = std::min<int64_t>(kInterleavedRows, w.rows() - n0);
+      for (int t = 0; t < TT; ++t) {
+        alignas(32) float out[16];
+        _mm256_store_ps(out, acc[r][0][t]);
+        _mm256_store_ps(out + 8, acc[r][1][t]);
+        float* yr = tk.y[t] + n0;
+        for (int64_t i = 0; i < valid; ++i) yr[i] = bias ? out[i] + bias[n0 + i] : out[i];
+      }
+    }
+  }
+};
+
+template <bool B4, bool Lookup, Dot D, int PB>
+void with_storage(const InterleavedWeights& w, const Int8Activations& acts, const float* bias, int64_t g_begin,
+                  int64_t g_end, float* y, int64_t ldy) {
+  auto go = [&](auto tile) { interleaved_walk<2, 2, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
+  if (w.block_f32()) {
+    if (w.block_offsets()) go(Tile<B4, Lookup, D, PB, true, true>{w, bias});
+    else go(Tile<B4, Lookup, D, PB, true, false>{w, bias});
+  } else {
+    if (w.block_offsets()) go(Tile<B4, Lookup, D, PB, false, true>{w, bias});
+    else go(Tile<B4, Lookup, D, PB, false, false>{w, bias});
+  }
+}
+
+// Whether every u ≤ 64 (pairs of the two vectors may add in int16).
+bool u_within_64(const InterleavedWeights& w) {
+  if (!w.blk4()) return false;
+  for (int i = 0; i < 16; ++i)
+    if (w.table()[i] > 64) return false;
+  return true;
+}
+
+}  // namespace
+
+void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                             int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
+  auto run = [&](auto b4, auto lookup, auto pb) {
+    constexpr bool B4 = decltype(b4)::value, L = decltype(lookup)::value;
+    constexpr int PB = decltype(pb)::value;
+    if (!w.small_unsigned()) with_storage<B4, L, Dot::Signed, PB>(w, acts, bias, g_begin, g_end, y, ldy);
+    else if (u_within_64(w)) with_storage<B4, L, Dot::SmallPairs, PB>(w, acts, bias, g_begin, g_end, y, ldy);
+    else with_storage<B4, L, Dot::Small, PB>(w, acts, bias, g_begin, g_end, y, ldy);
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  if (w.blk4()) {
+    if (w.identity_table()) run(T{}, F{}, std::integral_constant<int, 4>{});
+    else run(T{}, T{}, std::integral_constant<int, 4>{});
+  } else if (w.block_cols() == 16) {
+    run(F{}, F{}, std::integral_constant<int, 2>{});
+  } else {
+    run(F{}, F{}, std::integral_constant<int, 4>{});
+  }
+}
+
+}  // namespace tessera::kernels

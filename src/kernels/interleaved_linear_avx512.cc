@@ -1,0 +1,137 @@
+// AVX-512 (VNNI) interleaved linear; contract and layout in
+// kernels/interleaved_linear.h.
+//
+// Per 8-column group of RG row groups: the weights of 16 rows × 8 columns
+// as two vectors (blk8: two loads; blk4: one load, its low and high nibbles
+// masked apart and, unless the codes are the values, looked up in the
+// biased table with vpshufb), then per token two vpdpbusd against the
+// token's two 4-byte activation words broadcast, starting from
+// −weight_offset · Σq, a convert and one multiply-add with the group's
+// scale. Per block the 16 rows' scales (and offsets, against the token's u)
+// fold the block into the accumulators: no reduction across lanes, and one
+// weight vector serves TT tokens.
+// GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands "may
+// be used uninitialized"; they are don't-care inputs.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "kernels/interleaved_linear.h"
+#include "kernels/interleaved_walk.h"
+
+#define TESSERA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")))
+
+namespace tessera::kernels {
+
+namespace {
+
+template <bool F32>
+TESSERA_AVX512 inline __m512 load16(const uint8_t* p) {
+  if constexpr (F32) return _mm512_load_ps(reinterpret_cast<const float*>(p));
+  else return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// B4: blk4 codes (Lookup: through the table); PB: 8-column groups per block;
+// F32: block parameters stored as f32 (else f16); Off: blocks have offsets.
+template <bool B4, bool Lookup, int PB, bool F32, bool Off, bool Start>
+struct Tile {
+  const InterleavedWeights& w;
+  const float* bias;
+
+  template <int RG, int TT>
+  TESSERA_AVX512 void operator()(std::integral_constant<int, RG>, std::integral_constant<int, TT>, int64_t g,
+                                 const TokenBlock<TT>& tk) const {
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    const __m512i table = _mm512_load_si512(w.table());
+    const __m512i* wd[RG];
+    for (int r = 0; r < RG; ++r) wd[r] = reinterpret_cast<const __m512i*>(w.group_data(g + r));
+    __m512 acc[RG][TT];
+    for (int r = 0; r < RG; ++r)
+      for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
+    const int64_t blocks = w.blocks();
+    for (int64_t b = 0; b < blocks; ++b) {
+      __m512 part[RG][TT];
+#pragma GCC unroll 4
+      for (int kk = 0; kk < PB; ++kk) {
+        const int64_t k = b * PB + kk;
+        __m512i w0[RG], w1[RG];
+        for (int r = 0; r < RG; ++r) {
+          if constexpr (B4) {
+            const __m512i v = _mm512_load_si512(wd[r] + k);
+            w0[r] = _mm512_and_si512(v, nibble);
+            w1[r] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+            if constexpr (Lookup) {
+              w0[r] = _mm512_shuffle_epi8(table, w0[r]);
+              w1[r] = _mm512_shuffle_epi8(table, w1[r]);
+            }
+          } else {
+            w0[r] = _mm512_load_si512(wd[r] + 2 * k);
+            w1[r] = _mm512_load_si512(wd[r] + 2 * k + 1);
+          }
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < TT; ++t) {
+          const __m512i a0 = _mm512_set1_epi32(tk.q4[t][2 * k]), a1 = _mm512_set1_epi32(tk.q4[t][2 * k + 1]);
+          const __m512i start = Start ? _mm512_set1_epi32(tk.start[t][k]) : _mm512_setzero_si512();
+          const __m512 s = _mm512_set1_ps(tk.s[t][k]);
+          for (int r = 0; r < RG; ++r) {
+            __m512i d = _mm512_dpbusd_epi32(start, w0[r], a0);
+            d = _mm512_dpbusd_epi32(d, w1[r], a1);
+            const __m512 f = _mm512_cvtepi32_ps(d);
+            part[r][t] = kk == 0 ? _mm512_mul_ps(f, s) : _mm512_fmadd_ps(f, s, part[r][t]);
+          }
+        }
+      }
+      for (int r = 0; r < RG; ++r) {
+        const __m512 ws = load16<F32>(w.group_scales(g + r, b));
+        for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(ws, part[r][t], acc[r][t]);
+        if constexpr (Off) {
+          const __m512 wo = load16<F32>(w.group_offsets(g + r, b));
+          for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wo, _mm512_set1_ps(tk.u[t][b]), acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < RG; ++r) {
+      const int64_t n0 = (g + r) * kInterleavedRows;
+      const int64_t valid = std::min<int64_t>(kInterleavedRows, w.rows() - n0);
+      const __mmask16 m = static_cast<__mmask16>((1u << valid) - 1);
+      const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
+      for (int t = 0; t < TT; ++t) {
+        const __m512 out = bias ? _mm512_add_ps(acc[r][t], bv) : acc[r][t];
+        _mm512_mask_storeu_ps(tk.y[t] + n0, m, out);
+      }
+    }
+  }
+};
+
+template <bool B4, bool Lookup, int PB, bool Start>
+void with_storage(const InterleavedWeights& w, const Int8Activations& acts, const float* bias, int64_t g_begin,
+                  int64_t g_end, float* y, int64_t ldy) {
+  auto go = [&](auto tile) { interleaved_walk<4, 8, 4>(w, acts, g_begin, g_end, y, ldy, tile); };
+  if (w.block_f32()) {
+    if (w.block_offsets()) go(Tile<B4, Lookup, PB, true, true, Start>{w, bias});
+    else go(Tile<B4, Lookup, PB, true, false, Start>{w, bias});
+  } else {
+    if (w.block_offsets()) go(Tile<B4, Lookup, PB, false, true, Start>{w, bias});
+    else go(Tile<B4, Lookup, PB, false, false, Start>{w, bias});
+  }
+}
+
+}  // namespace
+
+void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
+  // The dot's starting value −weight_offset · Σq is 0 for unsigned values
+  // (Q4_1, Q4_K: the codes themselves).
+  if (w.blk4()) {
+    if (w.identity_table() && w.weight_offset() == 0) with_storage<true, false, 4, false>(w, acts, bias, g_begin, g_end, y, ldy);
+    else if (w.identity_table()) with_storage<true, false, 4, true>(w, acts, bias, g_begin, g_end, y, ldy);
+    else with_storage<true, true, 4, true>(w, acts, bias, g_begin, g_end, y, ldy);
+  } else if (w.block_cols() == 16) {
+    with_storage<false, false, 2, true>(w, acts, bias, g_begin, g_end, y, ldy);
+  } else {
+    with_storage<false, false, 4, true>(w, acts, bias, g_begin, g_end, y, ldy);
+  }
+}
+
+}  // namespace tessera::kernels

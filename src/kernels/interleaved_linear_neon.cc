@@ -1,0 +1,146 @@
+// NEON (+ the ARMv8.2 dot product) interleaved linear; contract and layout
+// in kernels/interleaved_linear.h. Compiled only for AArch64 (CMakeLists.txt).
+//
+// A 64-byte weight vector is four q registers, register h holding rows
+// 4h..4h+3 of the group as four int32 lanes of 4 bytes each: SDOT
+// (vdotq_s32) against a token's 4 activation bytes duplicated into every
+// lane adds 4 columns to 4 rows. SDOT is signed × signed, so the weights
+// enter as signed bytes: u itself when every u ≤ 127 (small_unsigned; the
+// sum then starts from −weight_offset · Σq, as with VNNI), else v = u − 128
+// (u xor 0x80; the sum starts from 0). blk4 codes are split from their
+// nibbles and, unless they are the values, looked up with TBL.
+#include <arm_neon.h>
+
+#include "kernels/interleaved_linear.h"
+#include "kernels/interleaved_walk.h"
+
+// arm_neon.h declares vdotq_s32 for armv8.2-a+dotprod callers.
+#define TESSERA_NEON_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
+
+namespace tessera::kernels {
+
+namespace {
+
+template <bool F32>
+inline float32x4_t load4(const uint8_t* p) {
+  if constexpr (F32) return vld1q_f32(reinterpret_cast<const float*>(p));
+  else return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
+}
+
+template <bool B4, bool Lookup, bool Signed, int PB, bool F32, bool Off>
+struct Tile {
+  const InterleavedWeights& w;
+  const float* bias;
+
+  template <int RG, int TT>
+  TESSERA_NEON_DOT void operator()(std::integral_constant<int, RG>, std::integral_constant<int, TT>, int64_t g,
+                                   const TokenBlock<TT>& tk) const {
+    const uint8x16_t nibble = vdupq_n_u8(0x0f), flip = vdupq_n_u8(0x80);
+    const uint8x16_t table = vld1q_u8(w.table());
+    const int width = F32 ? 4 : 2;
+    const uint8_t* wd[RG];
+    for (int r = 0; r < RG; ++r) wd[r] = w.group_data(g + r);
+    float32x4_t acc[RG][4][TT];
+    for (int r = 0; r < RG; ++r)
+      for (int h = 0; h < 4; ++h)
+        for (int t = 0; t < TT; ++t) acc[r][h][t] = vdupq_n_f32(0.0f);
+    const int64_t blocks = w.blocks();
+    for (int64_t b = 0; b < blocks; ++b) {
+      float32x4_t part[RG][4][TT];
+      for (int kk = 0; kk < PB; ++kk) {
+        const int64_t k = b * PB + kk;
+        int8x16_t w0[RG][4], w1[RG][4];
+        for (int r = 0; r < RG; ++r)
+          for (int h = 0; h < 4; ++h) {
+            uint8x16_t u0, u1;
+            if constexpr (B4) {
+              const uint8x16_t v = vld1q_u8(wd[r] + 64 * k + 16 * h);
+              u0 = vandq_u8(v, nibble);
+              u1 = vshrq_n_u8(v, 4);
+              if constexpr (Lookup) {
+                u0 = vqtbl1q_u8(table, u0);
+                u1 = vqtbl1q_u8(table, u1);
+              }
+            } else {
+              u0 = vld1q_u8(wd[r] + 128 * k + 16 * h);
+              u1 = vld1q_u8(wd[r] + 128 * k + 64 + 16 * h);
+            }
+            if constexpr (Signed) {
+              u0 = veorq_u8(u0, flip);
+              u1 = veorq_u8(u1, flip);
+            }
+            w0[r][h] = vreinterpretq_s8_u8(u0);
+            w1[r][h] = vreinterpretq_s8_u8(u1);
+          }
+        for (int t = 0; t < TT; ++t) {
+          const int8x16_t a0 = vreinterpretq_s8_s32(vdupq_n_s32(tk.q4[t][2 * k]));
+          const int8x16_t a1 = vreinterpretq_s8_s32(vdupq_n_s32(tk.q4[t][2 * k + 1]));
+          const int32x4_t start = vdupq_n_s32(Signed ? 0 : tk.start[t][k]);
+          const float32x4_t s = vdupq_n_f32(tk.s[t][k]);
+          for (int r = 0; r < RG; ++r)
+            for (int h = 0; h < 4; ++h) {
+              const int32x4_t d = vdotq_s32(vdotq_s32(start, w0[r][h], a0), w1[r][h], a1);
+              const float32x4_t f = vcvtq_f32_s32(d);
+              part[r][h][t] = kk == 0 ? vmulq_f32(f, s) : vfmaq_f32(part[r][h][t], f, s);
+            }
+        }
+      }
+      for (int r = 0; r < RG; ++r)
+        for (int h = 0; h < 4; ++h) {
+          const float32x4_t ws = load4<F32>(w.group_scales(g + r, b) + 4 * width * h);
+          for (int t = 0; t < TT; ++t) acc[r][h][t] = vfmaq_f32(acc[r][h][t], ws, part[r][h][t]);
+          if constexpr (Off) {
+            const float32x4_t wo = load4<F32>(w.group_offsets(g + r, b) + 4 * width * h);
+            for (int t = 0; t < TT; ++t) acc[r][h][t] = vfmaq_f32(acc[r][h][t], wo, vdupq_n_f32(tk.u[t][b]));
+          }
+        }
+    }
+    for (int r = 0; r < RG; ++r) {
+      const int64_t n0 = (g + r) * kInterleavedRows;
+      const int64_t valid = std::min<int64_t>(kInterleavedRows, w.rows() - n0);
+      for (int t = 0; t < TT; ++t) {
+        float out[16];
+        for (int h = 0; h < 4; ++h) vst1q_f32(out + 4 * h, acc[r][h][t]);
+        float* yr = tk.y[t] + n0;
+        for (int64_t i = 0; i < valid; ++i) yr[i] = bias ? out[i] + bias[n0 + i] : out[i];
+      }
+    }
+  }
+};
+
+template <bool B4, bool Lookup, bool Signed, int PB>
+void with_storage(const InterleavedWeights& w, const Int8Activations& acts, const float* bias, int64_t g_begin,
+                  int64_t g_end, float* y, int64_t ldy) {
+  auto go = [&](auto tile) { interleaved_walk<2, 1, 1>(w, acts, g_begin, g_end, y, ldy, tile); };
+  if (w.block_f32()) {
+    if (w.block_offsets()) go(Tile<B4, Lookup, Signed, PB, true, true>{w, bias});
+    else go(Tile<B4, Lookup, Signed, PB, true, false>{w, bias});
+  } else {
+    if (w.block_offsets()) go(Tile<B4, Lookup, Signed, PB, false, true>{w, bias});
+    else go(Tile<B4, Lookup, Signed, PB, false, false>{w, bias});
+  }
+}
+
+}  // namespace
+
+void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                             int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
+  auto run = [&](auto b4, auto lookup, auto pb) {
+    constexpr bool B4 = decltype(b4)::value, L = decltype(lookup)::value;
+    constexpr int PB = decltype(pb)::value;
+    if (w.small_unsigned()) with_storage<B4, L, false, PB>(w, acts, bias, g_begin, g_end, y, ldy);
+    else with_storage<B4, L, true, PB>(w, acts, bias, g_begin, g_end, y, ldy);
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  if (w.blk4()) {
+    if (w.identity_table()) run(T{}, F{}, std::integral_constant<int, 4>{});
+    else run(T{}, T{}, std::integral_constant<int, 4>{});
+  } else if (w.block_cols() == 16) {
+    run(F{}, F{}, std::integral_constant<int, 2>{});
+  } else {
+    run(F{}, F{}, std::integral_constant<int, 4>{});
+  }
+}
+
+}  // namespace tessera::kernels

@@ -1,0 +1,227 @@
+// The interleaved linear (kernels/interleaved_linear.h): the layout holds the
+// stored weight's values, every level gives the scalar twin's bits for any
+// split of the row groups and any number of tokens, every token of an
+// M-token call has the bits of a one-token call, and the twin stays within
+// the one-pass rounding bound of the f32 reference.
+#include "kernels/interleaved_linear.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "kernels/qlinear_test_util.h"
+
+namespace tessera::kernels {
+namespace {
+
+using test_fixtures::kBlockF32;
+using test_fixtures::kBlockOffsets;
+using test_fixtures::KernelLevel;
+using test_fixtures::RandomWeight;
+using test_fixtures::random_acts;
+using test_fixtures::same_bits;
+using test_fixtures::supported_levels;
+
+// How a case's values are drawn: the stored weight's range decides the
+// layout's weight_offset and which dot each level takes.
+enum class Values {
+  Wide,      // blk4: a codebook over −128..127 (IQ4_NL-like); blk8: any byte
+  Unsigned,  // blk4: the codes themselves (Q4_1, Q4_K)
+  Shifted,   // blk4: code − 8 (Q4_0); blk8: −32..31 (Q6_K)
+};
+
+struct Shape {
+  WeightFormat format;
+  int64_t rows, cols, block_cols;
+  int block;  // kBlockF32 | kBlockOffsets
+  Values values;
+};
+
+const Shape kShapes[] = {
+    {WeightFormat::Blk4, 16, 64, 32, 0, Values::Unsigned},
+    {WeightFormat::Blk4, 37, 576, 32, kBlockOffsets, Values::Unsigned},
+    {WeightFormat::Blk4, 19, 640, 32, kBlockF32 | kBlockOffsets, Values::Unsigned},
+    {WeightFormat::Blk4, 50, 192, 32, kBlockF32, Values::Shifted},
+    {WeightFormat::Blk4, 33, 256, 32, kBlockOffsets, Values::Wide},
+    {WeightFormat::Blk8, 13, 576, 32, 0, Values::Wide},
+    {WeightFormat::Blk8, 21, 640, 16, kBlockF32, Values::Shifted},
+    {WeightFormat::Blk8, 9, 128, 16, kBlockOffsets | kBlockF32, Values::Wide},
+    {WeightFormat::Blk8, 40, 64, 32, kBlockOffsets, Values::Shifted},
+};
+
+std::string name(const Shape& s) {
+  return std::string(weight_format_name(s.format)) + " [" + std::to_string(s.rows) + ", " + std::to_string(s.cols) +
+         "] blocks " + std::to_string(s.block_cols) + " flags " + std::to_string(s.block) + " values " +
+         std::to_string(static_cast<int>(s.values));
+}
+
+// A stored weight of the shape with its values drawn as s.values says.
+struct Case {
+  RandomWeight rw;
+  Case(std::mt19937& rng, const Shape& s) : rw(rng, s.format, s.rows, s.cols, s.block_cols, s.block) {
+    if (s.format == WeightFormat::Blk4) {
+      for (int i = 0; i < 16; ++i) {
+        if (s.values == Values::Unsigned) rw.palette[i] = static_cast<float>(i);
+        if (s.values == Values::Shifted) rw.palette[i] = static_cast<float>(i - 8);
+      }
+    } else if (s.values == Values::Shifted) {
+      for (uint8_t& b : rw.data) b = static_cast<uint8_t>(static_cast<int8_t>(b % 64 - 32));
+    }
+  }
+};
+
+std::vector<float> run(Isa isa, const InterleavedWeights& w, const Int8Activations& a, const float* bias,
+                       int64_t split) {
+  const int64_t n = w.rows(), groups = w.groups();
+  std::vector<float> y(a.rows * n, NAN);
+  if (split <= 0 || split >= groups) {
+    interleaved_linear(isa, w, a, bias, 0, groups, y.data(), n);
+  } else {
+    interleaved_linear(isa, w, a, bias, 0, split, y.data(), n);
+    interleaved_linear(isa, w, a, bias, split, groups, y.data(), n);
+  }
+  return y;
+}
+
+Int8Activations quantize(const std::vector<float>& x, int64_t tokens, int64_t cols) {
+  Int8Activations a;
+  quantize_activations(Isa::Scalar, x.data(), tokens, cols, ActLayout::Natural, 1, a);
+  return a;
+}
+
+TEST(InterleavedLinear, LayoutHoldsTheStoredValuesScalesAndOffsets) {
+  std::mt19937 rng(1);
+  for (const Shape& s : kShapes) {
+    Case c(rng, s);
+    const QLinearWeights q(c.rw.view);
+    const InterleavedWeights w(q);
+    EXPECT_EQ(w.bytes(), static_cast<int64_t>(w.groups() * 16 * s.cols * (s.format == WeightFormat::Blk4 ? 1 : 2) / 2 +
+                                              w.groups() * 16 * (s.cols / s.block_cols) * (s.block & kBlockF32 ? 4 : 2) *
+                                                  (s.block & kBlockOffsets ? 2 : 1)))
+        << name(s);
+    EXPECT_EQ(w.small_unsigned(), s.values != Values::Wide) << name(s);
+    for (int64_t n = 0; n < s.rows; ++n) {
+      for (int64_t col = 0; col < s.cols; ++col) ASSERT_EQ(w.value(n, col), q.value(n, col)) << name(s) << " " << n << "," << col;
+      for (int64_t b = 0; b < s.cols / s.block_cols; ++b) {
+        ASSERT_EQ(w.scale(n, b), q.block_scale(n, b)) << name(s);
+        if (s.block & kBlockOffsets) {
+          ASSERT_EQ(w.offset(n, b), q.block_offset(n, b)) << name(s);
+        }
+      }
+    }
+  }
+}
+
+TEST(InterleavedLinear, EveryIsaGivesTheScalarTwinsBitsForAnySplitAndTokenCount) {
+  std::mt19937 rng(2);
+  for (const Shape& s : kShapes) {
+    Case c(rng, s);
+    const QLinearWeights q(c.rw.view);
+    const InterleavedWeights w(q);
+    std::vector<float> bias(s.rows);
+    for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
+    for (int64_t tokens : {1, 2, 3, 7, 8, 9, 17, 40}) {
+      const std::vector<float> x = random_acts(rng, tokens, s.cols);
+      const Int8Activations a = quantize(x, tokens, s.cols);
+      for (const float* bp : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+        const std::vector<float> want = run(Isa::Scalar, w, a, bp, 0);
+        for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}))
+          for (int64_t split : {int64_t{0}, int64_t{1}, w.groups() / 2, w.groups() - 1})
+            EXPECT_TRUE(same_bits(run(level.isa, w, a, bp, split), want))
+                << name(s) << " " << level.name() << " tokens " << tokens << " split " << split;
+      }
+    }
+  }
+}
+
+// Activations at ±127 in every column against weights at the ends of their
+// range: every vpmaddubsw pair and int16 sum of the AVX2 dots is as large as
+// it can be, so a saturating one would differ from the twin's exact sums.
+TEST(InterleavedLinear, ExtremeValuesNeverSaturateTheVectorDots) {
+  std::mt19937 rng(3);
+  for (const Shape& s : kShapes) {
+    Case c(rng, s);
+    if (s.format == WeightFormat::Blk8) {
+      const int8_t lo = s.values == Values::Wide ? -128 : -32, hi = s.values == Values::Wide ? 127 : 31;
+      for (size_t i = 0; i < c.rw.data.size(); ++i) c.rw.data[i] = static_cast<uint8_t>((i / 3) % 2 ? lo : hi);
+    }
+    const QLinearWeights q(c.rw.view);
+    const InterleavedWeights w(q);
+    for (float sign : {1.0f, -1.0f}) {
+      std::vector<float> x(3 * s.cols);
+      for (int64_t i = 0; i < 3 * s.cols; ++i) x[i] = (i % 5 == 2 ? -sign : sign) * 3.0f;  // |q| = 127 everywhere
+      const Int8Activations a = quantize(x, 3, s.cols);
+      const std::vector<float> want = run(Isa::Scalar, w, a, nullptr, 0);
+      for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Neon}))
+        EXPECT_TRUE(same_bits(run(level.isa, w, a, nullptr, 0), want)) << name(s) << " " << level.name();
+    }
+  }
+}
+
+// Prefill, batched decode and verification all rest on this: token t of an
+// M-token call has the bits of a call of token t alone, for M = 1..64.
+TEST(InterleavedLinear, EveryTokenOfAnMTokenCallMatchesItsOneTokenCall) {
+  std::mt19937 rng(4);
+  for (const Shape& s : {kShapes[1], kShapes[4], kShapes[6]}) {
+    Case c(rng, s);
+    const QLinearWeights q(c.rw.view);
+    const InterleavedWeights w(q);
+    const std::vector<float> x = random_acts(rng, 64, s.cols);
+    for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})) {
+      std::vector<std::vector<float>> single(64);
+      for (int64_t t = 0; t < 64; ++t) {
+        const std::vector<float> xt(x.begin() + t * s.cols, x.begin() + (t + 1) * s.cols);
+        single[t] = run(level.isa, w, quantize(xt, 1, s.cols), nullptr, 0);
+      }
+      for (int64_t m = 1; m <= 64; ++m) {
+        const std::vector<float> xm(x.begin(), x.begin() + m * s.cols);
+        const std::vector<float> y = run(level.isa, w, quantize(xm, m, s.cols), nullptr, 0);
+        for (int64_t t = 0; t < m; ++t)
+          ASSERT_EQ(std::memcmp(y.data() + t * s.rows, single[t].data(), s.rows * sizeof(float)), 0)
+              << name(s) << " " << level.name() << " M " << m << " token " << t;
+      }
+    }
+  }
+}
+
+// The twin against the f32 reference on the same stored weight: they differ
+// by each activation's rounding (at most half a step, amax / 254, of its
+// 8-column block) and f32 summation noise (test_fixtures::expect_within_rounding_bound).
+TEST(InterleavedLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
+  std::mt19937 rng(5);
+  for (const Shape& s : kShapes) {
+    Case c(rng, s);
+    const QLinearWeights q(c.rw.view);
+    const InterleavedWeights w(q);
+    const int64_t tokens = 3;
+    const std::vector<float> x = random_acts(rng, tokens, s.cols);
+    auto act_error = [&](int64_t t, int64_t col) {
+      const int64_t b0 = col / kActGroup * kActGroup;
+      float amax = 0;
+      for (int64_t k = b0; k < b0 + kActGroup; ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
+      return amax / (2.0 * kActQmax);
+    };
+    test_fixtures::expect_within_rounding_bound(c.rw, x, tokens, run(Isa::Scalar, w, quantize(x, tokens, s.cols), nullptr, 0),
+                                                act_error, name(s));
+  }
+}
+
+TEST(InterleavedLinear, RefusesActivationsItCannotRead) {
+  std::mt19937 rng(6);
+  Case c(rng, kShapes[0]);
+  const QLinearWeights q(c.rw.view);
+  const InterleavedWeights w(q);
+  const std::vector<float> x = random_acts(rng, 1, 64);
+  Int8Activations two;
+  quantize_activations(Isa::Scalar, x.data(), 1, 64, ActLayout::Natural, 2, two);
+  std::vector<float> y(16);
+  EXPECT_THROW(interleaved_linear(Isa::Scalar, w, two, nullptr, 0, 1, y.data(), 16), Error);
+}
+
+}  // namespace
+}  // namespace tessera::kernels

@@ -1,0 +1,72 @@
+// The walk every vector level of the interleaved linear shares
+// (kernels/interleaved_linear.h): tiles of kTokenTile tokens (their terms
+// built once, their int8 rows in L1), and within a tile blocks of RG row
+// groups × TT tokens, so that RG·TT independent accumulator chains hide the
+// multiply-adds' latency and each weight vector serves TT tokens.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/interleaved_linear.h"
+
+namespace tessera::kernels {
+
+// The tokens of one tile block: their int8 rows (as 4-byte words), group
+// scales, dot starting values and offsets' u, at token index i of the block.
+template <int TT>
+struct TokenBlock {
+  const int32_t* q4[TT];
+  const float* s[TT];
+  const int32_t* start[TT];
+  const float* u[TT];
+  float* y[TT];
+};
+
+// block(std::integral_constant<int, rest>{}, ts) for a rest of 1..N tokens.
+template <int N, class Block>
+void rest_block(int64_t rest, int64_t ts, Block& block) {
+  if constexpr (N > 0) {
+    if (rest == N) block(std::integral_constant<int, N>{}, ts);
+    else rest_block<N - 1>(rest, ts, block);
+  }
+}
+
+// tile(std::integral_constant<int, RG>{}, std::integral_constant<int, TT>{}, g, block)
+// for every block of RG row groups (from g_begin) and TT tokens: tokens in
+// blocks of TMax (then one block of the rest), row groups RG = Chains / TT
+// at a time (at least 1, at most RGMax; the rest one at a time), so about
+// Chains accumulator chains run side by side.
+template <int TMax, int Chains, int RGMax, class Tile>
+void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, int64_t g_begin, int64_t g_end,
+                      float* y, int64_t ldy, Tile&& tile) {
+  TokenTerms terms;
+  int64_t t0 = 0;
+  // TT tokens from ts (tile-local index ts - t0) over every row group of the range.
+  auto block = [&](auto tt, int64_t ts) {
+    constexpr int TT = decltype(tt)::value;
+    constexpr int RG = std::clamp(Chains / TT, 1, RGMax);
+    TokenBlock<TT> tb;
+    for (int i = 0; i < TT; ++i) {
+      const int64_t t = ts + i, local = t - t0;
+      tb.q4[i] = reinterpret_cast<const int32_t*>(acts.q_row(t));
+      tb.s[i] = terms.s.data() + local * terms.groups;
+      tb.start[i] = terms.start.data() + local * terms.groups;
+      tb.u[i] = terms.u.data() + local * terms.blocks;
+      tb.y[i] = y + t * ldy;
+    }
+    int64_t g = g_begin;
+    for (; g + RG <= g_end; g += RG) tile(std::integral_constant<int, RG>{}, tt, g, tb);
+    for (; g < g_end; ++g) tile(std::integral_constant<int, 1>{}, tt, g, tb);
+  };
+  for (; t0 < acts.rows; t0 += kTokenTile) {
+    const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
+    terms.build(w, acts, t0, t1);
+    int64_t ts = t0;
+    for (; ts + TMax <= t1; ts += TMax) block(std::integral_constant<int, TMax>{}, ts);
+    rest_block<TMax - 1>(t1 - ts, ts, block);
+  }
+}
+
+}  // namespace tessera::kernels
