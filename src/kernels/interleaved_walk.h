@@ -41,7 +41,7 @@ void rest_block(int64_t rest, int64_t ts, Block& block) {
 template <int TMax, int Chains, int RGMax, class Tile>
 void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, int64_t g_begin, int64_t g_end,
                       float* y, int64_t ldy, Tile&& tile) {
-  TokenTerms terms;
+  thread_local TokenTerms terms;  // its buffers kept from call to call
   int64_t t0 = 0;
   // TT tokens from ts (tile-local index ts - t0) over every row group of the range.
   auto block = [&](auto tt, int64_t ts) {

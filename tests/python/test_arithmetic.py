@@ -82,17 +82,43 @@ def test_speculative_greedy_equals_plain_greedy(tmp_path):
     assert spec["speculative"]["verify_calls"] > 0
 
 
-def test_real_blk_bundle_prefill_equals_decode_steps(pulled_model_path):
-    """The default bundle of a quantized GGUF (blk4 / blk8 weights) at fast:
-    a 40-token prompt in one call, in calls of 9, and one token per call give
-    the same bits, at 1 and 2 threads."""
-    gguf = pulled_model_path("smollm2-135m-instruct")
+REAL_BLK_MODELS = ["smollm2-135m-instruct", "gemma3-270m"]
+
+
+@pytest.mark.parametrize("name", REAL_BLK_MODELS)
+def test_real_blk_bundle_prefill_equals_decode_steps(pulled_model_path, name):
+    """The default bundle of a quantized GGUF (blk4 / blk8 weights, run on
+    their interleaved layout, kernels/interleaved_linear.h) at fast: a
+    40-token prompt in one call, in calls of 9, and one token per call give
+    the same bits, at 1 and 2 threads. SmolLM2 stores Q4_1 (codes with
+    offsets), Gemma 3 Q4_K, Q5_0 and Q8_0 (signed values)."""
+    gguf = pulled_model_path(name)
     prompt = ids(40)
     base = tessera.Session(tessera.Model(gguf, arithmetic="fast", threads=2)).forward(prompt, max_tokens_per_call=1)
     for threads, per_call in [(1, 0), (2, 9)]:
         got = tessera.Session(tessera.Model(gguf, arithmetic="fast", threads=threads)).forward(
             prompt, max_tokens_per_call=per_call)
-        assert np.array_equal(got, base), f"threads={threads} per_call={per_call}"
+        assert np.array_equal(got, base), f"{name}: threads={threads} per_call={per_call}"
+
+
+@pytest.mark.parametrize("name", REAL_BLK_MODELS)
+def test_real_blk_bundle_levels_and_batches_agree(pulled_model_path, name):
+    """The interleaved kernels of every x86 vector level give the same bits
+    on a real blk bundle, and a batched step's rows are each session's own
+    decode rows."""
+    gguf = pulled_model_path(name)
+    levels = ["avx2", "avx512", "amx"]
+    best = tessera.Model(gguf).isa
+    if best in levels:
+        got = {level: tessera.Session(tessera.Model(gguf, isa=level, arithmetic="fast")).forward(ids(24))
+               for level in levels[:levels.index(best) + 1]}
+        for level, logits in got.items():
+            assert np.array_equal(logits, got["avx2"]), f"{name}: {level} differs from avx2"
+    model = tessera.Model(gguf, arithmetic="fast", threads=2)
+    real_prompts = [[(i * 7 + k * 3 + 1) % 5000 + 10 for i in range(n)] for k, n in enumerate([3, 11, 26, 40, 5])]
+    batched = run_batched(model, real_prompts, 4, joins=[0, 1, 0, 2, 0])
+    for k, p in enumerate(real_prompts):
+        assert np.array_equal(batched[k], run_alone(model, p, 4)), f"{name}: session {k}"
 
 
 def test_doors_report_threads_and_arithmetic(tiny_bundle, tmp_path):
