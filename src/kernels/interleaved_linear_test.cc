@@ -125,7 +125,7 @@ TEST(InterleavedLinear, EveryIsaGivesTheScalarTwinsBitsForAnySplitAndTokenCount)
     const InterleavedWeights w(q);
     std::vector<float> bias(s.rows);
     for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
-    for (int64_t tokens : {1, 2, 3, 7, 8, 9, 17, 40}) {
+    for (int64_t tokens : {1, 2, 3, 7, 8, 9, 16, 17, 40}) {
       const std::vector<float> x = random_acts(rng, tokens, s.cols);
       const Int8Activations a = quantize(x, tokens, s.cols);
       for (const float* bp : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
@@ -153,11 +153,11 @@ TEST(InterleavedLinear, ExtremeValuesNeverSaturateTheVectorDots) {
     const QLinearWeights q(c.rw.view);
     const InterleavedWeights w(q);
     for (float sign : {1.0f, -1.0f}) {
-      std::vector<float> x(3 * s.cols);
-      for (int64_t i = 0; i < 3 * s.cols; ++i) x[i] = (i % 5 == 2 ? -sign : sign) * 3.0f;  // |q| = 127 everywhere
-      const Int8Activations a = quantize(x, 3, s.cols);
+      std::vector<float> x(19 * s.cols);  // a tile of 16 (AMX) and 3 more
+      for (int64_t i = 0; i < 19 * s.cols; ++i) x[i] = (i % 5 == 2 ? -sign : sign) * 3.0f;  // |q| = 127 everywhere
+      const Int8Activations a = quantize(x, 19, s.cols);
       const std::vector<float> want = run(Isa::Scalar, w, a, nullptr, 0);
-      for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Neon}))
+      for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}))
         EXPECT_TRUE(same_bits(run(level.isa, w, a, nullptr, 0), want)) << name(s) << " " << level.name();
     }
   }
@@ -172,7 +172,7 @@ TEST(InterleavedLinear, EveryTokenOfAnMTokenCallMatchesItsOneTokenCall) {
     const QLinearWeights q(c.rw.view);
     const InterleavedWeights w(q);
     const std::vector<float> x = random_acts(rng, 64, s.cols);
-    for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})) {
+    for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})) {
       std::vector<std::vector<float>> single(64);
       for (int64_t t = 0; t < 64; ++t) {
         const std::vector<float> xt(x.begin() + t * s.cols, x.begin() + (t + 1) * s.cols);
