@@ -229,7 +229,6 @@ void run_blocked(benchmark::State& state, Isa isa, bool interleaved) {
 #define BLOCKED_SHAPES ->Args({1536, 576, 1})->Args({576, 1536, 1})->Args({1536, 576, 4})->Args({1536, 576, 8})->Args({1536, 576, 16})->Args({1536, 576, 64})->Args({2048, 640, 64})
 BENCHMARK_CAPTURE(run_blocked, blk4_lanes_avx512, Isa::Avx512, false) BLOCKED_SHAPES;
 BENCHMARK_CAPTURE(run_blocked, blk4_interleaved_avx512, Isa::Avx512, true) BLOCKED_SHAPES;
-BENCHMARK_CAPTURE(run_blocked, blk4_interleaved_amx, Isa::Amx, true) BLOCKED_SHAPES;
 BENCHMARK_CAPTURE(run_blocked, blk4_lanes_avx2, Isa::Avx2, false) BLOCKED_SHAPES;
 BENCHMARK_CAPTURE(run_blocked, blk4_interleaved_avx2, Isa::Avx2, true) BLOCKED_SHAPES;
 

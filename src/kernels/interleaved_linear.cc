@@ -147,7 +147,7 @@ void interleaved_linear(Isa isa, const InterleavedWeights& w, const Int8Activati
          w.cols(), acts.cols, acts.passes);
   switch (isa) {
 #if TESSERA_X86
-    case Isa::Amx: return interleaved_linear_amx(w, acts, bias, g_begin, g_end, y, ldy);
+    case Isa::Amx:
     case Isa::Avx512: return interleaved_linear_avx512(w, acts, bias, g_begin, g_end, y, ldy);
     case Isa::Avx2: return interleaved_linear_avx2(w, acts, bias, g_begin, g_end, y, ldy);
 #endif

@@ -140,9 +140,6 @@ void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations&
                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
 void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                                int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
-// AVX-512 with AMX int8 tiles for whole tiles of 16 tokens (the same bits).
-void interleaved_linear_amx(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
-                            int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
 void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy);  // AArch64 builds only
 

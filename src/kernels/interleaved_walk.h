@@ -37,12 +37,12 @@ void rest_block(int64_t rest, int64_t ts, Block& block) {
 // for every block of RG row groups (from g_begin) and TT tokens: tokens in
 // blocks of TMax (then one block of the rest), row groups RG = Chains / TT
 // at a time (at least 1, at most RGMax; the rest one at a time), so about
-// Chains accumulator chains run side by side. Tokens from t_begin.
+// Chains accumulator chains run side by side.
 template <int TMax, int Chains, int RGMax, class Tile>
 void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, int64_t g_begin, int64_t g_end,
-                      float* y, int64_t ldy, Tile&& tile, int64_t t_begin = 0) {
+                      float* y, int64_t ldy, Tile&& tile) {
   thread_local TokenTerms terms;  // its buffers kept from call to call
-  int64_t t0 = t_begin;
+  int64_t t0 = 0;
   // TT tokens from ts (tile-local index ts - t0) over every row group of the range.
   auto block = [&](auto tt, int64_t ts) {
     constexpr int TT = decltype(tt)::value;
