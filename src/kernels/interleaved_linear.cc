@@ -7,12 +7,30 @@
 #include <cmath>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/half.h"
 
 namespace tessera::kernels {
 
-InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<HugePageArena> arena)
+namespace {
+
+// 0 when the values are unsigned bytes already, −lo when the range fits in
+// 0..127 after the shift, else 128 (kernels/interleaved_linear.h).
+int offset_for_range(int lo, int hi) {
+  if (lo > hi) return 0;
+  return lo >= 0 && hi <= 127 ? 0 : (hi - lo <= 127 ? -lo : 128);
+}
+
+const uint8_t* page_floor(const uint8_t* p) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) / page * page);
+}
+
+}  // namespace
+
+InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<HugePageArena> arena, bool give_back)
     : blk4_(w.bits() == 4),
       rows_(w.rows()),
       cols_(w.cols()),
@@ -23,24 +41,15 @@ InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<
   if (!supported(w)) fail("", "interleaved linear", "needs a blk4 or blk8 weight");
   if (cols_ % 64 != 0 || block_cols_ % kActGroup != 0)
     fail("", "interleaved linear", "{} columns in blocks of {} do not fit 8-column groups", cols_, block_cols_);
-  // The values' range decides the offset that makes them unsigned bytes.
+  // The values' range decides the offset that makes them unsigned bytes
+  // (blk8: found while the codes are copied, then applied to the copy).
   int lo = 127, hi = -128;
   if (blk4_) {
     for (int i = 0; i < 16; ++i) {
       lo = std::min<int>(lo, w.table(0)[i]);
       hi = std::max<int>(hi, w.table(0)[i]);
     }
-  } else {
-    for (int64_t n = 0; n < rows_; ++n)
-      for (int64_t c = 0; c < cols_; ++c) {
-        const int v = static_cast<int8_t>(w.row(n)[c]);
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
-      }
-  }
-  if (lo > hi) lo = hi = 0;
-  weight_offset_ = lo >= 0 && hi <= 127 ? 0 : (hi - lo <= 127 ? -lo : 128);
-  if (blk4_) {
+    weight_offset_ = offset_for_range(lo, hi);
     identity_ = true;
     for (int j = 0; j < 64; ++j) {
       table_[j] = static_cast<uint8_t>(w.table(0)[j % 16] + weight_offset_);
@@ -60,6 +69,15 @@ InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<
   }
   scales_ = data_ + data_bytes_;
   offsets_ = block_offsets_ ? scales_ + param_bytes_ : nullptr;
+  // The stored codes, given back a few pages at a time as they are copied
+  // (`give_back`), so that the weight is never held twice.
+  const auto [source, source_bytes] = w.data_bytes();
+  const uint8_t* given_back = source;
+  auto give_back_until = [&](const uint8_t* end) {
+    if (!give_back || end <= given_back) return;
+    release_pages(given_back, static_cast<size_t>(end - given_back));
+    given_back = end;  // release_pages keeps the partial pages at both ends; the next call's range starts here
+  };
   for (int64_t n = 0; n < rows_; ++n) {
     const int64_t g = n / kInterleavedRows, r = n % kInterleavedRows;
     const uint8_t* src = w.row(n);
@@ -73,9 +91,24 @@ InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<
           const int lo_code = (src[c0 / 2] >> (4 * (c0 % 2))) & 15, hi_code = (src[c1 / 2] >> (4 * (c1 % 2))) & 15;
           byte = static_cast<uint8_t>(lo_code | hi_code << 4);
         } else {
-          byte = static_cast<uint8_t>(static_cast<int8_t>(src[4 * j + i]) + weight_offset_);
+          const int v = static_cast<int8_t>(src[4 * j + i]);
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+          byte = static_cast<uint8_t>(v);
         }
         dst[j * 64 + i] = byte;
+      }
+    if (n % 256 == 255) give_back_until(page_floor(w.row(n + 1)));
+  }
+  give_back_until(page_floor(source + source_bytes));
+  if (!blk4_) {
+    weight_offset_ = offset_for_range(lo, hi);
+    if (weight_offset_ != 0)
+      for (int64_t n = 0; n < rows_; ++n) {
+        uint8_t* dst = data_ + (n / kInterleavedRows) * V * 64 + 4 * (n % kInterleavedRows);
+        for (int64_t j = 0; j < V; ++j)
+          for (int i = 0; i < 4; ++i)
+            dst[j * 64 + i] = static_cast<uint8_t>(static_cast<int8_t>(dst[j * 64 + i]) + weight_offset_);
       }
   }
   // Rows past the last (padding) keep zero scales and offsets.
@@ -90,6 +123,10 @@ InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<
   };
   gather(scales_, false);
   if (block_offsets_) gather(offsets_, true);
+  if (give_back) {
+    const auto [params, params_bytes] = w.block_section_bytes();
+    if (params_bytes > 0) release_pages(params, static_cast<size_t>(params_bytes));
+  }
 }
 
 int InterleavedWeights::value(int64_t n, int64_t c) const {
@@ -111,6 +148,47 @@ float InterleavedWeights::param(const uint8_t* p, int64_t n, int64_t b) const {
 
 float InterleavedWeights::scale(int64_t n, int64_t b) const { return param(scales_, n, b); }
 float InterleavedWeights::offset(int64_t n, int64_t b) const { return block_offsets_ ? param(offsets_, n, b) : 0.0f; }
+
+void InterleavedWeights::restore_rows(int64_t n0, int64_t n1, StoredRows& out) const {
+  const int64_t rows = n1 - n0, width = block_f32_ ? 4 : 2, row_bytes = blk4_ ? cols_ / 2 : cols_;
+  out.data.assign(static_cast<size_t>(rows * row_bytes), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = n0 + r;
+    const uint8_t* v = group_data(n / kInterleavedRows) + 4 * (n % kInterleavedRows);
+    uint8_t* dst = out.data.data() + r * row_bytes;
+    if (!blk4_) {
+      for (int64_t c = 0; c < cols_; ++c)
+        dst[c] = static_cast<uint8_t>(static_cast<int8_t>(v[(c / 4) * 64 + c % 4] - weight_offset_));
+      continue;
+    }
+    for (int64_t c = 0; c < cols_; ++c) {
+      const uint8_t byte = v[(c / 8) * 64 + c % 4];
+      const int code = c % 8 < 4 ? byte & 15 : byte >> 4;
+      dst[c / 2] = static_cast<uint8_t>(dst[c / 2] | code << (4 * (c % 2)));
+    }
+  }
+  const int64_t sections = block_offsets_ ? 2 : 1;
+  out.block_params.assign(static_cast<size_t>(sections * rows * blocks() * width), 0);
+  for (int64_t sec = 0; sec < sections; ++sec)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < blocks(); ++b) {
+        const int64_t n = n0 + r;
+        const uint8_t* src = params(sec ? offsets_ : scales_, n / kInterleavedRows, b) + (n % kInterleavedRows) * width;
+        std::memcpy(out.block_params.data() + ((sec * rows + r) * blocks() + b) * width, src, width);
+      }
+  out.codebook.clear();
+  if (blk4_)
+    for (int i = 0; i < 16; ++i) out.codebook.push_back(static_cast<float>(table_[i] - weight_offset_));
+  out.view = WeightView{};
+  out.view.format = blk4_ ? WeightFormat::Blk4 : WeightFormat::Blk8;
+  out.view.shape = {rows, cols_};
+  out.view.data = out.data.data();
+  out.view.block_params = out.block_params.data();
+  out.view.block_cols = block_cols_;
+  out.view.block_f32 = block_f32_;
+  out.view.block_offsets = block_offsets_;
+  out.view.palette = blk4_ ? out.codebook.data() : nullptr;
+}
 
 void TokenTerms::build(const InterleavedWeights& w, const Int8Activations& acts, int64_t t0, int64_t t1) {
   groups = w.cols() / kActGroup;
@@ -158,6 +236,17 @@ void interleaved_linear(Isa isa, const InterleavedWeights& w, const Int8Activati
     default: break;
   }
   fail("options", "isa", "{} kernels were not compiled into this build", isa_name(isa));
+}
+
+void refine_blocks_interleaved(Isa isa, const InterleavedWeights& w, const RefineScratch& scratch, const float* bias,
+                               int64_t begin, int64_t end, float* yt) {
+  InterleavedWeights::StoredRows stored;
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t b0 = scratch.blocks[static_cast<size_t>(i)] * 4, b1 = std::min(w.rows(), b0 + 4);
+    w.restore_rows(b0, b1, stored);
+    const QLinearWeights rows4(stored.view);
+    qlinear(isa, rows4, scratch.acts, bias ? bias + b0 : nullptr, 0, b1 - b0, yt + b0, 0);
+  }
 }
 
 // The contract, one row and token at a time, from the values the layout holds.

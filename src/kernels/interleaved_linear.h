@@ -50,6 +50,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/int8_activations.h"
 #include "kernels/qlinear.h"
+#include "kernels/qlinear_refine.h"
 
 namespace tessera::kernels {
 
@@ -62,7 +63,12 @@ class InterleavedWeights {
   static bool supported(const QLinearWeights& w) { return w.blocked(); }
   // Error if !supported(w). The layout's bytes come from `arena` (huge
   // pages; the model's weights), else from the heap (tests, benchmarks).
-  explicit InterleavedWeights(const QLinearWeights& w, std::shared_ptr<HugePageArena> arena = nullptr);
+  // `give_back`: w's stored bytes are given back to the system as they are
+  // copied (core/huge_page_arena.h, release_pages), so the weight is never
+  // held twice; reading them afterwards finds zeros where the bundle was
+  // read into memory, so only the copy may be read (restore_rows).
+  explicit InterleavedWeights(const QLinearWeights& w, std::shared_ptr<HugePageArena> arena = nullptr,
+                              bool give_back = false);
 
   bool blk4() const { return blk4_; }
   int64_t rows() const { return rows_; }
@@ -92,6 +98,27 @@ class InterleavedWeights {
   int value(int64_t n, int64_t c) const;   // v[n][c] = u − weight_offset
   float scale(int64_t n, int64_t b) const;
   float offset(int64_t n, int64_t b) const;
+  // Rows [n0, n1) back in their stored format (core/weight_format.h: the
+  // codes, the block section, blk4's codebook) as `out.view`, byte for byte
+  // what the bundle held: what reads a few rows of a weight whose stored
+  // bytes were given back (the embedding lookup, the head's two-pass
+  // refinement) decodes them with the stored format's own code.
+  struct StoredRows {
+    std::vector<uint8_t> data, block_params;
+    std::vector<float> codebook;
+    WeightView view;
+  };
+  void restore_rows(int64_t n0, int64_t n1, StoredRows& out) const;
+  // The head's one-pass outputs may stand in for the lane kernels' in its
+  // refinement (kernels/qlinear_refine.h) when its f32 rounding fits the
+  // bound ρ = 1e-5 · W · (‖x‖₁ + ‖e1‖₁) takes for them: a group's term
+  // passes through at most (block_cols / 8) + 2 · blocks roundings (the int32 sums
+  // and their conversion are exact), each within 2⁻²⁴ of the running
+  // magnitude, itself ≤ W · ‖x̃‖₁.
+  static bool fits_refine_bound(const QLinearWeights& w) {
+    const int64_t roundings = w.block_cols() / kActGroup + 2 * (w.cols() / w.block_cols());
+    return static_cast<double>(roundings) * 0x1p-24 * 1.01 <= 1e-5;
+  }
   // Bytes held (weights and block parameters).
   int64_t bytes() const { return data_bytes_ + param_bytes_ * (block_offsets_ ? 2 : 1); }
 
@@ -132,6 +159,17 @@ struct TokenTerms {
 // acts.cols == w.cols().
 void interleaved_linear(Isa isa, const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                         int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
+
+// The head's refinement (kernels/qlinear_refine.h, step 4) when its one-pass
+// outputs came from the interleaved kernel: blocks scratch.blocks[begin,
+// end) of the planned row recomputed with two passes into yt, each block's
+// rows restored to their stored format first (restore_rows), so a refined
+// output has the bits refine_blocks gives it on the stored weight. Steps 1-3
+// run as they do for the lane kernels, on the stored weight's QLinearWeights
+// (they read only its shape); the one-pass rounding must fit the bound
+// (InterleavedWeights::fits_refine_bound).
+void refine_blocks_interleaved(Isa isa, const InterleavedWeights& w, const RefineScratch& scratch, const float* bias,
+                               int64_t begin, int64_t end, float* yt);
 
 // The per-ISA kernels (same contract); Scalar is the twin the others are tested against.
 void interleaved_linear_scalar(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,

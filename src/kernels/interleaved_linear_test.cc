@@ -5,10 +5,12 @@
 // the one-pass rounding bound of the f32 reference.
 #include "kernels/interleaved_linear.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -117,6 +119,38 @@ TEST(InterleavedLinear, LayoutHoldsTheStoredValuesScalesAndOffsets) {
   }
 }
 
+// The stored format's bytes come back exactly, so a few rows decode (and
+// run the lane kernels) as the bundle's own would.
+TEST(InterleavedLinear, RestoredRowsAreTheStoredBytes) {
+  std::mt19937 rng(7);
+  for (const Shape& s : kShapes) {
+    Case c(rng, s);
+    const QLinearWeights q(c.rw.view);
+    const InterleavedWeights w(q);
+    const int64_t row_bytes = static_cast<int64_t>(weight_data_bytes(s.format, 1, s.cols));
+    const int64_t width = s.block & kBlockF32 ? 4 : 2, blocks = s.cols / s.block_cols;
+    const int64_t sections = s.block & kBlockOffsets ? 2 : 1;
+    for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, s.rows}, {3, 7}, {s.rows - 1, s.rows}}) {
+      InterleavedWeights::StoredRows out;
+      w.restore_rows(n0, n1, out);
+      ASSERT_EQ(out.data.size(), static_cast<size_t>((n1 - n0) * row_bytes)) << name(s);
+      EXPECT_EQ(std::memcmp(out.data.data(), c.rw.data.data() + n0 * row_bytes, out.data.size()), 0) << name(s);
+      for (int64_t sec = 0; sec < sections; ++sec)
+        EXPECT_EQ(std::memcmp(out.block_params.data() + sec * (n1 - n0) * blocks * width,
+                              c.rw.block_params.data() + (sec * s.rows + n0) * blocks * width,
+                              static_cast<size_t>((n1 - n0) * blocks * width)),
+                  0)
+            << name(s) << " section " << sec;
+      std::vector<float> got(s.cols), want(s.cols);
+      for (int64_t n = n0; n < n1; ++n) {
+        decode_row(out.view, n - n0, got.data());
+        decode_row(c.rw.view, n, want.data());
+        ASSERT_TRUE(same_bits(got, want)) << name(s) << " row " << n;
+      }
+    }
+  }
+}
+
 TEST(InterleavedLinear, EveryIsaGivesTheScalarTwinsBitsForAnySplitAndTokenCount) {
   std::mt19937 rng(2);
   for (const Shape& s : kShapes) {
@@ -208,6 +242,65 @@ TEST(InterleavedLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
     };
     test_fixtures::expect_within_rounding_bound(c.rw, x, tokens, run(Isa::Scalar, w, quantize(x, tokens, s.cols), nullptr, 0),
                                                 act_error, name(s));
+  }
+}
+
+// A head on the interleaved kernel, refined from restored rows: on heads
+// with near-ties planted among spread-out logits, every row's argmax is the
+// two-pass argmax of the stored weight (the lane kernels at two passes),
+// with its bits, and every output holds the interleaved one-pass bits or
+// the two-pass ones.
+TEST(InterleavedLinear, RefinedHeadArgmaxIsTheTwoPassArgmax) {
+  std::mt19937 rng(4243);
+  for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})) {
+    const Isa isa = level.isa;
+    int one_pass_misses = 0;
+    for (const Shape& s : {Shape{WeightFormat::Blk8, 512, 192, 32, 0, Values::Wide},
+                           Shape{WeightFormat::Blk4, 512, 192, 32, kBlockOffsets, Values::Unsigned},
+                           Shape{WeightFormat::Blk8, 500, 256, 16, kBlockF32 | kBlockOffsets, Values::Shifted}}) {
+      for (int trial = 0; trial < 20; ++trial) {
+        const int64_t n = s.rows, cols = s.cols, rows = 3;
+        Case c(rng, s);
+        const QLinearWeights q(c.rw.view);
+        const InterleavedWeights w(q);
+        ASSERT_TRUE(InterleavedWeights::fits_refine_bound(q));
+        const std::vector<float> x = random_acts(rng, rows, cols);
+        std::vector<float> bias(n);
+        std::normal_distribution<float> spread(0.0f, 30.0f);
+        for (float& b : bias) b = spread(rng);
+        Int8Activations two;
+        quantize_activations(Isa::Scalar, x.data(), rows, cols, q.layout(), 2, two);
+        std::vector<float> y2(rows * n);
+        qlinear(isa, q, two, bias.data(), 0, n, y2.data(), n);
+        // Tie row 0's best two within 1e-3.
+        const int64_t a = std::max_element(y2.begin(), y2.begin() + n) - y2.begin();
+        int64_t b = a == 0 ? 1 : 0;
+        for (int64_t m = 0; m < n; ++m)
+          if (m != a && y2[m] > y2[b]) b = m;
+        bias[b] += y2[a] - y2[b] + std::uniform_real_distribution<float>(-1e-3f, 1e-3f)(rng);
+        qlinear(isa, q, two, bias.data(), 0, n, y2.data(), n);
+
+        std::vector<float> y1(rows * n);
+        interleaved_linear(isa, w, quantize(x, rows, cols), bias.data(), 0, w.groups(), y1.data(), n);
+        std::vector<float> refined = y1;
+        RefineScratch scratch;
+        const RefineHead head = make_refine_head(q);
+        refine_prepare(isa, q, head, x.data(), rows, 1, scratch);
+        refine_scan_range(isa, q, head, refined.data(), n, rows, 0, n, scratch);
+        for (int64_t t = 0; t < rows; ++t) {
+          const int64_t blocks = refine_plan_row(isa, q, head, x.data(), refined.data(), n, t, scratch);
+          refine_blocks_interleaved(isa, w, scratch, bias.data(), 0, blocks, refined.data() + t * n);
+          const float* r = refined.data() + t * n;
+          const int64_t top = std::max_element(r, r + n) - r, want = std::max_element(y2.begin() + t * n, y2.begin() + (t + 1) * n) - (y2.begin() + t * n);
+          ASSERT_EQ(top, want) << name(s) << " " << level.name() << " trial " << trial << " row " << t;
+          EXPECT_TRUE(same_bits({r[top]}, {y2[t * n + top]}));
+          one_pass_misses += (std::max_element(y1.begin() + t * n, y1.begin() + (t + 1) * n) - (y1.begin() + t * n)) != want;
+          for (int64_t m = 0; m < n; ++m)
+            ASSERT_TRUE(same_bits({r[m]}, {y1[t * n + m]}) || same_bits({r[m]}, {y2[t * n + m]})) << "output " << m;
+        }
+      }
+    }
+    EXPECT_GT(one_pass_misses, 0) << "the planted ties should fool one pass at " << level.name();
   }
 }
 

@@ -85,19 +85,6 @@ bool row_local(const Program& p, const Op& op) {
 
 }  // namespace
 
-namespace {
-
-// An interleaved weight's stored bytes, once copied: the fast level's layers
-// read only the copy (arena memory), so the weight is held once, not twice.
-// Reading it through its WeightView afterwards finds zeros where the bundle
-// was read into memory (FileMemory::HugePages); nothing at the fast level does.
-void release_source(const kernels::QLinearWeights& w) {
-  for (const auto& [p, bytes] : {w.data_bytes(), w.block_section_bytes()})
-    if (bytes > 0) release_pages(p, static_cast<size_t>(bytes));
-}
-
-}  // namespace
-
 BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
                            int64_t row_block, Arithmetic arithmetic)
     : program_(&program), isa_(isa), arithmetic_(arithmetic), vops_(&kernels::vector_ops(isa)), row_block_(row_block) {
@@ -137,6 +124,7 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           fail(p.name, op.weights[0], "embedding has shape [{}], expected [vocab, {}]", fmt::join(t.shape, ", "),
                cols(op.outputs[0]));
         b.w0 = &t;
+        b.table = &cache.entries[op.weights[0]];  // interleaved, if a tied head is (then read from there)
         break;
       }
       case OpKind::RmsNorm:
@@ -169,21 +157,26 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           // the head keeps the full one, which the refinement's bound and its
           // one pass rely on.
           const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
-          // The fast level runs the layers' blocked linears on their
-          // interleaved form, one copy per weight for every program.
-          if (!head && arithmetic == Arithmetic::Fast && kernels::InterleavedWeights::supported(*entry.weights)) {
-            if (!entry.interleaved) {
-              entry.interleaved = std::make_shared<const kernels::InterleavedWeights>(*entry.weights, cache.arena);
-              release_source(*entry.weights);
+          // The head's row norms, read from the stored bytes before they may be given back.
+          if (head && !entry.refine)
+            entry.refine = std::make_shared<const kernels::RefineHead>(kernels::make_refine_head(*entry.weights));
+          // The fast level runs its blocked linears on their interleaved
+          // form, one copy per weight for every program: the layers', and
+          // the head's where the interleaved sums' f32 rounding fits its
+          // refinement's bound (the refinement, and the embedding lookup of
+          // a tied head, then read rows back from the copy).
+          if (arithmetic == Arithmetic::Fast && kernels::InterleavedWeights::supported(*entry.weights)) {
+            if (!head || kernels::InterleavedWeights::fits_refine_bound(*entry.weights)) {
+              if (!entry.interleaved)
+                entry.interleaved = std::make_shared<const kernels::InterleavedWeights>(*entry.weights, cache.arena,
+                                                                                         /*give_back=*/true);
+              b.iw = entry.interleaved;
             }
-            b.iw = entry.interleaved;
           }
           b.act_layout = b.iw ? kernels::ActLayout::Natural : entry.weights->layout();
           b.act_passes = head ? 1 : act_passes;
           b.act_qmax = head ? kernels::kActQmax : kernels::layer_act_qmax(isa, b.act_passes);
           b.refine_top = head;
-          if (head && !entry.refine)
-            entry.refine = std::make_shared<const kernels::RefineHead>(kernels::make_refine_head(*entry.weights));
           if (head) b.refine = entry.refine;
         } else if (kernels::float_linear_vectorized(isa) && kernels::float_linear_supported(t)) {
           b.float_linear = true;
@@ -665,7 +658,24 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
   const Op& op = *b.op;
   switch (op.kind) {
     case OpKind::Embed: {
-      ref::embed_any(*b.w0, ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]));
+      const kernels::InterleavedWeights* iw = b.table ? b.table->interleaved.get() : nullptr;
+      if (!iw) {
+        ref::embed_any(*b.w0, ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]));
+        break;
+      }
+      // The table's stored bytes were given back: each row comes back from
+      // the interleaved copy in its stored format and decodes as before.
+      const int32_t* ids = ws.i(op.inputs[0]);
+      const int64_t width = iw->cols();
+      kernels::InterleavedWeights::StoredRows row;
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t id = ids[t];
+        if (id < 0 || id >= iw->rows())
+          fail("input", "token ids", "token id {} at position {} is outside the vocabulary [0, {})", id, t, iw->rows());
+        iw->restore_rows(id, id + 1, row);
+        const int32_t first = 0;
+        ref::embed_any(row.view, &first, 1, op.scale, ws.f(op.outputs[0]) + t * width);
+      }
       break;
     }
     case OpKind::RmsNorm: {
@@ -723,12 +733,30 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
         if (!b.reuse_acts)
           kernels::quantize_activations(isa_, x, rows, k, b.act_layout, b.act_passes, ws.acts, b.act_qmax);
         if (b.iw) {
-          // Row groups of 16 (the layout's unit), 4 per grain.
+          // Row groups of 16 (the layout's unit), 4 per grain; a head's
+          // refinement as below, its recomputed rows read back from the copy.
           const Isa isa = isa_;
+          const int64_t groups = b.iw->groups(), grain = 4;
+          if (b.refine_top) kernels::refine_prepare(isa, *b.qw, *b.refine, x, rows, groups / grain + 1, ws.refine);
           pool.parallel_for(
-              b.iw->groups(),
-              [&](int64_t begin, int64_t end) { kernels::interleaved_linear(isa, *b.iw, ws.acts, b.w1, begin, end, y, n); },
-              4);
+              groups,
+              [&](int64_t begin, int64_t end) {
+                kernels::interleaved_linear(isa, *b.iw, ws.acts, b.w1, begin, end, y, n);
+                if (b.refine_top)
+                  kernels::refine_scan_range(isa, *b.qw, *b.refine, y, n, rows, begin * kernels::kInterleavedRows,
+                                             std::min(n, end * kernels::kInterleavedRows), ws.refine);
+              },
+              grain);
+          for (int64_t t = 0; b.refine_top && t < rows; ++t) {
+            const int64_t blocks = kernels::refine_plan_row(isa, *b.qw, *b.refine, x, y, n, t, ws.refine);
+            float* yt = y + t * n;
+            pool.parallel_for(
+                blocks,
+                [&](int64_t begin, int64_t end) {
+                  kernels::refine_blocks_interleaved(isa, *b.iw, ws.refine, b.w1, begin, end, yt);
+                },
+                64);
+          }
           break;
         }
         // Blocks of 4 output features: the kernels' unit of work. The

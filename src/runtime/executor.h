@@ -158,6 +158,7 @@ class BoundProgram {
     // (the fast level's blocked weights, kernels/interleaved_linear.h).
     std::shared_ptr<const kernels::InterleavedWeights> iw;
     kernels::ActLayout act_layout = kernels::ActLayout::Natural;  // how its input is quantized
+    const QLinearEntry* table = nullptr;  // Embed: its table's kernel forms (an interleaved tied head)
     bool float_linear = false;       // Linear on f32/f16/bf16 weights with a vector kernel
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts, ws.i16_acts)
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
