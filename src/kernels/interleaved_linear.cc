@@ -195,7 +195,7 @@ void TokenTerms::build(const InterleavedWeights& w, const Int8Activations& acts,
   blocks = w.blocks();
   const int64_t T = t1 - t0, per_block = w.block_cols() / kActGroup;
   s.resize(static_cast<size_t>(T * groups));
-  start.resize(s.size());
+  start.assign(s.size(), 0);  // stays 0 for unsigned values (weight_offset 0)
   qsum.resize(s.size());
   u.resize(static_cast<size_t>(T * blocks));
   for (int64_t t = 0; t < T; ++t) {
@@ -203,11 +203,11 @@ void TokenTerms::build(const InterleavedWeights& w, const Int8Activations& acts,
     const float* sr = acts.scale_row(t0 + t);
     const int32_t* br = acts.bias_row(t0 + t);
     for (int64_t k = 0; k < groups; ++k) {
-      const int32_t q = -(br[2 * k] + br[2 * k + 1]) / 128;
       s[t * groups + k] = sr[2 * k];
-      qsum[t * groups + k] = q;
-      start[t * groups + k] = -w.weight_offset() * q;
+      qsum[t * groups + k] = -(br[2 * k] + br[2 * k + 1]) / 128;
     }
+    if (w.weight_offset() != 0)
+      for (int64_t k = 0; k < groups; ++k) start[t * groups + k] = -w.weight_offset() * qsum[t * groups + k];
     if (!w.block_offsets()) continue;
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t k0 = t * groups + b * per_block;

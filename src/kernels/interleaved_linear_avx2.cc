@@ -31,8 +31,10 @@ TESSERA_AVX2 inline __m256 load8(const uint8_t* p) {
 
 enum class Dot { Small, SmallPairs, Signed };
 
-template <bool B4, bool Lookup, Dot D, int PB, bool F32, bool Off>
+template <class Fm, Dot D>
 struct Tile {
+  static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, F32 = Fm::F32, Off = Fm::Off;
+  static constexpr int PB = Fm::PB;
   const InterleavedWeights& w;
   const float* bias;
 
@@ -124,19 +126,6 @@ struct Tile {
   }
 };
 
-template <bool B4, bool Lookup, Dot D, int PB>
-void with_storage(const InterleavedWeights& w, const Int8Activations& acts, const float* bias, int64_t g_begin,
-                  int64_t g_end, float* y, int64_t ldy) {
-  auto go = [&](auto tile) { interleaved_walk<2, 2, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
-  if (w.block_f32()) {
-    if (w.block_offsets()) go(Tile<B4, Lookup, D, PB, true, true>{w, bias});
-    else go(Tile<B4, Lookup, D, PB, true, false>{w, bias});
-  } else {
-    if (w.block_offsets()) go(Tile<B4, Lookup, D, PB, false, true>{w, bias});
-    else go(Tile<B4, Lookup, D, PB, false, false>{w, bias});
-  }
-}
-
 // Whether every u ≤ 64 (pairs of the two vectors may add in int16).
 bool u_within_64(const InterleavedWeights& w) {
   if (!w.blk4()) return false;
@@ -149,23 +138,13 @@ bool u_within_64(const InterleavedWeights& w) {
 
 void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
-  auto run = [&](auto b4, auto lookup, auto pb) {
-    constexpr bool B4 = decltype(b4)::value, L = decltype(lookup)::value;
-    constexpr int PB = decltype(pb)::value;
-    if (!w.small_unsigned()) with_storage<B4, L, Dot::Signed, PB>(w, acts, bias, g_begin, g_end, y, ldy);
-    else if (u_within_64(w)) with_storage<B4, L, Dot::SmallPairs, PB>(w, acts, bias, g_begin, g_end, y, ldy);
-    else with_storage<B4, L, Dot::Small, PB>(w, acts, bias, g_begin, g_end, y, ldy);
-  };
-  using T = std::true_type;
-  using F = std::false_type;
-  if (w.blk4()) {
-    if (w.identity_table()) run(T{}, F{}, std::integral_constant<int, 4>{});
-    else run(T{}, T{}, std::integral_constant<int, 4>{});
-  } else if (w.block_cols() == 16) {
-    run(F{}, F{}, std::integral_constant<int, 2>{});
-  } else {
-    run(F{}, F{}, std::integral_constant<int, 4>{});
-  }
+  with_form(w, [&](auto form) {
+    using Fm = decltype(form);
+    auto go = [&](auto tile) { interleaved_walk<2, 2, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
+    if (!w.small_unsigned()) go(Tile<Fm, Dot::Signed>{w, bias});
+    else if (u_within_64(w)) go(Tile<Fm, Dot::SmallPairs>{w, bias});
+    else go(Tile<Fm, Dot::Small>{w, bias});
+  });
 }
 
 }  // namespace tessera::kernels

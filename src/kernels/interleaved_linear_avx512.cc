@@ -25,6 +25,8 @@ namespace tessera::kernels {
 
 namespace {
 
+constexpr int kPrefetchVectors = 48;  // 1 KB ahead of a row group's weight stream
+
 template <bool F32>
 TESSERA_AVX512 inline __m512 load16(const uint8_t* p) {
   if constexpr (F32) return _mm512_load_ps(reinterpret_cast<const float*>(p));
@@ -33,8 +35,10 @@ TESSERA_AVX512 inline __m512 load16(const uint8_t* p) {
 
 // B4: blk4 codes (Lookup: through the table); PB: 8-column groups per block;
 // F32: block parameters stored as f32 (else f16); Off: blocks have offsets.
-template <bool B4, bool Lookup, int PB, bool F32, bool Off, bool Start>
+template <class Fm, bool Start>
 struct Tile {
+  static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, F32 = Fm::F32, Off = Fm::Off;
+  static constexpr int PB = Fm::PB;
   const InterleavedWeights& w;
   const float* bias;
 
@@ -56,6 +60,10 @@ struct Tile {
         const int64_t k = b * PB + kk;
         __m512i w0[RG], w1[RG];
         for (int r = 0; r < RG; ++r) {
+          // Each row group's weights are one sequential stream: fetch a
+          // kilobyte ahead of it (decode reads them from memory).
+          if (kPrefetchVectors > 0)
+            _mm_prefetch(reinterpret_cast<const char*>(wd[r] + (B4 ? k : 2 * k) + kPrefetchVectors), _MM_HINT_T0);
           if constexpr (B4) {
             const __m512i v = _mm512_load_si512(wd[r] + k);
             w0[r] = _mm512_and_si512(v, nibble);
@@ -104,34 +112,18 @@ struct Tile {
   }
 };
 
-template <bool B4, bool Lookup, int PB, bool Start>
-void with_storage(const InterleavedWeights& w, const Int8Activations& acts, const float* bias, int64_t g_begin,
-                  int64_t g_end, float* y, int64_t ldy) {
-  auto go = [&](auto tile) { interleaved_walk<4, 8, 4>(w, acts, g_begin, g_end, y, ldy, tile); };
-  if (w.block_f32()) {
-    if (w.block_offsets()) go(Tile<B4, Lookup, PB, true, true, Start>{w, bias});
-    else go(Tile<B4, Lookup, PB, true, false, Start>{w, bias});
-  } else {
-    if (w.block_offsets()) go(Tile<B4, Lookup, PB, false, true, Start>{w, bias});
-    else go(Tile<B4, Lookup, PB, false, false, Start>{w, bias});
-  }
-}
-
 }  // namespace
 
 void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                                int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
-  // The dot's starting value −weight_offset · Σq is 0 for unsigned values
-  // (Q4_1, Q4_K: the codes themselves).
-  if (w.blk4()) {
-    if (w.identity_table() && w.weight_offset() == 0) with_storage<true, false, 4, false>(w, acts, bias, g_begin, g_end, y, ldy);
-    else if (w.identity_table()) with_storage<true, false, 4, true>(w, acts, bias, g_begin, g_end, y, ldy);
-    else with_storage<true, true, 4, true>(w, acts, bias, g_begin, g_end, y, ldy);
-  } else if (w.block_cols() == 16) {
-    with_storage<false, false, 2, true>(w, acts, bias, g_begin, g_end, y, ldy);
-  } else {
-    with_storage<false, false, 4, true>(w, acts, bias, g_begin, g_end, y, ldy);
-  }
+  with_form(w, [&](auto form) {
+    using Fm = decltype(form);
+    auto go = [&](auto tile) { interleaved_walk<4, 8, 8>(w, acts, g_begin, g_end, y, ldy, tile); };
+    // The dot's starting value −weight_offset · Σq is 0 for unsigned values
+    // (Q4_1, Q4_K: the codes themselves).
+    if (w.weight_offset() == 0) go(Tile<Fm, false>{w, bias});
+    else go(Tile<Fm, true>{w, bias});
+  });
 }
 
 }  // namespace tessera::kernels

@@ -27,8 +27,10 @@ inline float32x4_t load4(const uint8_t* p) {
   else return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
 }
 
-template <bool B4, bool Lookup, bool Signed, int PB, bool F32, bool Off>
+template <class Fm, bool Signed>
 struct Tile {
+  static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, F32 = Fm::F32, Off = Fm::Off;
+  static constexpr int PB = Fm::PB;
   const InterleavedWeights& w;
   const float* bias;
 
@@ -108,39 +110,16 @@ struct Tile {
   }
 };
 
-template <bool B4, bool Lookup, bool Signed, int PB>
-void with_storage(const InterleavedWeights& w, const Int8Activations& acts, const float* bias, int64_t g_begin,
-                  int64_t g_end, float* y, int64_t ldy) {
-  auto go = [&](auto tile) { interleaved_walk<2, 1, 1>(w, acts, g_begin, g_end, y, ldy, tile); };
-  if (w.block_f32()) {
-    if (w.block_offsets()) go(Tile<B4, Lookup, Signed, PB, true, true>{w, bias});
-    else go(Tile<B4, Lookup, Signed, PB, true, false>{w, bias});
-  } else {
-    if (w.block_offsets()) go(Tile<B4, Lookup, Signed, PB, false, true>{w, bias});
-    else go(Tile<B4, Lookup, Signed, PB, false, false>{w, bias});
-  }
-}
-
 }  // namespace
 
 void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
-  auto run = [&](auto b4, auto lookup, auto pb) {
-    constexpr bool B4 = decltype(b4)::value, L = decltype(lookup)::value;
-    constexpr int PB = decltype(pb)::value;
-    if (w.small_unsigned()) with_storage<B4, L, false, PB>(w, acts, bias, g_begin, g_end, y, ldy);
-    else with_storage<B4, L, true, PB>(w, acts, bias, g_begin, g_end, y, ldy);
-  };
-  using T = std::true_type;
-  using F = std::false_type;
-  if (w.blk4()) {
-    if (w.identity_table()) run(T{}, F{}, std::integral_constant<int, 4>{});
-    else run(T{}, T{}, std::integral_constant<int, 4>{});
-  } else if (w.block_cols() == 16) {
-    run(F{}, F{}, std::integral_constant<int, 2>{});
-  } else {
-    run(F{}, F{}, std::integral_constant<int, 4>{});
-  }
+  with_form(w, [&](auto form) {
+    using Fm = decltype(form);
+    auto go = [&](auto tile) { interleaved_walk<2, 1, 1>(w, acts, g_begin, g_end, y, ldy, tile); };
+    if (w.small_unsigned()) go(Tile<Fm, false>{w, bias});
+    else go(Tile<Fm, true>{w, bias});
+  });
 }
 
 }  // namespace tessera::kernels

@@ -24,6 +24,42 @@ struct TokenBlock {
   float* y[TT];
 };
 
+// The compile-time form of a weight the vector kernels specialize on: blk4
+// codes (looked up through the table unless they are the values) or blk8
+// bytes, 8-column groups per block, block parameters stored as f32 (else
+// f16), offsets.
+template <bool B4_, bool Lookup_, int PB_, bool F32_, bool Off_>
+struct Form {
+  static constexpr bool B4 = B4_, Lookup = Lookup_, F32 = F32_, Off = Off_;
+  static constexpr int PB = PB_;
+};
+
+// f(Form<...>{}) for w's form.
+template <class F>
+void with_form(const InterleavedWeights& w, F&& f) {
+  auto storage = [&](auto b4, auto lookup, auto pb) {
+    constexpr bool B4 = decltype(b4)::value, L = decltype(lookup)::value;
+    constexpr int PB = decltype(pb)::value;
+    if (w.block_f32()) {
+      if (w.block_offsets()) f(Form<B4, L, PB, true, true>{});
+      else f(Form<B4, L, PB, true, false>{});
+    } else {
+      if (w.block_offsets()) f(Form<B4, L, PB, false, true>{});
+      else f(Form<B4, L, PB, false, false>{});
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (w.blk4()) {
+    if (w.identity_table()) storage(Yes{}, No{}, std::integral_constant<int, 4>{});
+    else storage(Yes{}, Yes{}, std::integral_constant<int, 4>{});
+  } else if (w.block_cols() == 16) {
+    storage(No{}, No{}, std::integral_constant<int, 2>{});
+  } else {
+    storage(No{}, No{}, std::integral_constant<int, 4>{});
+  }
+}
+
 // block(std::integral_constant<int, rest>{}, ts) for a rest of 1..N tokens.
 template <int N, class Block>
 void rest_block(int64_t rest, int64_t ts, Block& block) {

@@ -732,48 +732,26 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       } else if (path == LinearPath::IntegerDot) {
         if (!b.reuse_acts)
           kernels::quantize_activations(isa_, x, rows, k, b.act_layout, b.act_passes, ws.acts, b.act_qmax);
-        if (b.iw) {
-          // Row groups of 16 (the layout's unit), 4 per grain; a head's
-          // refinement as below, its recomputed rows read back from the copy.
-          const Isa isa = isa_;
-          const int64_t groups = b.iw->groups(), grain = 4;
-          if (b.refine_top) kernels::refine_prepare(isa, *b.qw, *b.refine, x, rows, groups / grain + 1, ws.refine);
-          pool.parallel_for(
-              groups,
-              [&](int64_t begin, int64_t end) {
-                kernels::interleaved_linear(isa, *b.iw, ws.acts, b.w1, begin, end, y, n);
-                if (b.refine_top)
-                  kernels::refine_scan_range(isa, *b.qw, *b.refine, y, n, rows, begin * kernels::kInterleavedRows,
-                                             std::min(n, end * kernels::kInterleavedRows), ws.refine);
-              },
-              grain);
-          for (int64_t t = 0; b.refine_top && t < rows; ++t) {
-            const int64_t blocks = kernels::refine_plan_row(isa, *b.qw, *b.refine, x, y, n, t, ws.refine);
-            float* yt = y + t * n;
-            pool.parallel_for(
-                blocks,
-                [&](int64_t begin, int64_t end) {
-                  kernels::refine_blocks_interleaved(isa, *b.iw, ws.refine, b.w1, begin, end, yt);
-                },
-                64);
-          }
-          break;
-        }
-        // Blocks of 4 output features: the kernels' unit of work. The
-        // output head's refinement scans each range's outputs right after
-        // computing them, while they are in cache (kernels/qlinear_refine.h),
-        // then recomputes each row's candidates with two passes: on the
-        // calling thread when they are few (SmolLM2's decode: about 22
-        // blocks, which took longer handed to the pool), spread over it past
-        // 128 blocks (blocks are independent: same bits).
+        // Units of work: blocks of 4 output features (the lane kernels'),
+        // or row groups of 16 (an interleaved weight's), 16 or 4 per grain.
+        // The output head's refinement scans each range's outputs right
+        // after computing them, while they are in cache
+        // (kernels/qlinear_refine.h), then recomputes each row's candidates
+        // with two passes (an interleaved head's rows restored to their
+        // stored format first): on the calling thread when they are few
+        // (SmolLM2's decode: about 22 blocks, which took longer handed to the
+        // pool), spread over it past 128 blocks (blocks are independent: same
+        // bits).
         const Isa isa = isa_;
-        const int64_t units = (n + 3) / 4, grain = 16;
+        const int64_t unit = b.iw ? kernels::kInterleavedRows : 4, grain = b.iw ? 4 : 16;
+        const int64_t units = (n + unit - 1) / unit;
         if (b.refine_top) kernels::refine_prepare(isa, *b.qw, *b.refine, x, rows, units / grain + 1, ws.refine);
         pool.parallel_for(
             units,
             [&](int64_t begin, int64_t end) {
-              const int64_t n0 = begin * 4, n1 = std::min(n, end * 4);
-              kernels::qlinear(isa, *b.qw, ws.acts, b.w1, n0, n1, y, n);
+              const int64_t n0 = begin * unit, n1 = std::min(n, end * unit);
+              if (b.iw) kernels::interleaved_linear(isa, *b.iw, ws.acts, b.w1, begin, end, y, n);
+              else kernels::qlinear(isa, *b.qw, ws.acts, b.w1, n0, n1, y, n);
               if (b.refine_top) kernels::refine_scan_range(isa, *b.qw, *b.refine, y, n, rows, n0, n1, ws.refine);
             },
             grain);
@@ -782,7 +760,10 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
           float* yt = y + t * n;
           pool.parallel_for(
               blocks,
-              [&](int64_t begin, int64_t end) { kernels::refine_blocks(isa, *b.qw, ws.refine, b.w1, begin, end, yt); },
+              [&](int64_t begin, int64_t end) {
+                if (b.iw) kernels::refine_blocks_interleaved(isa, *b.iw, ws.refine, b.w1, begin, end, yt);
+                else kernels::refine_blocks(isa, *b.qw, ws.refine, b.w1, begin, end, yt);
+              },
               64);
         }
       } else if (path == LinearPath::Float) {
