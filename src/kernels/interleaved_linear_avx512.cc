@@ -118,7 +118,7 @@ void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activation
                                int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
   with_form(w, [&](auto form) {
     using Fm = decltype(form);
-    auto go = [&](auto tile) { interleaved_walk<4, 8, 8>(w, acts, g_begin, g_end, y, ldy, tile); };
+    auto go = [&](auto tile) { interleaved_walk<4, 8, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
     // The dot's starting value −weight_offset · Σq is 0 for unsigned values
     // (Q4_1, Q4_K: the codes themselves).
     if (w.weight_offset() == 0) go(Tile<Fm, false>{w, bias});

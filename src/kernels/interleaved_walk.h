@@ -73,7 +73,11 @@ void rest_block(int64_t rest, int64_t ts, Block& block) {
 // for every block of RG row groups (from g_begin) and TT tokens: tokens in
 // blocks of TMax (then one block of the rest), row groups RG = Chains / TT
 // at a time (at least 1, at most RGMax; the rest one at a time), so about
-// Chains accumulator chains run side by side. Row groups go RGMax at a time
+// Chains accumulator chains run side by side; a lone token (decode, which
+// reads the weights from memory) takes them one at a time, so that each
+// thread reads one sequential stream (SmolLM2's decode lost 5-17% with 4-8
+// groups in flight, as many streams a few kilobytes apart, against the lane
+// kernels' one; in cache one group at a time costs 10-15%). Row groups go RGMax at a time
 // through every token block of a tile, so each group's weights are read
 // from memory once per tile and reused from L1 by the tile's other blocks
 // (a verify call of 9 rows otherwise streamed a 168 MB head three times).
@@ -85,7 +89,7 @@ void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, 
   // TT tokens from ts (tile-local index ts - t0) over row groups [gs, ge).
   auto block = [&](auto tt, int64_t ts, int64_t gs, int64_t ge) {
     constexpr int TT = decltype(tt)::value;
-    constexpr int RG = std::clamp(Chains / TT, 1, RGMax);
+    constexpr int RG = TT == 1 ? 1 : std::clamp(Chains / TT, 1, RGMax);
     TokenBlock<TT> tb;
     for (int i = 0; i < TT; ++i) {
       const int64_t t = ts + i, local = t - t0;
