@@ -12,8 +12,15 @@
 namespace tessera {
 
 namespace {
+
 constexpr size_t kHugePage = size_t{2} << 20;
+
+uintptr_t page_size() {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  return page;
 }
+
+}  // namespace
 
 HugePageArena::~HugePageArena() {
   for (const Region& r : regions_) ::munmap(r.base, r.bytes);
@@ -41,10 +48,15 @@ uint8_t* HugePageArena::allocate(size_t bytes) {
 }
 
 void release_pages(const void* p, size_t bytes) {
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  const uint8_t* begin = page_floor(b + page_size() - 1);
+  const uint8_t* end = page_floor(b + bytes);
+  if (end > begin) ::madvise(const_cast<uint8_t*>(begin), static_cast<size_t>(end - begin), MADV_DONTNEED);
+}
+
+const uint8_t* page_floor(const uint8_t* p) {
+  const uintptr_t page = page_size();
+  return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) / page * page);
 }
 
 }  // namespace tessera

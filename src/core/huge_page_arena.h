@@ -42,5 +42,7 @@ class HugePageArena {
 // anonymous one reads zeros. For bytes the process has copied elsewhere and
 // will not read again.
 void release_pages(const void* p, size_t bytes);
+// The start of the page p lies in.
+const uint8_t* page_floor(const uint8_t* p);
 
 }  // namespace tessera

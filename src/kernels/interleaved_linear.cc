@@ -7,8 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include <unistd.h>
-
 #include "core/error.h"
 #include "core/half.h"
 
@@ -21,11 +19,6 @@ namespace {
 int offset_for_range(int lo, int hi) {
   if (lo > hi) return 0;
   return lo >= 0 && hi <= 127 ? 0 : (hi - lo <= 127 ? -lo : 128);
-}
-
-const uint8_t* page_floor(const uint8_t* p) {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) / page * page);
 }
 
 }  // namespace
@@ -130,10 +123,7 @@ InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<
 }
 
 int InterleavedWeights::value(int64_t n, int64_t c) const {
-  const uint8_t* v = group_data(n / kInterleavedRows) + 4 * (n % kInterleavedRows);
-  if (!blk4_) return v[(c / 4) * 64 + c % 4] - weight_offset_;
-  const uint8_t byte = v[(c / 8) * 64 + c % 4];
-  return table_[c % 8 < 4 ? byte & 15 : byte >> 4] - weight_offset_;
+  return (blk4_ ? table_[code(n, c)] : code(n, c)) - weight_offset_;
 }
 
 float InterleavedWeights::param(const uint8_t* p, int64_t n, int64_t b) const {
@@ -153,18 +143,10 @@ void InterleavedWeights::restore_rows(int64_t n0, int64_t n1, StoredRows& out) c
   const int64_t rows = n1 - n0, width = block_f32_ ? 4 : 2, row_bytes = blk4_ ? cols_ / 2 : cols_;
   out.data.assign(static_cast<size_t>(rows * row_bytes), 0);
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t n = n0 + r;
-    const uint8_t* v = group_data(n / kInterleavedRows) + 4 * (n % kInterleavedRows);
     uint8_t* dst = out.data.data() + r * row_bytes;
-    if (!blk4_) {
-      for (int64_t c = 0; c < cols_; ++c)
-        dst[c] = static_cast<uint8_t>(static_cast<int8_t>(v[(c / 4) * 64 + c % 4] - weight_offset_));
-      continue;
-    }
     for (int64_t c = 0; c < cols_; ++c) {
-      const uint8_t byte = v[(c / 8) * 64 + c % 4];
-      const int code = c % 8 < 4 ? byte & 15 : byte >> 4;
-      dst[c / 2] = static_cast<uint8_t>(dst[c / 2] | code << (4 * (c % 2)));
+      if (blk4_) dst[c / 2] = static_cast<uint8_t>(dst[c / 2] | code(n0 + r, c) << (4 * (c % 2)));
+      else dst[c] = static_cast<uint8_t>(static_cast<int8_t>(code(n0 + r, c) - weight_offset_));
     }
   }
   const int64_t sections = block_offsets_ ? 2 : 1;

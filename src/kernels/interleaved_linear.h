@@ -140,6 +140,13 @@ class InterleavedWeights {
     return p + (g * blocks() + b) * kInterleavedRows * (block_f32_ ? 4 : 2);
   }
   float param(const uint8_t* p, int64_t n, int64_t b) const;
+  // What the layout holds for row n, column c: blk8 its byte u, blk4 its code.
+  int code(int64_t n, int64_t c) const {
+    const uint8_t* v = group_data(n / kInterleavedRows) + 4 * (n % kInterleavedRows);
+    if (!blk4_) return v[(c / 4) * 64 + c % 4];
+    const uint8_t byte = v[(c / 8) * 64 + c % 4];
+    return c % 8 < 4 ? byte & 15 : byte >> 4;
+  }
 };
 
 // Per token, what every row of a call shares: the 8-column groups' scales,

@@ -77,10 +77,11 @@ void rest_block(int64_t rest, int64_t ts, Block& block) {
 // reads the weights from memory) takes them one at a time, so that each
 // thread reads one sequential stream (SmolLM2's decode lost 5-17% with 4-8
 // groups in flight, as many streams a few kilobytes apart, against the lane
-// kernels' one; in cache one group at a time costs 10-15%). Row groups go RGMax at a time
-// through every token block of a tile, so each group's weights are read
-// from memory once per tile and reused from L1 by the tile's other blocks
-// (a verify call of 9 rows otherwise streamed a 168 MB head three times).
+// kernels' one; in cache one group at a time costs 10-15%). Row groups go
+// RGMax at a time through every token block of a tile, so each group's
+// weights are read from memory once per tile and reused from L1 by the
+// tile's other blocks (a verify call of 9 rows otherwise streamed a 168 MB
+// head three times).
 template <int TMax, int Chains, int RGMax, class Tile>
 void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, int64_t g_begin, int64_t g_end,
                       float* y, int64_t ldy, Tile&& tile) {

@@ -665,17 +665,12 @@ void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ct
       }
       // The table's stored bytes were given back: each row comes back from
       // the interleaved copy in its stored format and decodes as before.
-      const int32_t* ids = ws.i(op.inputs[0]);
-      const int64_t width = iw->cols();
       kernels::InterleavedWeights::StoredRows row;
-      for (int64_t t = 0; t < T; ++t) {
-        const int64_t id = ids[t];
-        if (id < 0 || id >= iw->rows())
-          fail("input", "token ids", "token id {} at position {} is outside the vocabulary [0, {})", id, t, iw->rows());
-        iw->restore_rows(id, id + 1, row);
-        const int32_t first = 0;
-        ref::embed_any(row.view, &first, 1, op.scale, ws.f(op.outputs[0]) + t * width);
-      }
+      ref::embed_decoded(iw->rows(), iw->cols(), ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]),
+                         [&](int64_t id, float* dst) {
+                           iw->restore_rows(id, id + 1, row);
+                           decode_row(row.view, 0, dst);
+                         });
       break;
     }
     case OpKind::RmsNorm: {

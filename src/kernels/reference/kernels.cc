@@ -12,11 +12,19 @@
 
 namespace tessera::ref {
 
+namespace {
+
+void check_token_id(int64_t id, int64_t t, int64_t vocab) {
+  if (id < 0 || id >= vocab) fail("input", "token ids", "token id {} at position {} is outside the vocabulary [0, {})", id, t, vocab);
+}
+
+}  // namespace
+
 void embed(const float* table, int64_t vocab, int64_t width, const int32_t* ids, int64_t rows, float scale,
            float* out) {
   for (int64_t t = 0; t < rows; ++t) {
     const int64_t id = ids[t];
-    if (id < 0 || id >= vocab) fail("input", "token ids", "token id {} at position {} is outside the vocabulary [0, {})", id, t, vocab);
+    check_token_id(id, t, vocab);
     const float* src = table + id * width;
     float* dst = out + t * width;
     if (scale == 1.0f) {
@@ -80,11 +88,16 @@ void embed_any(const WeightView& table, const int32_t* ids, int64_t rows, float 
     embed(static_cast<const float*>(table.data), vocab, width, ids, rows, scale, out);
     return;
   }
+  embed_decoded(vocab, width, ids, rows, scale, out, [&](int64_t id, float* dst) { decode_row(table, id, dst); });
+}
+
+void embed_decoded(int64_t vocab, int64_t width, const int32_t* ids, int64_t rows, float scale, float* out,
+                   const std::function<void(int64_t id, float* dst)>& decode) {
   for (int64_t t = 0; t < rows; ++t) {
     const int64_t id = ids[t];
-    if (id < 0 || id >= vocab) fail("input", "token ids", "token id {} at position {} is outside the vocabulary [0, {})", id, t, vocab);
+    check_token_id(id, t, vocab);
     float* dst = out + t * width;
-    decode_row(table, id, dst);
+    decode(id, dst);
     if (scale != 1.0f)
       for (int64_t i = 0; i < width; ++i) dst[i] = dst[i] * scale;
   }

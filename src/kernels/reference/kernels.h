@@ -7,6 +7,8 @@
 #include <cstdint>
 
 #include "core/weight_format.h"
+#include <functional>
+
 #include "core/model_spec.h"
 
 namespace tessera::ref {
@@ -35,6 +37,10 @@ void linear_any(const float* x, int64_t rows, int64_t in, const WeightView& w, c
 
 // embed() from a table in any stored format (row ids[t] decoded, then scaled).
 void embed_any(const WeightView& table, const int32_t* ids, int64_t rows, float scale, float* out);
+// embed_any()'s steps with row ids[t] decoded by decode(id, dst) (a table kept
+// in another layout, runtime/executor.cc): ids checked against vocab, rows scaled.
+void embed_decoded(int64_t vocab, int64_t width, const int32_t* ids, int64_t rows, float scale, float* out,
+                   const std::function<void(int64_t id, float* dst)>& decode);
 
 // Rotary position embedding applied in place to `heads` heads of `head_dim`
 // per row. cos/sin are [rows, rot_dim/2] for this row's position. Only the
