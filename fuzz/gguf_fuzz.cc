@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "core/ggml_dequant.h"
+#include "model/architectures.h"
 #include "sources/gguf.h"
-#include "sources/gguf_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto file = tessera::MappedFile::from_bytes("fuzz.gguf", std::vector<uint8_t>(data, data + size));

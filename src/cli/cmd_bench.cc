@@ -100,7 +100,7 @@ void register_bench(CLI::App& app) {
       nlohmann::ordered_json out;
       out["model"] = model;
       out["path"] = m->path();
-      out["arch"] = architecture_name(m->spec().arch);
+      out["arch"] = m->spec().arch;
       out["threads"] = m->pool().threads();
       out["arithmetic"] = arithmetic_name(m->arithmetic());
       out["isa"] = isa;
@@ -150,7 +150,7 @@ void register_bench(CLI::App& app) {
       return;
     }
     fmt::print("model {} ({}), {} threads, isa {}, arithmetic {}, kv {}, weights {}, {} chunk(s), {} reps, context {}\n",
-               model, architecture_name(m->spec().arch), m->pool().threads(), avx_vnni ? isa + " (AVX-VNNI)" : isa,
+               model, m->spec().arch, m->pool().threads(), avx_vnni ? isa + " (AVX-VNNI)" : isa,
                arithmetic_name(m->arithmetic()), kv_type_name(m->kv_type()),
                m->weights_memory() ? file_memory_name(*m->weights_memory()) : "in memory",
                m->programs().num_chunks, o.reps, r.context_length);

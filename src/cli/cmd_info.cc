@@ -8,14 +8,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bundle/bundle_summary.h"
 #include "cli/commands.h"
 #include "kernels/cpu_isa.h"
+#include "model/architectures.h"
+#include "model/open_model_source.h"
 #include "runtime/cpu_cores.h"
 #include "runtime/model.h"
 #include "runtime/sequence_state.h"
-#include "sources/hf_config.h"
-#include "sources/model_source.h"
-#include "bundle/bundle_summary.h"
 #include "sources/model_summary.h"
 #include "tokenizer/tokenizer_summary.h"
 

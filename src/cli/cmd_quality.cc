@@ -16,7 +16,7 @@
 #include "cli/generation_flags.h"
 #include "core/error.h"
 #include "eval/quality.h"
-#include "sources/model_source.h"
+#include "model/open_model_source.h"
 
 namespace tessera::cli {
 

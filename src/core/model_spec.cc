@@ -28,19 +28,6 @@ int64_t kv_source_layer(const ModelSpec& s, int64_t layer) {
   return -1;
 }
 
-const char* architecture_name(Architecture a) {
-  switch (a) {
-    case Architecture::Llama: return "llama";
-    case Architecture::Qwen2: return "qwen2";
-    case Architecture::Qwen3: return "qwen3";
-    case Architecture::Qwen3_5: return "qwen3_5";
-    case Architecture::Gemma3: return "gemma3";
-    case Architecture::Gemma4: return "gemma4";
-    case Architecture::Lfm2: return "lfm2";
-  }
-  return "?";
-}
-
 const char* layer_kind_name(LayerKind k) {
   switch (k) {
     case LayerKind::FullAttention: return "full_attention";

@@ -11,8 +11,6 @@
 
 namespace tessera {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Qwen3_5, Gemma3, Gemma4, Lfm2 };
-
 // How one decoder layer mixes tokens.
 enum class LayerKind {
   FullAttention,     // causal attention over the whole context
@@ -44,7 +42,9 @@ struct RopeSpec {
 };
 
 struct ModelSpec {
-  Architecture arch = Architecture::Llama;
+  // The name of the architecture unit that read it and builds its programs
+  // ("llama", "gemma3", ...: src/model/<arch>/, registered in model/architectures.cc).
+  std::string arch;
   std::string source_architecture;  // e.g. "LlamaForCausalLM" or GGUF "llama"
 
   int64_t vocab_size = 0;
@@ -125,7 +125,6 @@ bool layer_shares_kv(const ModelSpec& s, int64_t layer);
 // is none, which spec_from_* never produces).
 int64_t kv_source_layer(const ModelSpec& s, int64_t layer);
 
-const char* architecture_name(Architecture a);
 const char* layer_kind_name(LayerKind k);
 const char* activation_name(Activation a);
 

@@ -9,7 +9,7 @@ namespace {
 
 ModelSpec gemma_like() {
   ModelSpec s;
-  s.arch = Architecture::Gemma3;
+  s.arch = "gemma3";
   s.source_architecture = "Gemma3ForCausalLM";
   s.vocab_size = 1000;
   s.hidden_size = 64;
@@ -57,9 +57,6 @@ TEST(ModelSpecJson, MissingOrMistypedFieldIsNamed) {
   }
   j = model_spec_to_json(gemma_like());
   j["rope"]["scaling"]["factor"] = "big";
-  EXPECT_THROW(model_spec_from_json(j, "m.json"), Error);
-  j = model_spec_to_json(gemma_like());
-  j["arch"] = "gpt2";
   EXPECT_THROW(model_spec_from_json(j, "m.json"), Error);
   j = model_spec_to_json(gemma_like());
   j["layer_types"].push_back("full_attention");

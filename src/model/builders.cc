@@ -8,34 +8,13 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/architectures.h"
 
 namespace tessera::model {
 
 namespace {
 
-using LayerBuilder = void (*)(ProgramBuilder&, const ModelSpec&, int64_t);
-
-LayerBuilder layer_builder(const ModelSpec& s) {
-  switch (s.arch) {
-    case Architecture::Llama:
-    case Architecture::Qwen2:
-    case Architecture::Qwen3:
-      return build_llama_layer;
-    case Architecture::Gemma3:
-      return build_gemma3_layer;
-    case Architecture::Lfm2:
-      return build_lfm2_layer;
-    case Architecture::Qwen3_5:
-      return build_qwen3_5_layer;
-    case Architecture::Gemma4:
-      return build_gemma4_layer;
-  }
-  fail(s.source_architecture, "architecture",
-       "{} models cannot be run yet (supported: llama, qwen2, qwen3, qwen3_5, gemma3, gemma4, lfm2)",
-       architecture_name(s.arch));
-}
-
-void check_spec(const ModelSpec& s) {
+void check_spec(const ModelSpec& s, const ArchitectureUnit& unit) {
   auto bad = [&](const char* field, int64_t v) {
     fail(s.source_architecture, field, "must be positive, got {}", v);
   };
@@ -52,13 +31,14 @@ void check_spec(const ModelSpec& s) {
     fail(s.source_architecture, "layer_types", "{} entries for {} layers", s.layer_types.size(), s.num_layers);
   for (int64_t l = 0; l < s.num_layers; ++l) {
     const LayerKind k = s.layer_types[l];
-    const bool conv = k == LayerKind::ShortConv && s.arch == Architecture::Lfm2;
-    const bool delta = k == LayerKind::LinearAttention && s.arch == Architecture::Qwen3_5;
+    const bool built = std::find(unit.layer_kinds.begin(), unit.layer_kinds.end(), k) != unit.layer_kinds.end();
+    const bool conv = built && k == LayerKind::ShortConv;
+    const bool delta = built && k == LayerKind::LinearAttention;
     if (delta && (s.linear_conv_kernel < 1 || s.linear_conv_kernel > 64 || s.linear_num_key_heads < 1 ||
                   s.linear_num_value_heads % s.linear_num_key_heads != 0 || s.linear_key_head_dim < 1 ||
                   s.linear_value_head_dim < 1))
       fail(s.source_architecture, "linear attention", "layer {} has an unusable delta-net geometry", l);
-    if (k != LayerKind::FullAttention && k != LayerKind::SlidingAttention && !conv && !delta)
+    if (!built)
       fail(s.source_architecture, "layer_types", "layer {} is {}, which has no kernel yet", l, layer_kind_name(k));
     if (conv && (s.conv_kernel < 1 || s.conv_kernel > 64))
       fail(s.source_architecture, "conv_L_cache", "must be in [1, 64], got {}", s.conv_kernel);
@@ -70,7 +50,7 @@ void check_spec(const ModelSpec& s) {
     fail(s.source_architecture, "rope_scaling", "RoPE scaling type '{}' is not supported", rope_type);
 }
 
-Program build_one(const ModelSpec& s, LayerBuilder layer, int64_t tokens, int64_t chunk, int64_t begin,
+Program build_one(const ModelSpec& s, const ArchitectureUnit& unit, int64_t tokens, int64_t chunk, int64_t begin,
                   int64_t end, bool last, bool argmax) {
   Program p;
   p.kind = tokens == 1 ? ProgramKind::Decode : ProgramKind::Prefill;
@@ -82,18 +62,18 @@ Program build_one(const ModelSpec& s, LayerBuilder layer, int64_t tokens, int64_
   ProgramBuilder b(p);
   if (begin == 0) {
     build_embedding(b, s);
-    if (s.arch == Architecture::Gemma4 && s.hidden_size_per_layer_input > 0) build_per_layer_inputs(b, s);
+    if (unit.build_after_embedding) unit.build_after_embedding(b, s);
   }
   // Inputs every attention layer reads: positions and the RoPE tables it uses.
   b.input(b.value("positions", 1, ValueType::I32));
-  for (int64_t l = begin; l < end; ++l) layer(b, s, l);
+  for (int64_t l = begin; l < end; ++l) unit.build_layer(b, s, l);
   for (const char* table : {"rope", "rope_local"}) {
     for (const char* part : {".cos", ".sin"}) {
       const int id = p.find_value(std::string(table) + part);
       if (id >= 0) b.input(id);
     }
   }
-  if (last) build_head(b, s, argmax);
+  if (last) build_head(b, s, unit.final_norm, argmax);
   return p;
 }
 
@@ -162,8 +142,8 @@ void connect_chunks(std::vector<Program>& chunks) {
 }  // namespace
 
 ProgramSet build_programs(const ModelSpec& spec, const BuildOptions& options) {
-  check_spec(spec);
-  const LayerBuilder layer = layer_builder(spec);
+  const ArchitectureUnit& unit = architecture_of(spec);
+  check_spec(spec, unit);
   if (options.chunks < 1 || options.chunks > spec.num_layers)
     fail("options", "chunks", "must be between 1 and the layer count {}, got {}", spec.num_layers, options.chunks);
   ProgramSet set;
@@ -180,7 +160,7 @@ ProgramSet build_programs(const ModelSpec& spec, const BuildOptions& options) {
     for (int64_t c = 0; c < options.chunks; ++c) {
       const int64_t begin = spec.num_layers * c / options.chunks;
       const int64_t end = spec.num_layers * (c + 1) / options.chunks;
-      chunks.push_back(build_one(spec, layer, tokens, c, begin, end, c + 1 == options.chunks, options.argmax));
+      chunks.push_back(build_one(spec, unit, tokens, c, begin, end, c + 1 == options.chunks, options.argmax));
     }
     connect_chunks(chunks);
     for (Program& p : chunks) set.programs.push_back(std::move(p));

@@ -25,13 +25,4 @@ struct BuildOptions {
 // Throws Error for an architecture without a builder or a bad option.
 ProgramSet build_programs(const ModelSpec& spec, const BuildOptions& options = {});
 
-// One decoder layer into `b` (reads and updates value "x"), per family.
-void build_llama_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);   // llama.cc: Llama, Qwen2, Qwen3
-void build_gemma3_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);  // gemma3.cc
-void build_lfm2_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);    // lfm2.cc
-void build_qwen3_5_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer); // qwen3_5.cc
-void build_gemma4_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer);  // gemma4.cc
-// Gemma 4's per-layer embeddings ("ple"), after the token embedding (gemma4.cc).
-void build_per_layer_inputs(ProgramBuilder& b, const ModelSpec& s);
-
 }  // namespace tessera::model

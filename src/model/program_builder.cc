@@ -57,11 +57,11 @@ void build_embedding(ProgramBuilder& b, const ModelSpec& s) {
   op.scale = s.scale_embeddings ? static_cast<float>(std::sqrt(static_cast<double>(s.hidden_size))) : 1.0f;
 }
 
-void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax) {
+void build_head(ProgramBuilder& b, const ModelSpec& s, const std::string& final_norm, bool argmax) {
   const int x = b.value("x", s.hidden_size);
   const int xs = b.value("x_selected", s.hidden_size, ValueType::F32, RowsKind::LogitRows);
   b.add(OpKind::SelectRows, {x}, {xs});
-  Op& norm = b.add(OpKind::RmsNorm, {xs}, {xs}, {final_norm_weight(s)});
+  Op& norm = b.add(OpKind::RmsNorm, {xs}, {xs}, {final_norm});
   norm.eps = static_cast<float>(s.norm_eps);
   norm.plus_one = s.norm_weight_plus_one;
   const int logits = b.value("logits", s.vocab_size, ValueType::F32, RowsKind::LogitRows);
@@ -77,11 +77,6 @@ void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax) {
     b.add(OpKind::Argmax, {logits}, {ids});
     b.output(ids);
   }
-}
-
-std::string final_norm_weight(const ModelSpec& s) {
-  // LFM2 names its final norm after where the original model applied it.
-  return s.arch == Architecture::Lfm2 ? "model.embedding_norm.weight" : "model.norm.weight";
 }
 
 void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const std::string& weight_name,

@@ -1,7 +1,7 @@
 // The helpers every architecture builder composes: a Program under
 // construction (values by name, ops in order) and the blocks most decoder
 // layers share — embedding, attention with its KV, gated MLP, output head.
-// Each architecture's own file (llama.cc, gemma3.cc) says how a layer is put
+// Each architecture's layer.cc (src/model/<arch>/) says how a layer is put
 // together from these; build_programs (builders.h) turns that into one program
 // per chunk and per tokens-per-call variant.
 #pragma once
@@ -35,10 +35,10 @@ std::string layer_weight(int64_t layer, const std::string& suffix);
 
 // ids → "x" (the residual stream), scaled by sqrt(hidden) where the spec says so.
 void build_embedding(ProgramBuilder& b, const ModelSpec& s);
-// "x" → "logits" for the selected rows: final norm, lm_head (or the tied
+// "x" → "logits" for the selected rows: final norm (weight `final_norm`), lm_head (or the tied
 // embedding), final softcap; with `argmax`, also "next_ids": each logits
 // row's argmax (greedy decoding reads it instead of scanning the logits).
-void build_head(ProgramBuilder& b, const ModelSpec& s, bool argmax);
+void build_head(ProgramBuilder& b, const ModelSpec& s, const std::string& final_norm, bool argmax);
 
 // The HF names of an attention block's weights under "model.layers.N.", and
 // of a gated MLP's (each + ".weight" / ".bias"). The defaults are Llama's.
@@ -64,8 +64,6 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
 // down(act(gate(in)) · up(in)) → out.
 void build_gated_mlp(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int in, int out,
                      const MlpWeights& names = {});
-// The final norm's weight: "model.norm.weight" ("model.embedding_norm.weight" for LFM2).
-std::string final_norm_weight(const ModelSpec& s);
 // y = rms_norm(x) with the layer norm weight `weight_name` and the spec's form.
 void build_rms_norm(ProgramBuilder& b, const ModelSpec& s, int x, int y, const std::string& weight_name,
                     int64_t layer);

@@ -18,7 +18,7 @@
 #include <pybind11/stl.h>
 
 #include "core/error.h"
-#include "tokenizer/builtin_chat_templates.h"
+#include "model/architectures.h"
 #include "tokenizer/chat_template.h"
 
 namespace py = pybind11;
@@ -56,10 +56,10 @@ void bind_chat_template(py::module_& m) {
   m.def(
       "builtin_chat_template",
       [](const std::string& arch) -> std::optional<std::string> {
-        for (Architecture a : {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Qwen3_5,
-                               Architecture::Gemma3, Architecture::Gemma4, Architecture::Lfm2})
-          if (arch == architecture_name(a)) return builtin_chat_template(a);
-        fail("builtin_chat_template", arch, "unknown architecture");
+        const model::ArchitectureUnit* unit = model::find_architecture(arch);
+        if (unit == nullptr) fail("builtin_chat_template", arch, "unknown architecture");
+        if (unit->builtin_chat_template == nullptr) return std::nullopt;
+        return std::string(unit->builtin_chat_template);
       },
       py::arg("architecture"));
 }

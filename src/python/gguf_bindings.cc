@@ -16,10 +16,10 @@
 #include <pybind11/stl.h>
 
 #include "core/error.h"
-#include "core/model_spec_json.h"
 #include "core/ggml_dequant.h"
+#include "core/model_spec_json.h"
+#include "model/architectures.h"
 #include "sources/gguf.h"
-#include "sources/gguf_spec.h"
 
 namespace py = pybind11;
 

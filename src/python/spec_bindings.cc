@@ -11,7 +11,7 @@
 #include "bindings.h"
 #include "core/error.h"
 #include "core/model_spec_json.h"
-#include "sources/hf_config.h"
+#include "model/architectures.h"
 
 namespace py = pybind11;
 

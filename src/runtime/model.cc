@@ -9,11 +9,11 @@
 #include "core/model_spec_json.h"
 #include "core/progress.h"
 #include "core/sha256.h"
+#include "model/architectures.h"
+#include "model/open_model_source.h"
 #include "runtime/cpu_cores.h"
 #include "sources/gguf.h"
-#include "sources/model_source.h"
 #include "sources/stop_tokens.h"
-#include "tokenizer/builtin_chat_templates.h"
 
 namespace tessera {
 
@@ -22,11 +22,11 @@ namespace fs = std::filesystem;
 namespace {
 
 // The model's own chat template (next to `path`), else the built-in one for its architecture.
-std::optional<ChatTemplate> load_chat_template(const std::string& path, Architecture arch) {
+std::optional<ChatTemplate> load_chat_template(const std::string& path, const ModelSpec& spec) {
   if (std::optional<std::string> tpl = find_chat_template(path))
     return ChatTemplate::parse(*tpl, path + ": chat template");
-  if (std::optional<std::string> builtin = builtin_chat_template(arch))
-    return ChatTemplate::parse(*builtin, std::string("built-in ") + architecture_name(arch) + " chat template");
+  if (const char* builtin = model::architecture_of(spec).builtin_chat_template)
+    return ChatTemplate::parse(builtin, "built-in " + spec.arch + " chat template");
   return std::nullopt;
 }
 
@@ -82,7 +82,7 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
     if (kind == "gguf" || kind == "hf") {
       const std::string path = bundle_tokenizer_path(man, name_or_path);  // the GGUF, or the directory
       m->tokenizer_.emplace(tok::Tokenizer::from_file(path));
-      m->chat_template_ = load_chat_template(path, m->spec_.arch);
+      m->chat_template_ = load_chat_template(path, m->spec_);
     }
     m->stop_ids_ = man.stop_token_ids;
     auto bundle =
@@ -145,7 +145,7 @@ std::unique_ptr<Model> Model::load(const std::string& name_or_path, const LoadOp
   } else if (fs::is_regular_file(fs::path(src.path) / "tokenizer.json", ec)) {
     m->tokenizer_.emplace(tok::Tokenizer::from_file(src.path));
   }
-  m->chat_template_ = load_chat_template(src.path, m->spec_.arch);
+  m->chat_template_ = load_chat_template(src.path, m->spec_);
   m->stop_ids_ = tessera::stop_token_ids(src, m->tokenizer_ ? m->tokenizer_->eos_id() : std::nullopt);
   return m;
 }

@@ -19,7 +19,7 @@ constexpr int64_t kHidden = 4, kKernel = 3, kWindow = 4, kContext = 64, kMargin 
 // Layer 0: short conv; 1: sliding attention; 2: full attention.
 ModelSpec hybrid_spec() {
   ModelSpec s;
-  s.arch = Architecture::Lfm2;
+  s.arch = "lfm2";
   s.num_layers = 3;
   s.layer_types = {LayerKind::ShortConv, LayerKind::SlidingAttention, LayerKind::FullAttention};
   s.sliding_window = kWindow;
@@ -147,7 +147,7 @@ namespace {
 // attention layer.
 ModelSpec delta_spec() {
   ModelSpec s;
-  s.arch = Architecture::Qwen3_5;
+  s.arch = "qwen3_5";
   s.num_layers = 2;
   s.layer_types = {LayerKind::LinearAttention, LayerKind::FullAttention};
   s.num_heads = 2;

@@ -1,7 +1,7 @@
 // A model as the user names it: a GGUF file, a Hugging Face checkpoint
 // directory (config.json + *.safetensors [+ tokenizer.json]), or the name of
-// a pulled model. Opening one yields the normalized ModelSpec and zero-copy
-// views of every stored tensor.
+// a pulled model. Opened (model/open_model_source.h), it holds the normalized
+// ModelSpec and zero-copy views of every stored tensor.
 #pragma once
 
 #include <memory>
@@ -14,6 +14,7 @@
 namespace tessera {
 
 class GgufFile;
+struct GgufTensorRules;
 class SafetensorsCheckpoint;
 
 enum class SourceFormat { Gguf, HfDirectory };
@@ -34,6 +35,9 @@ struct ModelSource {
   std::vector<TensorView> tensors;
   std::shared_ptr<const GgufFile> gguf;                     // GGUF sources
   std::shared_ptr<const SafetensorsCheckpoint> checkpoint;  // HF sources
+  // GGUF sources: how the architecture's tensors are named and stored there
+  // (its unit's rules, set by open_model_source).
+  const GgufTensorRules* gguf_rules = nullptr;
 
   const TensorView* find(const std::string& name) const;
 };
@@ -44,8 +48,5 @@ struct ModelSource {
 // Throws Error for an unknown name or a name not pulled yet.
 std::string resolve_model_path(const std::string& name_or_path);
 
-// Resolves `name_or_path` (existing path first, then a pulled model name) and
-// opens it. Throws Error naming what could not be found or read.
-ModelSource open_model_source(const std::string& name_or_path);
 
 }  // namespace tessera

@@ -19,9 +19,10 @@
 // layer's P values; layer l reads columns [l·P, (l+1)·P).
 #include <cmath>
 
-#include "model/builders.h"
+#include "model/gemma3/gemma3.h"
+#include "model/gemma4/gemma4.h"
 
-namespace tessera::model {
+namespace tessera::model::gemma4 {
 
 void build_per_layer_inputs(ProgramBuilder& b, const ModelSpec& s) {
   const int64_t P = s.hidden_size_per_layer_input, width = s.num_layers * P;
@@ -42,10 +43,10 @@ void build_per_layer_inputs(ProgramBuilder& b, const ModelSpec& s) {
   half.scale = static_cast<float>(std::pow(2.0, -0.5));
 }
 
-void build_gemma4_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
+void build_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   // Gemma 3's sandwich-normed attention and MLP blocks (the spec's norm form,
   // head sizes and KV sharing make them Gemma 4's), then the per-layer input.
-  build_gemma3_layer(b, s, layer);
+  gemma3::build_layer(b, s, layer);
   const int x = b.value("x", s.hidden_size);
   const int o = b.value("o", s.hidden_size);
   if (const int64_t P = s.hidden_size_per_layer_input; P > 0) {
@@ -66,4 +67,4 @@ void build_gemma4_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   scalar.layer = layer;
 }
 
-}  // namespace tessera::model
+}  // namespace tessera::model::gemma4

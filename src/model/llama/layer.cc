@@ -5,11 +5,11 @@
 //
 // Qwen2 adds a bias to q/k/v (spec.attention_bias); Qwen3 normalizes q and k
 // per head before RoPE (spec.qk_norm). Both come from the shared blocks.
-#include "model/builders.h"
+#include "model/llama/llama.h"
 
-namespace tessera::model {
+namespace tessera::model::llama {
 
-void build_llama_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
+void build_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   const int x = b.value("x", s.hidden_size);
   const int h = b.value("h", s.hidden_size);
   const int o = b.value("o", s.hidden_size);
@@ -21,4 +21,4 @@ void build_llama_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   b.add(OpKind::Add, {o}, {x}).layer = layer;
 }
 
-}  // namespace tessera::model
+}  // namespace tessera::model::llama

@@ -1,4 +1,4 @@
-#include "sources/gguf_spec.h"
+#include "model/architectures.h"
 
 #include <cmath>
 #include <numbers>
@@ -59,7 +59,7 @@ GgufBuilder llama_like() {
 
 TEST(GgufSpec, LlamaFromMetadata) {
   const ModelSpec s = spec_of(llama_like());
-  EXPECT_EQ(s.arch, Architecture::Llama);
+  EXPECT_EQ(s.arch, "llama");
   EXPECT_EQ(s.source_architecture, "llama");
   EXPECT_EQ(s.num_layers, 30);
   EXPECT_EQ(s.hidden_size, 576);
@@ -106,7 +106,7 @@ TEST(GgufSpec, TensorsDecideTieBiasAndVocabCheck) {
   c.f32_tensor("output.weight", {8, 4}, std::vector<float>(32, 0.0f));
   c.f32_tensor("blk.0.attn_q.bias", {8}, std::vector<float>(8, 0.0f));
   const ModelSpec s = spec_of(c);
-  EXPECT_EQ(s.arch, Architecture::Qwen2);
+  EXPECT_EQ(s.arch, "qwen2");
   EXPECT_EQ(s.vocab_size, 4);  // from the token list
   EXPECT_EQ(s.num_kv_heads, 2);  // head_count_kv defaults to head_count
   EXPECT_EQ(s.head_dim, 4);
@@ -149,7 +149,7 @@ TEST(GgufSpec, Qwen3HeadDimFromKeyLength) {
       .kv("tokenizer.ggml.tokens", v_str_array({"a", "<|im_end|>", "<|endoftext|>"}))
       .kv("tokenizer.ggml.eos_token_id", v_u32(2));
   const ModelSpec s = spec_of(b);
-  EXPECT_EQ(s.arch, Architecture::Qwen3);
+  EXPECT_EQ(s.arch, "qwen3");
   EXPECT_EQ(s.head_dim, 128);  // not 1024 / 16
   EXPECT_TRUE(s.qk_norm);
   EXPECT_EQ(s.rope.theta, 1e6);
@@ -193,7 +193,7 @@ GgufBuilder gemma3_270m_like() {
 
 TEST(GgufSpec, Gemma3) {
   const ModelSpec s = spec_of(gemma3_270m_like());
-  EXPECT_EQ(s.arch, Architecture::Gemma3);
+  EXPECT_EQ(s.arch, "gemma3");
   EXPECT_EQ(s.num_layers, 18);
   EXPECT_EQ(s.hidden_size, 640);
   EXPECT_EQ(s.num_heads, 4);
@@ -288,7 +288,7 @@ TEST(GgufSpec, Lfm2PerLayerKvHeads) {
       .kv("lfm2.shortconv.l_cache", v_u32(3))
       .kv("lfm2.vocab_size", v_u32(65536));
   const ModelSpec s = spec_of(b);
-  EXPECT_EQ(s.arch, Architecture::Lfm2);
+  EXPECT_EQ(s.arch, "lfm2");
   EXPECT_EQ(s.num_kv_heads, 8);
   EXPECT_EQ(s.head_dim, 64);
   EXPECT_EQ(s.conv_kernel, 3);
@@ -491,7 +491,7 @@ GgufBuilder qwen35_like() {
 
 TEST(GgufSpec, Qwen35) {
   const ModelSpec s = spec_of(qwen35_like());
-  EXPECT_EQ(s.arch, Architecture::Qwen3_5);
+  EXPECT_EQ(s.arch, "qwen3_5");
   EXPECT_EQ(s.num_layers, 24);  // the prediction block is not a decoder layer
   EXPECT_EQ(s.head_dim, 256);
   EXPECT_EQ(s.num_kv_heads, 2);
@@ -625,7 +625,7 @@ TEST(GgufSpec, Gemma4) {
   GgufBuilder b = gemma4_like();
   b.f32_tensor("rope_freqs.weight", {256}, proportional_freqs(64, 256));
   const ModelSpec s = spec_of(b);
-  EXPECT_EQ(s.arch, Architecture::Gemma4);
+  EXPECT_EQ(s.arch, "gemma4");
   EXPECT_EQ(s.num_layers, 35);
   ASSERT_EQ(s.layer_types.size(), 35u);
   for (int i = 0; i < 35; ++i)

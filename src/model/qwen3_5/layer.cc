@@ -10,13 +10,13 @@
 //        [query | gate] per head; q/k norms; RoPE on the first quarter of each head)
 //   x += down(silu(gate(h)) · up(h))
 // of h = input_layernorm(x) and h = post_attention_layernorm(x).
-#include "model/builders.h"
+#include "model/qwen3_5/qwen3_5.h"
 
 #include <fmt/format.h>
 
-namespace tessera::model {
+namespace tessera::model::qwen3_5 {
 
-void build_qwen3_5_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
+void build_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   const int x = b.value("x", s.hidden_size);
   const int h = b.value("h", s.hidden_size);
   const int o = b.value("o", s.hidden_size);
@@ -67,4 +67,4 @@ void build_qwen3_5_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   b.add(OpKind::Add, {o}, {x}).layer = layer;
 }
 
-}  // namespace tessera::model
+}  // namespace tessera::model::qwen3_5

@@ -8,11 +8,11 @@
 // conv is a depthwise causal convolution of conv_L_cache taps over the
 // sequence (ref::short_conv); its state is the last taps-1 inputs
 // (runtime/conv_state.h). The final norm is model.embedding_norm.
-#include "model/builders.h"
+#include "model/lfm2/lfm2.h"
 
-namespace tessera::model {
+namespace tessera::model::lfm2 {
 
-void build_lfm2_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
+void build_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   const int x = b.value("x", s.hidden_size);
   const int h = b.value("h", s.hidden_size);
   const int o = b.value("o", s.hidden_size);
@@ -39,4 +39,4 @@ void build_lfm2_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   b.add(OpKind::Add, {o}, {x}).layer = layer;
 }
 
-}  // namespace tessera::model
+}  // namespace tessera::model::lfm2

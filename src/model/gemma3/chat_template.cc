@@ -1,12 +1,12 @@
-#include "tokenizer/builtin_chat_templates.h"
+// Gemma 3's published chat template (google/gemma-3-270m-it, identical across
+// sizes), for files that carry none: the Gemma 3 270M GGUF (the `gemma3-270m`
+// pull) has no tokenizer.chat_template. A model's own template always wins.
+#include "model/gemma3/gemma3.h"
 
-namespace tessera {
+namespace tessera::model::gemma3 {
 
-namespace {
-
-// Byte-identical to tests/data/chat_templates/gemma3.jinja (checked by
-// chat_template_test.cc).
-constexpr const char* kGemma3 = R"jinja(
+// The raw string starts with the newline after its opening delimiter.
+const char* const kChatTemplate = 1 + R"jinja(
 {{ bos_token }}
 {%- if messages[0]['role'] == 'system' -%}
     {%- if messages[0]['content'] is string -%}
@@ -49,12 +49,4 @@ constexpr const char* kGemma3 = R"jinja(
 {%- endif -%}
 )jinja";
 
-}  // namespace
-
-std::optional<std::string> builtin_chat_template(Architecture arch) {
-  // The raw string above starts with the newline after its opening delimiter.
-  if (arch == Architecture::Gemma3) return std::string(kGemma3 + 1);
-  return std::nullopt;
-}
-
-}  // namespace tessera
+}  // namespace tessera::model::gemma3

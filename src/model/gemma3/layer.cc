@@ -7,11 +7,11 @@
 //
 // Embeddings are scaled by sqrt(hidden_size) and attention by
 // query_pre_attn_scalar^-1/2 (both read from the spec by the shared blocks).
-#include "model/builders.h"
+#include "model/gemma3/gemma3.h"
 
-namespace tessera::model {
+namespace tessera::model::gemma3 {
 
-void build_gemma3_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
+void build_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   const int x = b.value("x", s.hidden_size);
   const int h = b.value("h", s.hidden_size);
   const int o = b.value("o", s.hidden_size);
@@ -28,4 +28,4 @@ void build_gemma3_layer(ProgramBuilder& b, const ModelSpec& s, int64_t layer) {
   b.add(OpKind::Add, {o}, {x}).layer = layer;
 }
 
-}  // namespace tessera::model
+}  // namespace tessera::model::gemma3

@@ -1,0 +1,30 @@
+// Qwen2 / Qwen2.5: its Hugging Face config class and its GGUF metadata, read into a ModelSpec.
+#include "model/qwen2/qwen2.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace tessera::model::qwen2 {
+
+using namespace tessera::hf;
+using nlohmann::json;
+
+ModelSpec read_hf_config(const Reader& r) {
+  static const ClassDefaults d{
+      "Qwen2ForCausalLM", 151936, 4096, 22016, 32, 32, 32, true, ClassDefaults::HeadDim::Extra, 0,
+      32768, "rms_norm_eps", 1e-6, "hidden_act", "silu", std::nullopt, std::nullopt, false, false};
+  ModelSpec s;
+  s.arch = unit.name;
+  read_common(r, d, s);
+  s.attention_bias = true;  // Qwen2Attention always builds q/k/v with bias=True
+  read_qwen_layers(r, s);
+  read_generic_rope(r, s, 10000.0, std::nullopt);
+  return s;
+}
+
+ModelSpec read_gguf(const GgufMetadataReader& r) { return read_shared_gguf_spec(r); }
+
+}  // namespace tessera::model::qwen2
