@@ -133,19 +133,19 @@ void build_attention(ProgramBuilder& b, const ModelSpec& s, int64_t layer, int i
     proj(k, names.k);
     if (!k_eq_v) proj(v, names.v);
   }
-  auto head_norm = [&](int x, int y, const std::string* weight) {
+  auto head_norm = [&](int x, int y, const std::string* weight, bool whole_row = false) {
     Op& op = b.add(OpKind::RmsNorm, {x}, {y});
     if (weight) op.weights = {layer_weight(layer, *weight + ".weight")};
     op.eps = static_cast<float>(s.norm_eps);
     op.plus_one = s.norm_weight_plus_one;
-    op.group = hd;
+    op.group = whole_row ? 0 : hd;
     op.layer = layer;
   };
   // Gemma 4's weightless v norm (of the raw k when k = v, so before k's norm).
   if (s.v_norm && !shared) head_norm(k_eq_v ? k : v, v, nullptr);
   if (s.qk_norm) {
-    head_norm(q, q, &names.q_norm);
-    if (!shared) head_norm(k, k, &names.k_norm);
+    head_norm(q, q, &names.q_norm, names.qk_norm_across_heads);
+    if (!shared) head_norm(k, k, &names.k_norm, names.qk_norm_across_heads);
   }
   for (auto [id, heads] : {std::pair{q, s.num_heads}, std::pair{k, kvh}}) {
     if (shared && id == k) continue;

@@ -49,6 +49,9 @@ struct AttentionWeights {
   // ([heads][2·head_dim]); the attention output is multiplied by
   // sigmoid(gate) before o_proj.
   bool output_gate = false;
+  // OLMo 2: the q and k norms (spec.qk_norm) normalize each projection over
+  // all its heads at once, with a weight as wide, instead of head by head.
+  bool qk_norm_across_heads = false;
 };
 struct MlpWeights {
   std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";
