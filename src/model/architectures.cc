@@ -15,7 +15,8 @@
   X(qwen3_5)                     \
   X(gemma3)                      \
   X(gemma4)                      \
-  X(lfm2)
+  X(lfm2)                        \
+  /* one line per architecture above, each ending in a backslash */
 
 namespace tessera {
 namespace model {
