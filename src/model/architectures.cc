@@ -16,6 +16,7 @@
   X(gemma3)                      \
   X(gemma4)                      \
   X(lfm2)                        \
+  X(olmo2)                       \
   /* one line per architecture above, each ending in a backslash */
 
 namespace tessera {

@@ -26,7 +26,7 @@ TEST(Architectures, EveryUnitIsCompleteAndNamedOnce) {
     if (u->read_gguf) EXPECT_TRUE(gguf_names.insert(u->gguf_architecture).second);
     EXPECT_EQ(model::find_architecture(u->name), u);
   }
-  EXPECT_GE(names.size(), 7u);
+  EXPECT_GE(names.size(), 8u);
   EXPECT_EQ(model::find_architecture("gpt2"), nullptr);
 }
 
@@ -39,13 +39,13 @@ TEST(Architectures, UnknownNamesAreErrorsListingTheKnownOnes) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'gpt2' models cannot be run"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("lfm2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("olmo2"), std::string::npos) << e.what();
   }
   try {
     spec_from_hf_config(nlohmann::json{{"model_type", "gpt2"}}, "config.json");
     FAIL();
   } catch (const Error& e) {
-    for (const char* type : {"llama", "gemma3_text", "gemma3", "qwen3_5", "lfm2"})
+    for (const char* type : {"llama", "gemma3_text", "gemma3", "qwen3_5", "olmo2"})
       EXPECT_NE(std::string(e.what()).find(type), std::string::npos) << type << ": " << e.what();
   }
 }
@@ -57,7 +57,8 @@ TEST(Architectures, HfConfigTypesReachTheirUnit) {
                                                                      {"qwen3_5", "qwen3_5"},
                                                                      {"gemma3", "gemma3"},
                                                                      {"gemma4_text", "gemma4"},
-                                                                     {"lfm2", "lfm2"}}) {
+                                                                     {"lfm2", "lfm2"},
+                                                                     {"olmo2", "olmo2"}}) {
     nlohmann::json config = {{"model_type", type}, {"num_hidden_layers", 2}};
     EXPECT_EQ(spec_from_hf_config(config, "config.json").arch, arch) << type;
   }
@@ -70,6 +71,8 @@ TEST(Architectures, GgufTensorNamesComeFromTheUnitThenTheSharedTable) {
   EXPECT_EQ(name("llama", "model.layers.3.self_attn.q_proj.weight"), "blk.3.attn_q.weight");
   EXPECT_EQ(name("llama", "model.layers.0.post_attention_layernorm.weight"), "blk.0.ffn_norm.weight");
   EXPECT_EQ(name("gemma3", "model.layers.0.post_attention_layernorm.weight"), "blk.0.post_attention_norm.weight");
+  EXPECT_EQ(name("olmo2", "model.layers.1.post_attention_layernorm.weight"), "blk.1.post_attention_norm.weight");
+  EXPECT_EQ(name("olmo2", "model.layers.1.post_feedforward_layernorm.weight"), "blk.1.post_ffw_norm.weight");
   EXPECT_EQ(name("lfm2", "model.embedding_norm.weight"), "token_embd_norm.weight");
   EXPECT_EQ(name("lfm2", "model.layers.2.conv.in_proj.weight"), "blk.2.shortconv.in_proj.weight");
   EXPECT_EQ(name("qwen3_5", "model.layers.0.linear_attn.A_log"), "blk.0.ssm_a");

@@ -263,10 +263,10 @@ _add("lfm2_no_adjust_tie_embedding", {"model_type": "lfm2", "hidden_size": 64, "
 # ---------------------------------------------------------------------------
 
 ARCH = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3_5_text": "qwen3_5",
-        "gemma3_text": "gemma3", "gemma4_text": "gemma4", "lfm2": "lfm2"}
+        "gemma3_text": "gemma3", "gemma4_text": "gemma4", "lfm2": "lfm2", "olmo2": "olmo2"}
 DEFAULT_CLASS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
                  "qwen3_5_text": "Qwen3_5ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
-                 "gemma4_text": "Gemma4ForCausalLM", "lfm2": "Lfm2ForCausalLM",
+                 "gemma4_text": "Gemma4ForCausalLM", "lfm2": "Lfm2ForCausalLM", "olmo2": "Olmo2ForCausalLM",
                  "gemma3": "Gemma3ForConditionalGeneration", "qwen3_5": "Qwen3_5ForConditionalGeneration",
                  "gemma4": "Gemma4ForConditionalGeneration"}
 # ACT2FN names and the function ModelSpec calls them.
@@ -274,7 +274,7 @@ ACTIVATION = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_pytorc
               "gelu_new": "gelu_pytorch_tanh", "gelu_fast": "gelu_pytorch_tanh",
               "gelu_python_tanh": "gelu_pytorch_tanh", "gelu": "gelu", "gelu_python": "gelu"}
 # Switches that come from each modeling file rather than from the config.
-QK_NORM = {"qwen3", "qwen3_5_text", "gemma3_text", "gemma4_text", "lfm2"}
+QK_NORM = {"qwen3", "qwen3_5_text", "gemma3_text", "gemma4_text", "lfm2", "olmo2"}
 NORM_PLUS_ONE = {"qwen3_5_text", "gemma3_text"}  # RMSNorm x̂·(1 + w)
 SCALE_EMBEDDINGS = {"gemma3_text", "gemma4_text"}  # embeddings × √hidden_size
 ATTENTION_KINDS = {"full_attention", "sliding_attention"}
@@ -285,7 +285,7 @@ ATTENTION_KINDS = {"full_attention", "sliding_attention"}
 ROTARY = {"llama": ("llama", "LlamaRotaryEmbedding"), "qwen2": ("qwen2", "Qwen2RotaryEmbedding"),
           "qwen3": ("qwen3", "Qwen3RotaryEmbedding"), "qwen3_5_text": ("qwen3_5", "Qwen3_5TextRotaryEmbedding"),
           "gemma3_text": ("gemma3", "Gemma3RotaryEmbedding"), "gemma4_text": ("gemma4", "Gemma4TextRotaryEmbedding"),
-          "lfm2": ("lfm2", "Lfm2RotaryEmbedding")}
+          "lfm2": ("lfm2", "Lfm2RotaryEmbedding"), "olmo2": ("olmo2", "Olmo2RotaryEmbedding")}
 PARTIAL_ROTARY = {"qwen3_5_text"}  # attention rotates the first 2·len(inv_freq) dims, passes the rest
 
 
@@ -535,7 +535,7 @@ def spec_inv_freq(rope: dict, head_dim: int) -> list[float] | None:
 # and unsupported features mixed in.
 # ---------------------------------------------------------------------------
 
-TEXT_TYPES = ["llama", "qwen2", "qwen3", "qwen3_5_text", "gemma3_text", "gemma4_text", "lfm2"]
+TEXT_TYPES = ["llama", "qwen2", "qwen3", "qwen3_5_text", "gemma3_text", "gemma4_text", "lfm2", "olmo2"]
 WRAPPERS = {"gemma3": "gemma3_text", "qwen3_5": "qwen3_5_text", "gemma4": "gemma4_text"}
 _BAD = ["x", 1.5, True, None, [1], {}]
 _CLASS_LAYERS = {"gemma3_text": 26, "gemma4_text": 30}
@@ -635,7 +635,7 @@ def _random_text_fields(rng: random.Random, mt: str) -> dict:
             f["sliding_window"] = pick([64, None])
         if rng.random() < 0.5:
             f["max_window_layers"] = rng.choice([0, 1, 2, 28])
-    if mt in ("qwen3", "qwen3_5_text", "gemma3_text", "llama", "gemma4_text") and rng.random() < 0.3:
+    if mt in ("qwen3", "qwen3_5_text", "gemma3_text", "llama", "gemma4_text", "olmo2") and rng.random() < 0.3:
         f["attention_bias"] = pick([True, False])
     if mt == "llama" and rng.random() < 0.1:
         f["mlp_bias"] = rng.choice([True, False])

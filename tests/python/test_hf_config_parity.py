@@ -73,6 +73,7 @@ def _odd_rotary_width(e: dict) -> bool:
 DELIBERATE_REFUSALS = [
     # Features ModelSpec has no field for.
     Refusal(r"mlp_bias: true is not supported", "ModelSpec has no MLP biases (Llama mlp_bias)"),
+    Refusal(r"attention_bias: true is not supported \(o_proj", "ModelSpec has no o_proj bias (OLMo 2 attention_bias)"),
     Refusal(r"conv_bias: true is not supported", "ModelSpec has no short-convolution biases (LFM2 conv_bias)"),
     Refusal(r"enable_moe_block: true is not supported",
             "ModelSpec has no mixture-of-experts (Gemma 4 26B-A4B); dense Gemma 4 only"),
@@ -258,5 +259,5 @@ def test_random_configs():
     assert not failures, f"{len(failures)} of {N_RANDOM} configs disagree:\n" + "\n".join(failures[:20])
     # The generator must keep reaching every model type on the accepted side.
     assert outcomes["both accept"] >= N_RANDOM // 5, outcomes
-    for arch in ("llama", "qwen2", "qwen3", "qwen3_5", "gemma3", "gemma4", "lfm2", "gemma4 with 2 head sizes"):
+    for arch in ("llama", "qwen2", "qwen3", "qwen3_5", "gemma3", "gemma4", "lfm2", "olmo2", "gemma4 with 2 head sizes"):
         assert accepted_by_arch[arch] >= 10, (arch, accepted_by_arch)

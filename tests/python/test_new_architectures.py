@@ -1,4 +1,4 @@
-"""LFM2, Qwen3.5 and Gemma 4 through the same tools as the dense models:
+"""LFM2, Qwen3.5, Gemma 4 and OLMo 2 through the same tools as the dense models:
 converted to palettized bundles in chunks, their determinism oracle (token
 ids and sha256 over the oracle corpus) recorded at one thread and one chunk
 and checked at two threads and another chunk split, `tessera run` on text,
@@ -14,7 +14,7 @@ import pytest
 from conftest import run_tessera
 from tiny_models import add_byte_tokenizer, make_tiny_model
 
-NEW = ["lfm2", "qwen3_5", "gemma4"]
+NEW = ["lfm2", "qwen3_5", "gemma4", "olmo2"]
 
 
 @pytest.fixture(scope="module", params=NEW)
@@ -50,7 +50,7 @@ def test_audit_places_every_op(tiny_bundle):
     proc = run_tessera("audit", bundle, "--json", check=False)
     audit = json.loads(proc.stdout)
     kernels = {k["kernel"] for p in audit["programs"] for k in p["kernels"]}
-    expected = {"lfm2": "short_conv", "qwen3_5": "delta_rule", "gemma4": "embed"}[name]
+    expected = {"lfm2": "short_conv", "qwen3_5": "delta_rule", "gemma4": "embed", "olmo2": "rms_norm"}[name]
     assert any(k.startswith(expected) and not k.endswith(".reference") for k in kernels), kernels
     if name == "gemma4":
         # The tiny per-layer projections are 8 wide, below the integer kernels'

@@ -3,7 +3,8 @@ the fly with transformers (seeded, fp32): few layers and small widths, but
 the real structure — GQA, qkv bias (Qwen2), q/k norm (Qwen3, Gemma 3), tied
 and untied embeddings, RoPE scaling, Gemma 3 sliding-window layers with a
 window much shorter than the test sequences, soft-capping, LFM2's short
-convolutions, Qwen3.5's gated delta-net and gated attention.
+convolutions, Qwen3.5's gated delta-net and gated attention, OLMo 2's
+post-block norms.
 
 Every parameter is redrawn (norm weights around their neutral value, the
 rest N(0, 0.1²)) so that no block is an identity that would hide a bug."""
@@ -61,6 +62,8 @@ def _configs():
                          "sliding_attention", "full_attention", "full_attention"],
             sliding_window=8, num_kv_shared_layers=3, hidden_size_per_layer_input=8, vocab_size_per_layer_input=VOCAB,
             use_double_wide_mlp=True, final_logit_softcapping=30.0, tie_word_embeddings=True),
+        # OLMo 2: norms after the blocks, q / k norms over all heads at once.
+        "olmo2": lambda: transformers.Olmo2Config(**common, num_hidden_layers=3, tie_word_embeddings=False),
         "gemma3_softcap": lambda: transformers.Gemma3TextConfig(
             **common, num_hidden_layers=2, head_dim=16, sliding_window=5, query_pre_attn_scalar=16,
             layer_types=["sliding_attention", "full_attention"], attn_logit_softcapping=3.0,
