@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_lexer.h"
+#include "jinja/lexer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/value.h"
 
 namespace tessera::jinja {
 

@@ -1,4 +1,4 @@
-// Runtime values of the Jinja subset used by chat templates (jinja_eval.h),
+// Runtime values of the Jinja subset used by chat templates (jinja/eval.h),
 // with Python semantics: what str(), repr(), ==, truthiness, `in` and
 // json.dumps give for the same value in CPython, byte for byte, because the
 // reference renderer is Jinja2 running inside Python (transformers).
