@@ -42,10 +42,10 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "sources/gguf.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace tessera::tok {
 namespace {

@@ -1,8 +1,8 @@
-// UTF-8 helpers shared by the tokenizer: decoding one code point, repairing
-// invalid input the way Rust's String::from_utf8_lossy does (one U+FFFD per
-// "maximal subpart" of an ill-formed sequence, Unicode 3.9 / WHATWG), and the
-// two character classes Hugging Face tokenizers takes from Rust's `char`
-// (is_whitespace = White_Space, is_alphanumeric = Alphabetic | Nd | Nl | No).
+// The UTF-8 codec: well-formedness (the Unicode standard's table 3-7: no
+// overlongs, no surrogates, nothing above U+10FFFF), decoding one code point,
+// encoding one, and repairing invalid input the way Rust's
+// String::from_utf8_lossy does (one U+FFFD per "maximal subpart" of an
+// ill-formed sequence, Unicode 3.9 / WHATWG).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace tessera::tok {
+namespace tessera {
 
 // Length of the well-formed UTF-8 sequence starting at s[i], or 0 when the
 // bytes there are not one (invalid lead, bad continuation, overlong,
@@ -37,9 +37,4 @@ size_t utf8_complete_prefix(std::string_view s);
 
 size_t utf8_count_chars(std::string_view s);  // code points in valid UTF-8
 
-// Rust char::is_whitespace (Unicode White_Space).
-bool is_unicode_whitespace(uint32_t cp);
-// Rust char::is_alphanumeric (Alphabetic or Numeric), via PCRE2's tables.
-bool is_unicode_alphanumeric(uint32_t cp);
-
-}  // namespace tessera::tok
+}  // namespace tessera
