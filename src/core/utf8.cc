@@ -67,7 +67,9 @@ uint32_t utf8_decode(std::string_view s, size_t i, size_t len) {
 }
 
 void utf8_append(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
+  if (cp >= 0xDC80 && cp <= 0xDCFF) {
+    out += static_cast<char>(cp - 0xDC00);
+  } else if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
     out += static_cast<char>(0xC0 | (cp >> 6));
@@ -130,9 +132,24 @@ size_t utf8_complete_prefix(std::string_view s) {
   return n;
 }
 
-size_t utf8_count_chars(std::string_view s) {
+uint32_t utf8_decode_escaped(std::string_view s, size_t& i) {
+  const size_t n = utf8_valid_len(s, i);
+  if (n == 0) return 0xDC00 + static_cast<uint8_t>(s[i++]);
+  const uint32_t cp = utf8_decode(s, i, n);
+  i += n;
+  return cp;
+}
+
+std::vector<uint32_t> utf8_code_points(std::string_view s) {
+  std::vector<uint32_t> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) out.push_back(utf8_decode_escaped(s, i));
+  return out;
+}
+
+size_t utf8_length(std::string_view s) {
   size_t n = 0;
-  for (char c : s) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  for (size_t i = 0; i < s.size(); ++n) utf8_decode_escaped(s, i);
   return n;
 }
 

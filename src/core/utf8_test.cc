@@ -26,5 +26,19 @@ TEST(Utf8, CompletePrefixHoldsAnIncompleteTail) {
   EXPECT_EQ(utf8_complete_prefix("\xf0\x9f\x98"), 0u);
 }
 
+TEST(Utf8, EscapedViewKeepsEveryByte) {
+  // Python: list(b"a\xe2\x82A\xff\xc3\xa9".decode("utf-8", "surrogateescape")).
+  const std::string bytes = "a\xe2\x82" "A\xff\xc3\xa9";
+  const std::vector<uint32_t> cps = {'a', 0xDCE2, 0xDC82, 'A', 0xDCFF, 0xE9};
+  EXPECT_EQ(utf8_code_points(bytes), cps);
+  EXPECT_EQ(utf8_length(bytes), cps.size());
+  std::string back;
+  for (uint32_t cp : cps) utf8_append(back, cp);
+  EXPECT_EQ(back, bytes);
+  size_t i = 1;
+  EXPECT_EQ(utf8_decode_escaped(bytes, i), 0xDCE2u);
+  EXPECT_EQ(i, 2u);
+}
+
 }  // namespace
 }  // namespace tessera

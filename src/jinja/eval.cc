@@ -110,7 +110,7 @@ locale_t utf8_locale() {
 uint32_t py_case(const std::string& s, bool upper, std::string& out) {
   out.clear();
   for (size_t i = 0; i < s.size();) {
-    const uint32_t cp = utf8_decode(s, i);
+    const uint32_t cp = utf8_decode_escaped(s, i);
     if (cp < 0x80) {
       out += static_cast<char>(upper ? (cp >= 'a' && cp <= 'z' ? cp - 32 : cp) : (cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
       continue;
@@ -695,7 +695,7 @@ List Interpreter::iterate(const Value& v) {
       const std::string& s = v.as_string();
       for (size_t i = 0; i < s.size();) {
         std::string c;
-        utf8_append(c, utf8_decode(s, i));
+        utf8_append(c, utf8_decode_escaped(s, i));
         chars.push_back(Value::string(std::move(c)));
       }
       return chars;
@@ -1256,14 +1256,14 @@ Value Interpreter::filter(const std::string& name, const Value& v, List a, KwArg
     const auto flush = [&] {
       if (word.empty()) return;
       size_t i = 0;
-      const uint32_t first = utf8_decode(word, i);
+      const uint32_t first = utf8_decode_escaped(word, i);
       std::string head;
       utf8_append(head, first);
       out += case_map(head, true) + case_map(word.substr(i), false);
       word.clear();
     };
     for (size_t i = 0; i < text.size();) {
-      const uint32_t cp = utf8_decode(text, i);
+      const uint32_t cp = utf8_decode_escaped(text, i);
       if (cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_isspace(cp)) {
         flush();
         utf8_append(out, cp);
@@ -1743,7 +1743,7 @@ Value Interpreter::method(const Value& self, const std::string& name, List a, Kw
     M(0, {});
     if (s.empty()) return self;
     size_t i = 0;
-    const uint32_t first = utf8_decode(s, i);
+    const uint32_t first = utf8_decode_escaped(s, i);
     if ((first >= 0x1c4 && first <= 0x1cc) || (first >= 0x1f1 && first <= 0x1f3))
       error("unsupported Jinja feature: capitalize() of a titlecase digraph");
     std::string head;
@@ -1842,7 +1842,7 @@ Value Interpreter::method(const Value& self, const std::string& name, List a, Kw
     M(0, {});
     if (s.empty()) return Value::boolean(false);
     for (size_t i = 0; i < s.size();) {
-      const uint32_t cp = utf8_decode(s, i);
+      const uint32_t cp = utf8_decode_escaped(s, i);
       bool ok;
       if (name == "isspace") ok = py_isspace(cp);
       else if (name == "isalpha") ok = cp < 0x80 && std::isalpha(static_cast<int>(cp));
