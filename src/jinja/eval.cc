@@ -205,10 +205,8 @@ Flow Interpreter::exec(const Body& body, const ScopePtr& scope, std::string& out
         Value v = Value::string(std::move(captured));
         for (const auto& f : s.filters) {
           at(f->line, f->col);
-          List args;
-          for (size_t i = 1; i < f->args.size(); ++i) args.push_back(eval(*f->args[i], scope));
-          KwArgs kw;
-          for (const auto& [k, e] : f->kwargs) kw.emplace_back(k, eval(*e, scope));
+          List args = eval_args(*f, scope);
+          KwArgs kw = eval_kwargs(*f, scope);
           v = filter(f->name, v, std::move(args), std::move(kw));
         }
         if (s.kind == Stmt::Kind::FilterBlock) {
@@ -382,28 +380,18 @@ Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
       at(e.line, e.col);
       return slice(obj, parts[0], parts[1], parts[2]);
     }
-    case Expr::Kind::Call: {
-      const Value callee = eval(*e.args[0], scope);
-      List args;
-      for (size_t i = 1; i < e.args.size(); ++i) args.push_back(eval(*e.args[i], scope));
-      KwArgs kw;
-      for (const auto& [k, a] : e.kwargs) kw.emplace_back(k, eval(*a, scope));
-      at(e.line, e.col);
-      return call(callee, std::move(args), std::move(kw));
-    }
+    case Expr::Kind::Call:
     case Expr::Kind::Filter: {
-      const Value subject = eval(*e.args[0], scope);
-      List args;
-      for (size_t i = 1; i < e.args.size(); ++i) args.push_back(eval(*e.args[i], scope));
-      KwArgs kw;
-      for (const auto& [k, a] : e.kwargs) kw.emplace_back(k, eval(*a, scope));
+      const Value callee_or_subject = eval(*e.args[0], scope);
+      List args = eval_args(e, scope);
+      KwArgs kw = eval_kwargs(e, scope);
       at(e.line, e.col);
-      return filter(e.name, subject, std::move(args), std::move(kw));
+      if (e.kind == Expr::Kind::Call) return call(callee_or_subject, std::move(args), std::move(kw));
+      return filter(e.name, callee_or_subject, std::move(args), std::move(kw));
     }
     case Expr::Kind::Test: {
       const Value subject = eval(*e.args[0], scope);
-      List args;
-      for (size_t i = 1; i < e.args.size(); ++i) args.push_back(eval(*e.args[i], scope));
+      const List args = eval_args(e, scope);
       at(e.line, e.col);
       if (!e.kwargs.empty()) error("test '{}' takes no keyword arguments", e.name);
       const bool r = test(e.name, subject, args);
@@ -464,6 +452,18 @@ Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
     }
   }
   error("internal error: unknown expression");
+}
+
+List Interpreter::eval_args(const Expr& e, const ScopePtr& scope) {
+  List args;
+  for (size_t i = 1; i < e.args.size(); ++i) args.push_back(eval(*e.args[i], scope));
+  return args;
+}
+
+KwArgs Interpreter::eval_kwargs(const Expr& e, const ScopePtr& scope) {
+  KwArgs kw;
+  for (const auto& [k, a] : e.kwargs) kw.emplace_back(k, eval(*a, scope));
+  return kw;
 }
 
 Value Interpreter::get_attr(const Value& obj, const std::string& name) {

@@ -109,6 +109,11 @@ class Interpreter {
 
   // ------------------------------------------------------------ expressions (eval.cc)
   Value eval(const Expr& e, const ScopePtr& scope);
+  // The arguments of a call, filter or test expression, each evaluated in
+  // source order: e.args[1..] (e.args[0] is the callee or the subject) and
+  // e.kwargs.
+  List eval_args(const Expr& e, const ScopePtr& scope);
+  KwArgs eval_kwargs(const Expr& e, const ScopePtr& scope);
   Value get_attr(const Value& obj, const std::string& name);
   Value get_item(const Value& obj, const Value& key);
   Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
