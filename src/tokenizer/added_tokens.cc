@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
+#include "tokenizer/char_class.h"
 
 namespace tessera::tok {
 namespace {

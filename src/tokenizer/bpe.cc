@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
 
 namespace tessera::tok {
 namespace {

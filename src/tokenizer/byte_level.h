@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace tessera::tok {
 

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "jinja/parser.h"
 #include "sources/gguf.h"
-#include "tokenizer/jinja_parser.h"
 
 namespace tessera {
 

@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/jinja_eval.h"
+#include "jinja/eval.h"
 
 namespace tessera {
 

@@ -1,7 +1,7 @@
 #include "tokenizer/detokenizer.h"
 
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
 
 namespace tessera::tok {
 

@@ -4,8 +4,8 @@
 
 #include <utf8proc.h>
 
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
 
 namespace tessera::tok {
 namespace {

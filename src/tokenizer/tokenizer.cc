@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "sources/gguf.h"
-#include "tokenizer/utf8.h"
 
 namespace tessera::tok {
 

@@ -42,10 +42,10 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "sources/gguf.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace tessera::tok {
 namespace {
@@ -261,7 +261,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
                t.find_first_not_of(" \t\n\v\f\r") == std::string::npos) {
       // Python's `" " in t and not t.strip()`: a whitespace-only token with a space.
       s.clear();
-      for (size_t k = 0, n = utf8_count_chars(t); k < n; ++k) s += "\xE2\x96\x81";
+      for (size_t k = 0, n = utf8_length(t); k < n; ++k) s += "\xE2\x96\x81";
     }
     p.vocab->set(static_cast<int32_t>(i), s);
     spelled[i] = std::move(s);

@@ -1,9 +1,9 @@
-#include "tokenizer/jinja_parser.h"
+#include "jinja/parser.h"
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "tokenizer/jinja_eval.h"
+#include "jinja/eval.h"
 
 namespace tessera::jinja {
 namespace {

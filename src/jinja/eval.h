@@ -1,6 +1,6 @@
-// Interpreter of the Jinja AST (jinja_parser.h) with the semantics of Jinja2
+// Interpreter of the Jinja AST (jinja/parser.h) with the semantics of Jinja2
 // 3.1 running in transformers' ImmutableSandboxedEnvironment: Python values
-// (jinja_value.h), Jinja's scoping (a for-loop iteration and a macro call get
+// (jinja/value.h), Jinja's scoping (a for-loop iteration and a macro call get
 // their own scope; if-blocks do not; macros see the top-level variables at call
 // time), the default Undefined (prints as "", errors on use), the builtin
 // filters and tests chat templates use, and transformers' globals
@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tokenizer/jinja_parser.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/parser.h"
+#include "jinja/value.h"
 
 namespace tessera::jinja {
 

@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_eval.h"
+#include "jinja/eval.h"
 
 #include <gtest/gtest.h>
 

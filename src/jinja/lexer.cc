@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_lexer.h"
+#include "jinja/lexer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/value.h"
 
 namespace tessera::jinja {
 
@@ -28,7 +28,7 @@ size_t py_rstrip_end(const std::string& s, size_t begin, size_t end) {
     size_t k = end - 1;
     while (k > begin && (static_cast<unsigned char>(s[k]) & 0xc0) == 0x80 && end - k < 4) --k;
     size_t i = k;
-    const uint32_t cp = utf8_decode(std::string_view(s).substr(0, end), i);
+    const uint32_t cp = utf8_decode_escaped(std::string_view(s).substr(0, end), i);
     if (i != end || !py_isspace(cp)) break;
     end = k;
   }
@@ -40,7 +40,7 @@ size_t py_space_run(const std::string& s, size_t pos) {
   size_t i = pos;
   while (i < s.size()) {
     size_t j = i;
-    const uint32_t cp = utf8_decode(s, j);
+    const uint32_t cp = utf8_decode_escaped(s, j);
     if (!py_isspace(cp)) break;
     i = j;
   }

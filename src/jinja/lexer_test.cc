@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_lexer.h"
+#include "jinja/lexer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Parser of the Jinja subset used by chat templates: tokens (jinja_lexer.h)
+// Parser of the Jinja subset used by chat templates: tokens (jinja/lexer.h)
 // to an AST, with Jinja2 3.1's grammar and operator precedence.
 //
 // Statements: text, {{ expr }}, if/elif/else, for (tuple targets, `if`
@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja_lexer.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/lexer.h"
+#include "jinja/value.h"
 
 namespace tessera::jinja {
 

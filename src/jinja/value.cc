@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_value.h"
+#include "jinja/value.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,72 +9,7 @@
 
 namespace tessera::jinja {
 
-// ---------------------------------------------------------------- UTF-8
-
-uint32_t utf8_decode(std::string_view s, size_t& i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) {
-    ++i;
-    return c;
-  }
-  size_t n;
-  uint32_t cp;
-  if ((c & 0xe0) == 0xc0) n = 2, cp = c & 0x1f;
-  else if ((c & 0xf0) == 0xe0) n = 3, cp = c & 0x0f;
-  else if ((c & 0xf8) == 0xf0) n = 4, cp = c & 0x07;
-  else n = 0, cp = 0;
-  bool ok = n != 0 && i + n <= s.size();
-  for (size_t k = 1; ok && k < n; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) ok = false;
-    else cp = (cp << 6) | (byte(i + k) & 0x3f);
-  }
-  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (ok && (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) ok = false;
-  if (!ok) {
-    // Like Python's surrogateescape: the byte survives a round trip.
-    ++i;
-    return 0xdc00 + c;
-  }
-  i += n;
-  return cp;
-}
-
-void utf8_append(std::string& out, uint32_t cp) {
-  if (cp >= 0xdc80 && cp <= 0xdcff) {
-    out += static_cast<char>(cp - 0xdc00);
-  } else if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
-
-std::vector<uint32_t> utf8_code_points(std::string_view s) {
-  std::vector<uint32_t> out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) out.push_back(utf8_decode(s, i));
-  return out;
-}
-
-size_t utf8_length(std::string_view s) {
-  size_t n = 0;
-  for (size_t i = 0; i < s.size();) {
-    utf8_decode(s, i);
-    ++n;
-  }
-  return n;
-}
+// ---------------------------------------------------------------- str
 
 bool py_isspace(uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
@@ -365,7 +300,7 @@ std::string py_string_repr(std::string_view s) {
   const char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
   for (size_t i = 0; i < s.size();) {
-    const uint32_t cp = utf8_decode(s, i);
+    const uint32_t cp = utf8_decode_escaped(s, i);
     if (cp == static_cast<uint32_t>(quote) || cp == '\\') {
       out += '\\';
       out += static_cast<char>(cp);
@@ -455,7 +390,7 @@ std::string py_str(const Value& v) {
 static void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
-    const uint32_t cp = utf8_decode(s, i);
+    const uint32_t cp = utf8_decode_escaped(s, i);
     switch (cp) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

@@ -1,10 +1,6 @@
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
-
-namespace tessera::tok {
+namespace tessera {
 namespace {
 
 // Expected sequence length for a lead byte and the allowed range of the first
@@ -71,7 +67,9 @@ uint32_t utf8_decode(std::string_view s, size_t i, size_t len) {
 }
 
 void utf8_append(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
+  if (cp >= 0xDC80 && cp <= 0xDCFF) {
+    out += static_cast<char>(cp - 0xDC00);
+  } else if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
     out += static_cast<char>(0xC0 | (cp >> 6));
@@ -134,38 +132,25 @@ size_t utf8_complete_prefix(std::string_view s) {
   return n;
 }
 
-size_t utf8_count_chars(std::string_view s) {
+uint32_t utf8_decode_escaped(std::string_view s, size_t& i) {
+  const size_t n = utf8_valid_len(s, i);
+  if (n == 0) return 0xDC00 + static_cast<uint8_t>(s[i++]);
+  const uint32_t cp = utf8_decode(s, i, n);
+  i += n;
+  return cp;
+}
+
+std::vector<uint32_t> utf8_code_points(std::string_view s) {
+  std::vector<uint32_t> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) out.push_back(utf8_decode_escaped(s, i));
+  return out;
+}
+
+size_t utf8_length(std::string_view s) {
   size_t n = 0;
-  for (char c : s) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  for (size_t i = 0; i < s.size(); ++n) utf8_decode_escaped(s, i);
   return n;
 }
 
-bool is_unicode_whitespace(uint32_t cp) {
-  switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return cp >= 0x2000 && cp <= 0x200A;
-  }
-}
-
-bool is_unicode_alphanumeric(uint32_t cp) {
-  if (cp < 0x80) return (cp >= '0' && cp <= '9') || ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z');
-  static pcre2_code* re = [] {
-    int err;
-    PCRE2_SIZE off;
-    const char* pat = "^[\\p{Alphabetic}\\p{Nd}\\p{Nl}\\p{No}]";
-    return pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pat), PCRE2_ZERO_TERMINATED,
-                         PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
-  }();
-  if (re == nullptr) return false;
-  std::string buf;
-  utf8_append(buf, cp);
-  pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
-  const int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(buf.data()), buf.size(), 0, 0, md, nullptr);
-  pcre2_match_data_free(md);
-  return rc >= 0;
-}
-
-}  // namespace tessera::tok
+}  // namespace tessera

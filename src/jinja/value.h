@@ -1,4 +1,4 @@
-// Runtime values of the Jinja subset used by chat templates (jinja_eval.h),
+// Runtime values of the Jinja subset used by chat templates (jinja/eval.h),
 // with Python semantics: what str(), repr(), ==, truthiness, `in` and
 // json.dumps give for the same value in CPython, byte for byte, because the
 // reference renderer is Jinja2 running inside Python (transformers).
@@ -12,6 +12,11 @@
 //
 // Lists and dicts are shared immutable storage (the sandbox transformers uses
 // forbids mutating them), so copying a Value is cheap.
+//
+// A string is UTF-8 bytes read as a Python str through core/utf8.h's
+// surrogateescape view (utf8_decode_escaped, utf8_code_points, utf8_length):
+// indices, lengths and slices count code points, and a byte that is not
+// valid UTF-8 is one code point that writes back as itself.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/utf8.h"
 
 namespace tessera::jinja {
 
@@ -161,12 +168,6 @@ struct JsonDumpOptions {
 // when v holds something JSON cannot encode; `bad` then gets its type name.
 std::optional<std::string> py_json_dumps(const Value& v, const JsonDumpOptions& opt, std::string* bad);
 
-// UTF-8 helpers with Python str semantics (indices are code points).
-// Decodes one code point at s[i]; malformed bytes decode as themselves (one byte).
-uint32_t utf8_decode(std::string_view s, size_t& i);
-void utf8_append(std::string& out, uint32_t cp);
-std::vector<uint32_t> utf8_code_points(std::string_view s);
-size_t utf8_length(std::string_view s);
 // Python str.isspace() for one code point.
 bool py_isspace(uint32_t cp);
 
