@@ -8,6 +8,10 @@
  *   tessera_engine* e = tessera_engine_create("smollm2-135m-instruct", NULL);
  *   tessera_request* q = tessera_request_create();
  *   tessera_request_add_message(q, "user", "Why is the sky blue?");
+ *   tessera_generation_settings s;
+ *   tessera_generation_settings_init(&s);
+ *   s.max_tokens = 64;
+ *   tessera_request_set_settings(q, &s);
  *   tessera_result* r = tessera_engine_generate(e, q, print_piece, NULL);
  *   printf("%s\n", tessera_result_text(r));
  *   tessera_result_free(r); tessera_request_free(q); tessera_engine_free(e);
@@ -38,6 +42,33 @@ typedef struct tessera_engine_options {
   const char* kv_type;     /* "f32" (NULL: the default) or "f16" */
 } tessera_engine_options;
 
+/* `count` NUL-terminated strings at `items` (items may be NULL when count is 0). */
+typedef struct tessera_strings {
+  const char* const* items;
+  size_t count;
+} tessera_strings;
+
+/* Every generation setting, field for field and in the order of the one list
+ * in tessera/generation_settings.hpp, which gives each one's meaning, default
+ * and range (the library does not build if this struct and the list differ).
+ * Fill it with tessera_generation_settings_init, change what you need and
+ * hand it to tessera_request_set_settings. */
+typedef struct tessera_generation_settings {
+  int64_t max_tokens;          /* default 128 */
+  float temperature;           /* default 0: greedy */
+  float top_p;                 /* default 1: off */
+  float min_p;                 /* default 0: off */
+  float repeat_penalty;        /* default 1: off */
+  int64_t top_k;               /* default 0: off */
+  int64_t repeat_last_n;       /* default 64; -1: the whole context */
+  uint64_t seed;               /* default 0 */
+  tessera_strings stop;        /* default none; copied by tessera_request_set_settings */
+  int ignore_eos;              /* default 0 */
+  int64_t max_tokens_per_call; /* default 0: the largest prefill program */
+  const char* speculative;     /* "off" (NULL: the default), "lookup", "auto", "draft:PATH", "draft-all:PATH" */
+  int64_t draft_max;           /* default 8 */
+} tessera_generation_settings;
+
 /* Receives text as it becomes final (not NUL-terminated); return 0 to cancel. */
 typedef int (*tessera_text_callback)(const char* text, size_t length, void* user_data);
 
@@ -59,6 +90,12 @@ void tessera_request_free(tessera_request* request);
 int tessera_request_set_prompt(tessera_request* request, const char* text);
 int tessera_request_add_message(tessera_request* request, const char* role, const char* content);
 int tessera_request_set_prompt_ids(tessera_request* request, const int32_t* ids, size_t count);
+/* Every setting at its default. */
+void tessera_generation_settings_init(tessera_generation_settings* settings);
+/* Replaces all of the request's settings (its stop strings too) with a copy of
+ * `settings`; they are checked when the request runs. */
+int tessera_request_set_settings(tessera_request* request, const tessera_generation_settings* settings);
+/* Shorthands that set one setting (add_stop appends a stop string). */
 int tessera_request_set_max_tokens(tessera_request* request, int64_t max_tokens);
 int tessera_request_set_temperature(tessera_request* request, float temperature);
 int tessera_request_set_top_p(tessera_request* request, float top_p);

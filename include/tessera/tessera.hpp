@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include <tessera/generation_settings.hpp>
+
 namespace tessera {
 
 struct LoadConfig {
@@ -44,19 +46,17 @@ struct ChatMessage {
   std::string content;
 };
 
-struct Request {
+// A request: its prompt and every generation setting (the list, with
+// defaults and ranges, is tessera/generation_settings.hpp), set as fields of
+// the request:
+//
+//   request.max_tokens = 64;
+//   request.speculative = "auto";  // prompt-lookup drafts; greedy output unchanged
+struct Request : GenerationSettings {
   // The prompt: exactly one of these.
   std::string prompt;                 // plain text (the tokenizer adds BOS where the model wants it)
   std::vector<ChatMessage> messages;  // rendered with the model's chat template
   std::vector<int32_t> prompt_ids;    // token ids
-
-  int64_t max_tokens = 128;
-  float temperature = 0.0f;  // 0: greedy
-  float top_p = 1.0f, min_p = 0.0f, repeat_penalty = 1.0f;
-  int64_t top_k = 0;
-  uint64_t seed = 0;
-  std::vector<std::string> stop;  // generation ends before the first occurrence
-  bool ignore_eos = false;
 };
 
 struct Result {

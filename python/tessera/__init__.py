@@ -23,8 +23,9 @@ Tokenizer = _core.Tokenizer
 # bundle), unless reference=True (the source dequantized to f32, as Tessera's
 # exact reference computation).
 # Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab];
-# Session.generate(ids, max_tokens, ..., speculative="off"|"lookup"|"auto"|"draft:PATH"|"draft-all:PATH",
-# draft_max=8) -> dict with "ids", "text", "finish_reason", "decode_tokens", "decode_seconds" and "speculative" (drafted, accepted,
+# Session.generate(ids, max_tokens, **settings) (any GenerationSettings field by name, e.g.
+# speculative="off"|"lookup"|"auto"|"draft:PATH"|"draft-all:PATH", draft_max=8)
+# -> dict with "ids", "text", "finish_reason", "decode_tokens", "decode_seconds" and "speculative" (drafted, accepted,
 # verify_calls, refeeds): speculative decoding with prompt-lookup drafts, greedy output identical to "off";
 # Session.argmax_as_decode(ids): a greedy verify call (each row's argmax with a decode step's bits);
 # Session.kv_bytes: the bytes its KV cache holds (kv_type="f16": half of f32's).
@@ -34,10 +35,14 @@ Session = _core.Session
 # decode step of several sessions of one model in one call of the programs, each row
 # bit for bit its session's own decode step (Session::decode_batch).
 decode_batch = _core.decode_batch
-# Engine(model, threads=0, slots=1, ..., arithmetic="fast").generate(prompt | messages= | prompt_ids=, max_tokens, temperature,
-# top_p, seed, stop, ...) -> GenerationResult, .stream(...) -> iterator of text pieces, .reset():
+# Engine(model, threads=0, slots=1, ..., arithmetic="fast").generate(prompt | messages= | prompt_ids=, **settings)
+# -> GenerationResult, .stream(...) -> iterator of text pieces, .reset():
 # the engine that `tessera serve` and the C / C++ APIs use (python/tessera/engine.py).
 from .engine import Engine, GenerationResult, TextStream  # noqa: E402
+# GenerationSettings: every generation setting (max_tokens, temperature, ..., speculative, draft_max) with
+# its type, default and doc, made from the runtime's one list (include/tessera/generation_settings.hpp);
+# the keyword arguments of Engine.generate / stream and Session.generate (python/tessera/settings.py).
+from .settings import GenerationSettings  # noqa: E402
 # calibrate(source, text="", max_tokens=512, threads=1) -> {"ids", "random_ids",
 # "input_moments": {weight: E[x_c^2] per input column}}: what `tessera convert`
 # weighs activation-aware palettes with (convert/calibration.h).

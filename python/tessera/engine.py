@@ -12,13 +12,17 @@ prefills only the rest, and the result says how many were reused
 (`reused_tokens`) and, when fewer than were shared, why (`reuse_note`).
 The computation runs on the engine's own thread with the GIL released, so
 other Python threads keep running; requests from several threads queue up
-and run together, their decode steps batched (up to `slots` at once)."""
+and run together, their decode steps batched (up to `slots` at once).
+generate() and stream() take every generation setting as a keyword argument
+(tessera.GenerationSettings lists them with their defaults)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
+
+from .settings import settings_arguments, with_settings
 
 
 @dataclass(frozen=True)
@@ -82,38 +86,27 @@ class Engine:
     def model_path(self) -> str:
         return self._engine.model_path
 
-    def _submit(self, prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty,
-                seed, stop, ignore_eos, speculative, draft_max):
-        if isinstance(stop, str):
-            stop = [stop]
+    def _submit(self, caller, prompt, messages, prompt_ids, settings):
         return self._engine.submit(
-            prompt, None if messages is None else json.dumps(list(messages)), list(prompt_ids or []), max_tokens,
-            temperature, top_k, top_p, min_p, repeat_penalty, seed, list(stop or []), ignore_eos, speculative,
-            draft_max)
+            prompt, None if messages is None else json.dumps(list(messages)), list(prompt_ids or []),
+            settings_arguments(caller, settings))
 
+    @with_settings
     def generate(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
-                 prompt_ids: Optional[Sequence[int]] = None, max_tokens: int = 128, temperature: float = 0.0,
-                 top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0, repeat_penalty: float = 1.0,
-                 seed: int = 0, stop: Optional[str | Sequence[str]] = None,
-                 ignore_eos: bool = False, speculative: str = "off", draft_max: int = 8) -> GenerationResult:
+                 prompt_ids: Optional[Sequence[int]] = None, **settings) -> GenerationResult:
         """Generates a reply to exactly one of `prompt` (text), `messages`
-        (chat, rendered with the model's template) and `prompt_ids`.
-        temperature 0 is greedy. speculative: "off", "lookup" or "auto"
-        (prompt-lookup drafts, runtime/speculative.h; greedy output is the
-        same). Raises TesseraError for bad settings, a prompt that does not
-        fit the context, or a full queue."""
-        handle = self._submit(prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p,
-                              repeat_penalty, seed, stop, ignore_eos, speculative, draft_max)
+        (chat, rendered with the model's template) and `prompt_ids`, with any
+        generation settings (below) as keyword arguments; `stop` may also be
+        one string. Raises TesseraError for bad settings, a prompt that does
+        not fit the context, or a full queue."""
+        handle = self._submit("generate", prompt, messages, prompt_ids, settings)
         return GenerationResult(**handle.result())
 
+    @with_settings
     def stream(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
-               prompt_ids: Optional[Sequence[int]] = None, max_tokens: int = 128, temperature: float = 0.0,
-               top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0, repeat_penalty: float = 1.0,
-               seed: int = 0, stop: Optional[str | Sequence[str]] = None, ignore_eos: bool = False,
-               speculative: str = "off", draft_max: int = 8) -> TextStream:
+               prompt_ids: Optional[Sequence[int]] = None, **settings) -> TextStream:
         """As generate(), but returns an iterator of text pieces."""
-        return TextStream(self._submit(prompt, messages, prompt_ids, max_tokens, temperature, top_p, top_k, min_p,
-                                       repeat_penalty, seed, stop, ignore_eos, speculative, draft_max))
+        return TextStream(self._submit("stream", prompt, messages, prompt_ids, settings))
 
     def reset(self) -> None:
         """Forgets every conversation's KV state."""

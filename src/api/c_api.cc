@@ -6,6 +6,8 @@
 #include <string>
 #include <tessera/tessera.hpp>
 
+#include "api/c_settings.h"
+
 struct tessera_engine {
   tessera::Engine engine;
 };
@@ -122,6 +124,21 @@ int tessera_request_set_prompt_ids(tessera_request* request, const int32_t* ids,
   if (!request) return null_argument("request");
   if (!ids && count) return null_argument("ids");
   return guarded([&] { return request->request.prompt_ids.assign(ids, ids + count), 0; }, -1);
+}
+
+void tessera_generation_settings_init(tessera_generation_settings* settings) {
+  if (settings) *settings = tessera::api::default_c_settings();
+}
+
+int tessera_request_set_settings(tessera_request* request, const tessera_generation_settings* settings) {
+  if (!request) return null_argument("request");
+  if (!settings) return null_argument("settings");
+  return guarded(
+      [&] {
+        static_cast<tessera::GenerationSettings&>(request->request) = tessera::api::settings_from_c(*settings);
+        return 0;
+      },
+      -1);
 }
 
 int tessera_request_set_max_tokens(tessera_request* request, int64_t max_tokens) {

@@ -114,5 +114,62 @@ TEST(CApi, LoadSettingsReachTheModel) {
   unsetenv("TESSERA_HOME");
 }
 
+// The settings struct reaches the engine: every setting at once from C
+// (speculation too: lookup drafts keep greedy output), and a bad one is
+// refused when the request runs, by name.
+TEST(CApi, GenerationSettingsReachTheEngine) {
+  struct TinyModelHome {  // the model's bundle is cached in its own TESSERA_HOME
+    TempDir dir{"c_api_generation_settings_test"};
+    std::string model = (dir.path() / "model").string();
+    TinyModelHome() {
+      testing::write_tiny_chat_model(model);
+      setenv("TESSERA_HOME", (dir.path() / "home").c_str(), 1);
+    }
+    ~TinyModelHome() { unsetenv("TESSERA_HOME"); }
+  } tiny;
+  const std::string& model = tiny.model;
+  tessera_engine_options options;
+  tessera_engine_options_init(&options);
+  const int32_t prompt[] = {1, 5, 9, 13, 17, 21, 25, 29, 1, 5, 9, 13};
+  auto generate = [&](const tessera_generation_settings& s, std::string* finish) {
+    std::vector<int32_t> ids;
+    run_one_request(
+        model, options,
+        [&](tessera_request* q) {
+          tessera_request_set_prompt_ids(q, prompt, 12);
+          EXPECT_EQ(tessera_request_set_settings(q, &s), 0) << tessera_last_error();
+        },
+        [&](const tessera_result* r) {
+          ids.assign(tessera_result_tokens(r), tessera_result_tokens(r) + tessera_result_token_count(r));
+          *finish = tessera_result_finish_reason(r);
+        });
+    return ids;
+  };
+  tessera_generation_settings s;
+  tessera_generation_settings_init(&s);
+  s.max_tokens = 10;
+  s.ignore_eos = 1;
+  std::string finish;
+  const std::vector<int32_t> plain = generate(s, &finish);
+  EXPECT_EQ(plain.size(), 10u);
+  EXPECT_EQ(finish, "length");
+  s.speculative = "lookup";
+  s.draft_max = 3;
+  s.repeat_last_n = 8;
+  s.max_tokens_per_call = 5;
+  EXPECT_EQ(generate(s, &finish), plain);
+
+  s.speculative = "eagle";
+  tessera_engine* e = tessera_engine_create(model.c_str(), &options);
+  ASSERT_NE(e, nullptr) << tessera_last_error();
+  tessera_request* q = tessera_request_create();
+  tessera_request_set_prompt_ids(q, prompt, 12);
+  EXPECT_EQ(tessera_request_set_settings(q, &s), 0);
+  EXPECT_EQ(tessera_engine_generate(e, q, nullptr, nullptr), nullptr);
+  EXPECT_NE(std::string(tessera_last_error()).find("speculative"), std::string::npos) << tessera_last_error();
+  tessera_request_free(q);
+  tessera_engine_free(e);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -21,16 +21,7 @@ engine::Request to_engine_request(const Request& r) {
     e.messages = nlohmann::ordered_json::array();
     for (const ChatMessage& m : r.messages) e.messages->push_back({{"role", m.role}, {"content", m.content}});
   }
-  GenerationSettings& s = e.settings;
-  s.max_tokens = r.max_tokens;
-  s.temperature = r.temperature;
-  s.top_p = r.top_p;
-  s.min_p = r.min_p;
-  s.repeat_penalty = r.repeat_penalty;
-  s.top_k = r.top_k;
-  s.seed = r.seed;
-  s.stop = r.stop;
-  s.ignore_eos = r.ignore_eos;
+  e.settings = r;  // every setting: Request is a GenerationSettings
   return e;
 }
 

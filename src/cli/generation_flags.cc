@@ -1,6 +1,8 @@
 #include "cli/generation_flags.h"
 
 #include <cstdio>
+#include <string_view>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -10,27 +12,48 @@
 
 namespace tessera::cli {
 
+namespace {
+
+constexpr SettingFlag kSettingFlags[] = {
+    {"max_tokens", "-n,--max-tokens"},
+    {"temperature", "--temp"},
+    {"top_p", "--top-p"},
+    {"min_p", "--min-p"},
+    {"repeat_penalty", "--repeat-penalty"},
+    {"top_k", "--top-k"},
+    {"repeat_last_n", "--repeat-last-n"},
+    {"seed", "--seed"},
+    {"stop", "--stop"},
+    {"ignore_eos", "--ignore-eos"},
+    {"max_tokens_per_call", "-b,--batch"},
+    {"speculative", "--speculative"},
+    {"draft_max", "--draft-max"},
+};
+
+template <class T>
+CLI::Option* add_setting(CLI::App& cmd, const char* flags, T& value, const char* help) {
+  if constexpr (std::is_same_v<T, bool>)
+    return cmd.add_flag(flags, value, help);
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+    return cmd.add_option(flags, value, help);  // repeatable
+  else
+    return cmd.add_option(flags, value, help)->capture_default_str();
+}
+
+}  // namespace
+
+std::span<const SettingFlag> setting_flags() { return kSettingFlags; }
+
 void GenerationFlags::add_to(CLI::App& cmd) {
   cmd.add_option("model", model, "GGUF path, HF checkpoint directory, or pulled model name")->required();
-  cmd.add_option("-n,--max-tokens", settings.max_tokens, "Tokens to generate at most (>= 1)")->capture_default_str();
-  cmd.add_option("--temp", settings.temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
-  cmd.add_option("--top-k", settings.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
-  cmd.add_option("--top-p", settings.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
-  cmd.add_option("--min-p", settings.min_p, "Drop tokens below min_p x the top probability (0 = off)")->capture_default_str();
-  cmd.add_option("--repeat-penalty", settings.repeat_penalty, "Repetition penalty (1 = off)")->capture_default_str();
-  cmd.add_option("--repeat-last-n", settings.repeat_last_n, "Tokens the penalty looks back over (-1 = all)")->capture_default_str();
-  cmd.add_option("--seed", settings.seed, "Sampling seed (same seed and settings, same output)")->capture_default_str();
-  cmd.add_option("--stop", settings.stop, "Stop before this string (repeatable)");
-  cmd.add_flag("--ignore-eos", settings.ignore_eos, "Do not stop at end-of-sequence tokens");
-  cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
-  cmd.add_option("-b,--batch", settings.max_tokens_per_call, "Prompt tokens per prefill call (0 = largest program variant)")->capture_default_str();
-  cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
-  cmd.add_option("--speculative", settings.speculative,
-                 "Speculative decoding: off, lookup (verify every prompt-lookup draft), auto (prompt lookup, "
-                 "draft length and on/off adapted to the measured acceptance and verify cost) or draft:PATH "
-                 "(a draft model sharing the tokenizer, adapted as auto; draft-all:PATH verifies its every "
-                 "proposal, to measure a drafter); greedy output is identical to plain decoding")
-      ->check(CLI::Validator(
+  for_each_generation_setting([&](const GenerationSettingInfo& info, auto member) {
+    const SettingFlag* flag = nullptr;
+    for (const SettingFlag& f : kSettingFlags)
+      if (std::string_view(f.setting) == info.name) flag = &f;
+    if (!flag) fail("tessera", info.name, "this generation setting has no flag (cli/generation_flags.cc)");
+    CLI::Option* option = add_setting(cmd, flag->flags, settings.*member, info.doc);
+    if (std::string_view(info.name) == "speculative")
+      option->check(CLI::Validator(
           [](std::string& v) -> std::string {
             std::string draft_path;
             try {
@@ -40,10 +63,10 @@ void GenerationFlags::add_to(CLI::App& cmd) {
               return e.what();
             }
           },
-          "off|lookup|auto|draft:PATH|draft-all:PATH"))
-      ->capture_default_str();
-  cmd.add_option("--draft-max", settings.draft_max, "Speculative decoding: drafted tokens per verify call at most (1-32)")
-      ->capture_default_str();
+          "off|lookup|auto|draft:PATH|draft-all:PATH"));
+  });
+  cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
+  cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();
   cmd.add_option("--system", system, "System prompt (chat template)");
   cmd.add_flag("--verify", verify, "Bundles: check every weight's sha256 before running");
   cmd.add_flag("--reference", reference, kReferenceHelp);

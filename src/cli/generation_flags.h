@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,12 +31,21 @@ struct KernelFlags {
   void apply(LoadOptions& o) const;
 };
 
+// How each generation setting (include/tessera/generation_settings.hpp)
+// reaches `tessera run` and `tessera chat`: its flag names, as CLI11 takes
+// them. Every setting of the list has one (generation_flags_test.cc sets
+// each flag and checks that it arrives); the help text is the list's.
+struct SettingFlag {
+  const char* setting;
+  const char* flags;
+};
+std::span<const SettingFlag> setting_flags();
+
 struct GenerationFlags {
   std::string model;
   int64_t ctx = 0;         // 0: the model's context length
   int64_t chunks = 0;       // 0: the bundle's own, else 1
-  // The sampling and stopping flags bind straight to the settings that
-  // make_generate_options checks (-b is max_tokens_per_call).
+  // setting_flags() bind straight to the settings that make_generate_options checks.
   GenerationSettings settings;
   bool verify = false;
   bool reference = false;  // --reference: the source dequantized to f32, not its cached bundle

@@ -5,6 +5,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
+#include <tessera/generation_settings.hpp>
+
 #include "core/error.h"
 
 // _tessera.TesseraError (a ValueError subclass), with a translator for every
@@ -21,3 +25,12 @@ void bind_chat_template(pybind11::module_& m);  // chat_template_bindings.cc
 void bind_tokenizer(pybind11::module_& m);      // tokenizer_bindings.cc
 void bind_model(pybind11::module_& m);          // model_bindings.cc
 void bind_engine(pybind11::module_& m);         // engine_bindings.cc
+void bind_settings(pybind11::module_& m);       // settings_bindings.cc
+
+// The generation settings named in `kwargs`, each cast to its type, the
+// others at their defaults: how every binding that takes settings reads them.
+// A name that is not a setting or a value of another type raises TypeError
+// naming `caller` and the setting.
+tessera::GenerationSettings settings_from_python(const pybind11::dict& kwargs, const char* caller);
+// One line per setting (name, type, default, doc), for docstrings.
+std::string settings_doc();

@@ -3,8 +3,8 @@
 //
 //   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference, prefix_cache_mb,
 //                        prefix_cache_disk_mb, prefix_cache_dir)
-//   h = e.submit(prompt, messages_json, prompt_ids, max_tokens, temperature, top_k, top_p, min_p,
-//                repeat_penalty, seed, stop, ignore_eos, speculative, draft_max)  -> GenerationHandle
+//   h = e.submit(prompt, messages_json, prompt_ids, settings)  -> GenerationHandle
+//       settings: {name: value} of generation settings (settings_bindings.cc), the others at their defaults
 //   h.result() -> dict   (waits, GIL released)
 //   for piece in h: ...  (text pieces as they become final, GIL released while waiting)
 //   h.cancel()           (also when the handle is garbage-collected before the end)
@@ -104,9 +104,7 @@ void bind_engine(py::module_& m) {
       .def(
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,
-             std::vector<int32_t> prompt_ids, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
-             float min_p, float repeat_penalty, uint64_t seed, std::vector<std::string> stop, bool ignore_eos,
-             std::string speculative, int64_t draft_max) {
+             std::vector<int32_t> prompt_ids, const py::dict& settings) {
             engine::Request r;
             r.prompt = std::move(prompt);
             r.prompt_ids = std::move(prompt_ids);
@@ -114,28 +112,15 @@ void bind_engine(py::module_& m) {
               r.messages = nlohmann::ordered_json::parse(*messages_json, nullptr, false);
               if (r.messages->is_discarded()) fail("request", "messages", "not valid JSON");
             }
-            GenerationSettings& s = r.settings;
-            s.max_tokens = max_tokens;
-            s.temperature = temperature;
-            s.top_k = top_k;
-            s.top_p = top_p;
-            s.min_p = min_p;
-            s.repeat_penalty = repeat_penalty;
-            s.seed = seed;
-            s.stop = std::move(stop);
-            s.ignore_eos = ignore_eos;
-            s.speculative = std::move(speculative);
-            s.draft_max = draft_max;
+            r.settings = settings_from_python(settings, "submit");
             auto h = std::make_unique<GenerationHandle>();
             h->channel = std::make_shared<engine::GenerationChannel>();
             engine::GenerationChannel::attach(h->channel, r);
             h->channel->set_future(e.submit(std::move(r)));
             return h;
           },
-          py::arg("prompt"), py::arg("messages_json"), py::arg("prompt_ids"), py::arg("max_tokens"),
-          py::arg("temperature"), py::arg("top_k"), py::arg("top_p"), py::arg("min_p"), py::arg("repeat_penalty"),
-          py::arg("seed"), py::arg("stop"), py::arg("ignore_eos"), py::arg("speculative") = "off",
-          py::arg("draft_max") = 8, py::keep_alive<0, 1>())
+          py::arg("prompt"), py::arg("messages_json"), py::arg("prompt_ids"), py::arg("settings"),
+          py::keep_alive<0, 1>())
       .def("reset",
            [](engine::Engine& e) {
              py::gil_scoped_release release;

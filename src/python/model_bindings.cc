@@ -12,8 +12,8 @@
 //       (as_decode: Session::forward_as_decode, every row with a decode step's bits)
 //   s.argmax_as_decode(ids, max_tokens_per_call=0) -> [int]: each row's argmax, forward_as_decode without
 //       copying the logits out (a greedy verify call)
-//   s.generate(ids, max_tokens, temperature=0, ..., ignore_eos=False, stop=[], repeat_last_n=64,
-//              max_tokens_per_call=0, speculative="off", draft_max=8)
+//   s.generate(ids, max_tokens, **settings)  settings: any generation settings by name (the others at
+//              their defaults; include/tessera/generation_settings.hpp, settings_bindings.cc)
 //       -> dict {"ids", "text", "finish_reason", "prompt_tokens", "decode_tokens", "decode_seconds",
 //                "speculative": {"drafted", "accepted", "verify_calls", "refeeds"}}
 //       (settings checked by make_generate_options, as the CLI's; speculative: "off" | "lookup" | "auto",
@@ -125,6 +125,10 @@ void bind_model(py::module_& m) {
         return j.dump();
       });
 
+  static const std::string generate_doc =
+      "Generates up to max_tokens after `ids`; the other generation settings are keyword arguments\n"
+      "(those not given at their defaults):\n" +
+      settings_doc();
   py::class_<Session>(m, "Session")
       .def(py::init<const Model&, int64_t>(), py::arg("model"), py::arg("context_length") = 0,
            py::keep_alive<1, 2>())
@@ -159,24 +163,9 @@ void bind_model(py::module_& m) {
           py::arg("ids"), py::arg("max_tokens_per_call") = 0)
       .def(
           "generate",
-          [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, float temperature, int64_t top_k,
-             float top_p, float min_p, float repeat_penalty, uint64_t seed, bool ignore_eos,
-             std::vector<std::string> stop, int64_t repeat_last_n, int64_t max_tokens_per_call,
-             const std::string& speculative, int64_t draft_max) {
-            GenerationSettings settings;
+          [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, const py::kwargs& kwargs) {
+            GenerationSettings settings = settings_from_python(kwargs, "generate");
             settings.max_tokens = max_tokens;
-            settings.temperature = temperature;
-            settings.top_k = top_k;
-            settings.top_p = top_p;
-            settings.min_p = min_p;
-            settings.repeat_penalty = repeat_penalty;
-            settings.repeat_last_n = repeat_last_n;
-            settings.seed = seed;
-            settings.ignore_eos = ignore_eos;
-            settings.stop = std::move(stop);
-            settings.max_tokens_per_call = max_tokens_per_call;
-            settings.speculative = speculative;
-            settings.draft_max = draft_max;
             const GenerateOptions o = make_generate_options(settings);
             GenerateResult r;
             {
@@ -198,11 +187,7 @@ void bind_model(py::module_& m) {
             d["speculative"] = spec;
             return d;
           },
-          py::arg("ids"), py::arg("max_tokens"), py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
-          py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repeat_penalty") = 1.0f, py::arg("seed") = 0,
-          py::arg("ignore_eos") = false, py::arg("stop") = std::vector<std::string>{},
-          py::arg("repeat_last_n") = 64, py::arg("max_tokens_per_call") = 0, py::arg("speculative") = "off",
-          py::arg("draft_max") = 8)
+          py::arg("ids"), py::arg("max_tokens"), generate_doc.c_str())
       .def_property_readonly("length", &Session::length)
       .def_property_readonly("kv_bytes", [](const Session& x) { return x.kv().bytes_allocated(); })
       .def_property_readonly("state_bytes", [](const Session& x) { return x.state().bytes_allocated(); })

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_tessera, m) {
   bind_tokenizer(m);
   bind_model(m);
   bind_engine(m);
+  bind_settings(m);
 }

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include <tessera/generation_settings.hpp>
+
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/detokenizer.h"
@@ -29,23 +31,11 @@ struct GenerateOptions {
   SpeculativeOptions speculative;          // speculative decoding (runtime/speculative.h); off by default
 };
 
-// A generation request as a user states it: what the CLI's flags
-// (cli/generation_flags.h) and the Python Session.generate take.
-// make_generate_options turns it into GenerateOptions, checking every range
-// with the same errors for both.
-struct GenerationSettings {
-  int64_t max_tokens = 128;
-  float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repeat_penalty = 1.0f;
-  int64_t top_k = 0, repeat_last_n = 64;
-  uint64_t seed = 0;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
-  int64_t max_tokens_per_call = 0;  // prefill call size (0: largest variant)
-  std::string speculative = "off";  // "off" | "lookup" | "auto" | "draft:PATH" (runtime/speculative.h)
-  int64_t draft_max = 8;            // drafted tokens per verify call, 1..32
-};
-
-// Throws Error ("options", field name, problem) for the first value out of
+// A generation request as a user states it is a GenerationSettings
+// (include/tessera/generation_settings.hpp: the one list of settings that
+// every front door reads). make_generate_options turns it into
+// GenerateOptions, checking every range with the same errors for all doors:
+// it throws Error ("options", field name, problem) for the first value out of
 // range: max_tokens < 1, max_tokens_per_call < 0, an empty stop string, a
 // sampling parameter (SamplingParams::validate), an unknown speculative mode
 // or draft_max outside 1..32.

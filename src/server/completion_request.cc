@@ -117,7 +117,27 @@ std::vector<std::string> stop_strings(const json& body) {
   return out;
 }
 
+constexpr SettingField kSettingFields[] = {
+    {"max_tokens", "max_tokens", false, nullptr},  // max_completion_tokens, OpenAI's newer name, wins
+    {"temperature", "temperature", false, nullptr},
+    {"top_p", "top_p", false, nullptr},
+    {"min_p", "min_p", true, nullptr},
+    {"repeat_penalty", "repeat_penalty", true, nullptr},
+    {"top_k", "top_k", true, nullptr},
+    {"repeat_last_n", "repeat_last_n", true, nullptr},
+    {"seed", "seed", false, nullptr},
+    {"stop", "stop", false, nullptr},
+    {"ignore_eos", "ignore_eos", true, nullptr},
+    {"max_tokens_per_call", nullptr, false,
+     "the size of prefill calls is the host's choice: a client asking for one-token calls would slow every "
+     "request the engine runs beside it (the engine splits long prompts itself while others generate)"},
+    {"speculative", "speculative", true, nullptr},
+    {"draft_max", "draft_max", true, nullptr},
+};
+
 }  // namespace
+
+std::span<const SettingField> setting_fields() { return kSettingFields; }
 
 CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, int64_t max_tokens_cap) {
   if (!body.is_object()) throw bad_request("the request body must be a JSON object", "", "invalid_json");
@@ -143,6 +163,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   s.top_k = integer(body, "top_k", 0, big).value_or(0);
   s.min_p = static_cast<float>(number(body, "min_p", 0, 1).value_or(0.0));
   s.repeat_penalty = static_cast<float>(number(body, "repeat_penalty", 0.01, 100).value_or(1.0));
+  s.repeat_last_n = integer(body, "repeat_last_n", -1, big).value_or(s.repeat_last_n);
   // Without a seed, sampling differs from request to request, as OpenAI's does.
   if (std::optional<int64_t> seed = integer(body, "seed", std::numeric_limits<int64_t>::min(),
                                             std::numeric_limits<int64_t>::max()))

@@ -5,15 +5,18 @@
 //
 // Read: model, messages (chat: role + content as a string or a list of
 // {"type": "text", "text"} parts) or prompt (completions: a string or a list
-// of token ids), max_tokens / max_completion_tokens (clamped to the server's
-// cap; absent: the cap), temperature, top_p, seed (absent: a random one),
-// stop (a string or up to 4),
-// stream, stream_options.include_usage, n (1 only), and Tessera's extras
-// top_k, min_p, repeat_penalty, ignore_eos, speculative ("off" | "lookup" |
-// "auto", runtime/speculative.h) and draft_max.
+// of token ids), stream, stream_options.include_usage, n (1 only), and the
+// generation settings (include/tessera/generation_settings.hpp) that
+// setting_fields() lists: OpenAI's max_tokens / max_completion_tokens
+// (clamped to the server's cap; absent: the cap), temperature (absent: 1, as
+// OpenAI's), top_p, seed (absent: a random one) and stop (a string or up to
+// 4), and Tessera's extensions top_k, min_p, repeat_penalty, repeat_last_n,
+// ignore_eos, speculative ("off" | "lookup" | "auto" | "draft": the
+// server's --draft model, runtime/speculative.h) and draft_max.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +33,17 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;
 };
+
+// How one generation setting reaches this door: the JSON field that sets
+// it, or why none does. Every setting of the list has an entry
+// (completion_request_test.cc sets each field and checks that it arrives).
+struct SettingField {
+  const char* setting;   // its name in the list
+  const char* field;     // the request's field; nullptr: not at this door
+  bool extension;        // a field of Tessera's own, not OpenAI's
+  const char* not_here;  // field == nullptr: why
+};
+std::span<const SettingField> setting_fields();
 
 // `body`: the request's parsed JSON. Throws ApiError.
 CompletionRequest parse_completion_request(const nlohmann::json& body, Endpoint endpoint, int64_t max_tokens_cap);
