@@ -19,10 +19,10 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
-#include "convert/bundle_cache.h"
 #include "core/error.h"
-#include "kernels/cpu_isa.h"
 #include "eval/benchmark.h"
+#include "kernels/cpu_isa.h"
+#include "load/model_loader.h"
 
 namespace tessera::cli {
 

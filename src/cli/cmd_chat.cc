@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "core/error.h"
+#include "load/draft_models.h"
 #include "runtime/chat.h"
 #include "runtime/session.h"
 
@@ -25,8 +26,9 @@ void register_chat(CLI::App& app) {
   flags.add_to(*cmd);
   cmd->add_flag("--no-kv-reuse", no_kv_reuse, "Recompute the whole conversation every turn (same output, slower)");
   cmd->callback([] {
-    const GenerateOptions options = flags.options();
+    GenerateOptions options = flags.options();
     auto model = flags.load_model();
+    load_draft_model(options, *model);
     if (!model->chat_template()) fail(model->path(), "chat template", "the model has no chat template");
     Session session(*model, flags.ctx);
     Chat chat(session, options, flags.system, !no_kv_reuse);

@@ -18,10 +18,10 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
-#include "convert/bundle_cache.h"
 #include "core/error.h"
 #include "eval/kld_base_file.h"
 #include "eval/perplexity.h"
+#include "load/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera::cli {

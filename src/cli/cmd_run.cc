@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "core/error.h"
+#include "load/draft_models.h"
 #include "runtime/chat.h"
 #include "runtime/session.h"
 
@@ -56,8 +57,9 @@ void register_run(CLI::App& app) {
   cmd->add_flag("--json", json, "Print one JSON object (ids, text, speeds) instead of streaming");
   cmd->callback([] {
     if (prompt.empty() == prompt_ids.empty()) fail("options", "prompt", "give exactly one of -p/--prompt and --prompt-ids");
-    const GenerateOptions options = flags.options();
+    GenerateOptions options = flags.options();
     auto model = flags.load_model();
+    load_draft_model(options, *model);
     Session session(*model, flags.ctx);
     std::vector<int32_t> ids;
     if (!prompt_ids.empty()) {

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "convert/bundle_cache.h"
 #include "core/error.h"
+#include "load/model_loader.h"
 #include "runtime/speculative.h"
 
 namespace tessera::cli {

@@ -68,14 +68,4 @@ std::string source_sha256(const std::string& resolved_path, const std::string& h
 // A short fingerprint of everything in `o` that changes the converter's output.
 std::string convert_options_fingerprint(const ConvertOptions& o);
 
-// What `tessera run` / `chat` / `bench` and tessera.Model load:
-//   * a bundle directory: that bundle;
-//   * `reference`: the source dequantized to f32 (Model::load as is), the
-//     exact reference path;
-//   * else the source's default bundle (default_bundle; conversion threads
-//     = load.threads), loaded with `load`.
-// `announce`: one line on stderr saying which path and bundle were used.
-std::unique_ptr<Model> load_model_for_running(const std::string& name_or_path, const LoadOptions& load,
-                                              bool reference, bool announce = true);
-
 }  // namespace tessera

@@ -3,8 +3,9 @@
 #include <chrono>
 #include <filesystem>
 
-#include "convert/bundle_cache.h"
 #include "engine/slot_choice.h"
+#include "load/draft_models.h"
+#include "load/model_loader.h"
 #include "runtime/chat.h"
 #include "sources/model_registry.h"
 
@@ -79,6 +80,7 @@ std::future<Result> Engine::submit(Request request) {
     fail("request", "messages", "must be a non-empty array of messages");
   auto job = std::make_unique<Job>();
   job->options = make_generate_options(request.settings);
+  load_draft_model(job->options, *model_);  // before the generation, never inside it
   job->request = std::move(request);
   job->submitted_at = now_ms();
   std::future<Result> result = job->promise.get_future();

@@ -36,10 +36,11 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "convert/bundle_cache.h"
 #include "convert/calibration.h"
 #include "core/error.h"
 #include "graph/program.h"
+#include "load/draft_models.h"
+#include "load/model_loader.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -166,10 +167,11 @@ void bind_model(py::module_& m) {
           [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, const py::kwargs& kwargs) {
             GenerationSettings settings = settings_from_python(kwargs, "generate");
             settings.max_tokens = max_tokens;
-            const GenerateOptions o = make_generate_options(settings);
+            GenerateOptions o = make_generate_options(settings);
             GenerateResult r;
             {
               py::gil_scoped_release release;
+              load_draft_model(o, s.model());
               r = generate(s, ids, o);
             }
             py::dict d;

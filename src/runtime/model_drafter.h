@@ -11,8 +11,7 @@
 // draft model's argmax), which is what speculative sampling's one-hot
 // acceptance assumes (runtime/speculative.h).
 //
-// Draft models are loaded once per process and path, kept, and shared by
-// every generation that names them (shared_draft_model).
+// The draft model is loaded by the caller (load/draft_models.h) and handed in.
 #pragma once
 
 #include <cstdint>
@@ -55,11 +54,5 @@ class ModelDrafter : public Drafter {
   double catch_up_s_per_position_ = 0, step_s_ = 0;  // running means (0: not timed yet)
 };
 
-// The draft model at `path` (a bundle, or a source run through its cached
-// default bundle as `tessera run` does), loaded with the target's thread
-// count the first time, then kept for the process and shared. Throws Error when it cannot be
-// loaded, or when its vocabulary differs from the target's (size, or the
-// text of any token).
-std::shared_ptr<const Model> shared_draft_model(const std::string& path, const Model& target);
 
 }  // namespace tessera

@@ -98,7 +98,10 @@ SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const
   if (options.max_draft < 1 || options.max_draft > 32)
     fail("options", "draft_max", "must be in 1..32, got {}", options.max_draft);
   if (options.mode == SpeculativeMode::Draft || options.mode == SpeculativeMode::DraftAll) {
-    std::shared_ptr<const Model> draft = shared_draft_model(options.draft_path, session.model());
+    if (!options.draft_model)
+      fail("options", "speculative", "draft:{}: the draft model was not loaded before the generation "
+                                     "(load/draft_models.h: load_draft_model)", options.draft_path);
+    std::shared_ptr<const Model> draft = options.draft_model;
     const double size_ratio =
         static_cast<double>(draft->weight_bytes()) / static_cast<double>(std::max<uint64_t>(1, session.model().weight_bytes()));
     drafter_ = std::make_unique<ModelDrafter>(std::move(draft), session.context_length(), size_ratio);

@@ -71,7 +71,10 @@ SpeculativeMode parse_speculative_mode(const std::string& name, std::string* dra
 struct SpeculativeOptions {
   SpeculativeMode mode = SpeculativeMode::Off;
   int64_t max_draft = 8;  // drafted tokens per verify call, 1..32
-  std::string draft_path; // Draft: the draft model (shared_draft_model)
+  std::string draft_path;  // Draft / DraftAll: the draft model's path ...
+  // ... and the model, loaded by the caller before the generation
+  // (load/draft_models.h: load_draft_model).
+  std::shared_ptr<const Model> draft_model;
 };
 
 struct SpeculativeStats {

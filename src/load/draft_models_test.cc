@@ -1,13 +1,15 @@
-#include "runtime/model_drafter.h"
+#include "load/draft_models.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "convert/bundle_cache.h"
+#include "core/error.h"
 #include "core/temp_dir_for_tests.h"
+#include "load/model_loader.h"
 #include "runtime/draft_controller.h"
 #include "runtime/generate.h"
+#include "runtime/model_drafter.h"
 #include "sources/tiny_chat_model_for_tests.h"
 
 namespace tessera {
@@ -42,7 +44,9 @@ struct ModelDrafterTest : ::testing::Test {
     s.temperature = temperature;
     s.seed = 3;
     Session session(model, 256);
-    return generate(session, prompt, make_generate_options(s));
+    GenerateOptions o = make_generate_options(s);
+    load_draft_model(o, model);
+    return generate(session, prompt, o);
   }
 };
 
@@ -147,6 +151,27 @@ TEST_F(ModelDrafterTest, RefusesUnknownPathsAndBadModes) {
   EXPECT_THROW(run(*target, kPrompt, "draft:" + (dir.path() / "missing").string()), Error);
   EXPECT_THROW(run(*target, kPrompt, "draft:"), Error);
   EXPECT_THROW(run(*target, kPrompt, "draft"), Error);
+}
+
+TEST_F(ModelDrafterTest, TheRuntimeNeverLoadsADraftItself) {
+  // The draft is loaded by the caller before the generation (load_draft_model)
+  // and handed in; a generation given only its path is refused by name.
+  auto model = target_of(target_dir);
+  GenerationSettings s;
+  s.max_tokens = 4;
+  s.speculative = "draft:" + other_dir;
+  Session session(*model, 64);
+  GenerateOptions o = make_generate_options(s);
+  try {
+    generate(session, kPrompt, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not loaded"), std::string::npos) << e.what();
+  }
+  load_draft_model(o, *model);
+  ASSERT_TRUE(o.speculative.draft_model);
+  EXPECT_EQ(o.speculative.draft_model, shared_draft_model(other_dir, *model));  // loaded once, shared
+  EXPECT_EQ(generate(session, kPrompt, o).ids.size(), 4u);
 }
 
 }  // namespace
