@@ -176,6 +176,11 @@ class BoundProgram {
   enum class LinearPath { Reference, IntegerDot, Amx, I16Gemm, Float };
   LinearPath linear_path(const BoundOp& b, int64_t rows) const;
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+  // run_op by op family (runtime/executor_ops.h), one file each.
+  void run_linear(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+  void run_attention(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+  void run_sequence_mixer(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
+  void run_elementwise(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
   // Rows [row0, row0 + rows) of the call, on `state` at its length().
   void run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx, SequenceState& state, int64_t row0,
                       int64_t rows) const;
