@@ -18,7 +18,7 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, add_byte_vocabulary, hf_greedy, make_tiny_model
+from tiny_models import VOCAB, hf_greedy, make_tiny_model, tiny_gguf_writer, write_tiny_gguf
 
 gguf = pytest.importorskip("gguf")
 
@@ -32,19 +32,9 @@ def tiny_lfm2(tmp_path_factory):
 def write_lfm2_gguf(hf, path):
     """The tiny model as llama.cpp's convert_hf_to_gguf.py lays out LFM2 (f32)."""
     c = hf.config
-    w = gguf.GGUFWriter(str(path), "lfm2")
-    w.add_context_length(c.max_position_embeddings)
-    w.add_embedding_length(c.hidden_size)
-    w.add_block_count(c.num_hidden_layers)
-    w.add_feed_forward_length(c.intermediate_size)
-    w.add_head_count(c.num_attention_heads)
-    w.add_head_count_kv([0 if t == "conv" else c.num_key_value_heads for t in c.layer_types])
-    w.add_rope_freq_base(c.rope_parameters["rope_theta"])
-    w.add_layer_norm_rms_eps(c.norm_eps)
+    w = tiny_gguf_writer(hf, path, "lfm2", rms_eps=c.norm_eps,
+                         head_count_kv=[0 if t == "conv" else c.num_key_value_heads for t in c.layer_types])
     w.add_shortconv_l_cache(c.conv_L_cache)
-    w.add_vocab_size(c.vocab_size)
-    add_byte_vocabulary(w, c.vocab_size)
-    w.add_eos_token_id(c.eos_token_id)
     names = {
         "operator_norm": "attn_norm", "ffn_norm": "ffn_norm",
         "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -68,10 +58,7 @@ def write_lfm2_gguf(hf, path):
             if stem == "conv.conv":
                 data = data.squeeze(1)  # [channels][1][taps] -> [channels][taps], as llama.cpp's converter
         w.add_tensor(g, data)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_tiny_gguf(w)
 
 
 def test_gguf_in_llamacpp_layout_matches_transformers(tiny_lfm2, tmp_path):

@@ -17,7 +17,7 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, add_byte_vocabulary, hf_greedy, make_tiny_model
+from tiny_models import VOCAB, hf_greedy, make_tiny_model, tiny_gguf_writer, write_tiny_gguf
 
 gguf = pytest.importorskip("gguf")
 
@@ -30,19 +30,7 @@ def tiny_olmo2(tmp_path_factory):
 
 def write_olmo2_gguf(hf, path):
     """The tiny model as llama.cpp's convert_hf_to_gguf.py (Olmo2Model) lays it out (f32)."""
-    c = hf.config
-    w = gguf.GGUFWriter(str(path), "olmo2")
-    w.add_context_length(c.max_position_embeddings)
-    w.add_embedding_length(c.hidden_size)
-    w.add_block_count(c.num_hidden_layers)
-    w.add_feed_forward_length(c.intermediate_size)
-    w.add_head_count(c.num_attention_heads)
-    w.add_head_count_kv(c.num_key_value_heads)
-    w.add_rope_freq_base(c.rope_parameters["rope_theta"])
-    w.add_layer_norm_rms_eps(c.rms_norm_eps)
-    w.add_vocab_size(c.vocab_size)
-    add_byte_vocabulary(w, c.vocab_size)
-    w.add_eos_token_id(c.eos_token_id % c.vocab_size)
+    w = tiny_gguf_writer(hf, path, "olmo2")
     names = {
         "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
         "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
@@ -58,10 +46,7 @@ def write_olmo2_gguf(hf, path):
             _, _, layer, rest = name.split(".", 3)
             g = f"blk.{layer}.{names[rest.rsplit('.', 1)[0]]}.weight"
         w.add_tensor(g, p.detach().numpy().astype(np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_tiny_gguf(w)
 
 
 def test_gguf_in_llamacpp_layout_matches_transformers(tiny_olmo2, tmp_path):

@@ -135,3 +135,32 @@ def add_byte_vocabulary(writer, vocab_size: int):
     writer.add_token_list([f"<0x{b:02X}>" for b in range(vocab_size)])
     writer.add_token_types([int(gguf.TokenType.BYTE)] * vocab_size)
     writer.add_token_scores([0.0] * vocab_size)
+
+
+def tiny_gguf_writer(hf, path, arch: str, head_count_kv=None, rms_eps=None):
+    """A gguf.GGUFWriter for the tiny model `hf` in llama.cpp's `arch` layout
+    with the keys every architecture has (sizes, heads, RoPE base, norm
+    epsilon, the byte vocabulary, eos); the caller adds its own keys and
+    tensors, then calls write_tiny_gguf."""
+    import gguf
+    c = hf.config
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_context_length(c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_block_count(c.num_hidden_layers)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv(c.num_key_value_heads if head_count_kv is None else head_count_kv)
+    w.add_rope_freq_base(c.rope_parameters["rope_theta"])
+    w.add_layer_norm_rms_eps(c.rms_norm_eps if rms_eps is None else rms_eps)
+    w.add_vocab_size(c.vocab_size)
+    add_byte_vocabulary(w, c.vocab_size)
+    w.add_eos_token_id(c.eos_token_id % c.vocab_size)
+    return w
+
+
+def write_tiny_gguf(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
