@@ -25,7 +25,7 @@
 // name whatever is missing.
 //
 // The ranges in the doc lines are checked by make_generate_options
-// (src/runtime/generate.h) whichever door a request comes through (the
+// (src/generation/generate.h) whichever door a request comes through (the
 // server first applies OpenAI's narrower ones, e.g. temperature <= 2).
 #pragma once
 

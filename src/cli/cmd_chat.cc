@@ -2,7 +2,7 @@
 //
 // Interactive multi-turn chat on stdin/stdout: one user message per line
 // (a line ending in "\" continues on the next), the reply streamed back. The
-// KV cache of earlier turns is reused (runtime/chat.h). Commands: /reset
+// KV cache of earlier turns is reused (generation/chat.h). Commands: /reset
 // starts over, /exit (or end of input) quits. Speeds go to stderr per turn.
 #include <cstdio>
 #include <iostream>
@@ -13,7 +13,7 @@
 #include "cli/generation_flags.h"
 #include "core/error.h"
 #include "load/draft_models.h"
-#include "runtime/chat.h"
+#include "generation/chat.h"
 #include "runtime/session.h"
 
 namespace tessera::cli {

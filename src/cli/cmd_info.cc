@@ -15,7 +15,7 @@
 #include "model/open_model_source.h"
 #include "runtime/cpu_cores.h"
 #include "runtime/model.h"
-#include "runtime/sequence_state.h"
+#include "state/sequence_state.h"
 #include "sources/model_summary.h"
 #include "tokenizer/tokenizer_summary.h"
 
@@ -89,7 +89,7 @@ void print_human(const nlohmann::json& j) {
              rt["threads"].get<int>(), rt["isa"].get<std::string>(), rt["arithmetic"].get<std::string>());
 }
 
-// What one sequence's per-layer state takes at `positions` (runtime/sequence_state.h):
+// What one sequence's per-layer state takes at `positions` (state/sequence_state.h):
 // KV of full layers grows with the positions, sliding layers stop at their
 // ring (window + rollback margin), KV-sharing layers take nothing, conv tails
 // a few rows.

@@ -6,7 +6,7 @@
 // token ids directly. --json prints one object instead of streaming:
 // {"prompt_ids", "ids", "text", "finish_reason", "prefill_tok_s", "decode_tok_s", "ttft_ms", "decode_tokens",
 // "decode_seconds", "speculative": {"mode", "drafted", "accepted", "verify_calls", "refeeds"}}.
-// --speculative lookup|auto: speculative decoding (runtime/speculative.h).
+// --speculative lookup|auto: speculative decoding (generation/speculative.h).
 #include <charconv>
 #include <cstdio>
 
@@ -17,7 +17,7 @@
 #include "cli/generation_flags.h"
 #include "core/error.h"
 #include "load/draft_models.h"
-#include "runtime/chat.h"
+#include "generation/chat.h"
 #include "runtime/session.h"
 
 namespace tessera::cli {

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "load/model_loader.h"
-#include "runtime/speculative.h"
+#include "generation/speculative.h"
 
 namespace tessera::cli {
 

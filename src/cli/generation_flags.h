@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/generate.h"
+#include "generation/generate.h"
 #include "runtime/cpu_cores.h"
 #include "runtime/model.h"
 

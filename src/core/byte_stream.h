@@ -1,4 +1,4 @@
-// Little binary writer / reader for state files (runtime/session_file.h):
+// Little binary writer / reader for state files (state/session_file.h):
 // plain values and vectors of plain values, in the machine's byte order, the
 // reader checking every length against what is left so that a truncated or
 // edited file is an Error naming it, never an out-of-bounds read.

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "engine/slot_choice.h"
-#include "runtime/session_file.h"
+#include "state/session_file.h"
 
 namespace tessera::engine {
 

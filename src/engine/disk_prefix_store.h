@@ -1,5 +1,5 @@
 // The prefix cache's disk tier: session states of shared prompt prefixes
-// kept as session files (runtime/session_file.h) in one directory per model,
+// kept as session files (state/session_file.h) in one directory per model,
 // so that a restarted server (or another process of the same model) starts
 // a conversation with a known system prompt without prefilling it again.
 //

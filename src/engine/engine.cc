@@ -6,7 +6,7 @@
 #include "engine/slot_choice.h"
 #include "load/draft_models.h"
 #include "load/model_loader.h"
-#include "runtime/chat.h"
+#include "generation/chat.h"
 #include "sources/model_registry.h"
 
 namespace tessera::engine {

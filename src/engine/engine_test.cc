@@ -6,7 +6,7 @@
 #include <future>
 
 #include "core/temp_dir_for_tests.h"
-#include "runtime/chat.h"
+#include "generation/chat.h"
 #include "sources/tiny_chat_model_for_tests.h"
 
 namespace tessera::engine {

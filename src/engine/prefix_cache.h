@@ -6,7 +6,7 @@
 // every entry is also written to and that a lookup falls back on when it
 // holds a longer prefix than memory does. Entries are exact: a state
 // restored from the cache and continued computes the bits a fresh run would
-// (runtime/sequence_state.h).
+// (state/sequence_state.h).
 //
 // The engine adds entries where prefixes are seen to be shared: when a
 // prompt diverges from a slot's conversation (that common prefix), and at

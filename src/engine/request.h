@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/generate.h"
+#include "generation/generate.h"
 
 namespace tessera::engine {
 

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/sha256.h"
-#include "runtime/generate.h"
+#include "generation/generate.h"
 #include "runtime/session.h"
 
 namespace tessera {

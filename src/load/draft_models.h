@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/generate.h"
+#include "generation/generate.h"
 #include "runtime/model.h"
 
 namespace tessera {

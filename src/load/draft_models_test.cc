@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "core/temp_dir_for_tests.h"
 #include "load/model_loader.h"
-#include "runtime/draft_controller.h"
-#include "runtime/generate.h"
-#include "runtime/model_drafter.h"
+#include "generation/draft_controller.h"
+#include "generation/generate.h"
+#include "generation/model_drafter.h"
 #include "sources/tiny_chat_model_for_tests.h"
 
 namespace tessera {

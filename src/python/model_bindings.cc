@@ -17,11 +17,11 @@
 //       -> dict {"ids", "text", "finish_reason", "prompt_tokens", "decode_tokens", "decode_seconds",
 //                "speculative": {"drafted", "accepted", "verify_calls", "refeeds"}}
 //       (settings checked by make_generate_options, as the CLI's; speculative: "off" | "lookup" | "auto",
-//       runtime/speculative.h)
+//       generation/speculative.h)
 //   s.length, s.reset(), s.truncate(n) -> bool, s.can_truncate(n), s.rollback(k) -> bool,
 //   s.snapshot() -> SessionSnapshot, s.restore(snapshot), s.state_bytes, s.rollback_margin,
-//   s.save(path), s.load(path) (runtime/session_file.h)
-//   (runtime/sequence_state.h: false = the state could not go back there; the session was reset)
+//   s.save(path), s.load(path) (state/session_file.h)
+//   (state/sequence_state.h: false = the state could not go back there; the session was reset)
 //   _tessera.decode_batch([s0, s1, ...], [id0, id1, ...]) -> float32 ndarray [sessions, vocab]
 //       one decode step of several sessions of one model in one call (Session::decode_batch)
 //   _tessera.calibrate(source, text="", max_tokens=512, threads=1)
@@ -41,7 +41,7 @@
 #include "graph/program.h"
 #include "load/draft_models.h"
 #include "load/model_loader.h"
-#include "runtime/generate.h"
+#include "generation/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
 

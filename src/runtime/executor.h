@@ -35,7 +35,7 @@
 #include "kernels/qlinear_refine.h"
 #include "kernels/vector_ops.h"
 #include "runtime/arithmetic.h"
-#include "runtime/sequence_state.h"
+#include "state/sequence_state.h"
 #include "runtime/thread_pool.h"
 #include "runtime/weight_store.h"
 
@@ -92,7 +92,7 @@ struct CallContext {
   // kernels, whose bits do not depend on the number of tokens), never the
   // int16 GEMM or AMX tiles of longer calls: each row then has the bits a
   // decode step of that token alone would give. Speculative verification
-  // (runtime/speculative.h) sets it so that its output equals plain decode's.
+  // (generation/speculative.h) sets it so that its output equals plain decode's.
   bool decode_kernels = false;
   // Optional: called before every Linear with its weight's name and its
   // input [rows][cols] (calibration, convert/calibration.h).

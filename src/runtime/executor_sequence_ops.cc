@@ -61,7 +61,7 @@ void BoundProgram::run_sequence_mixer(const BoundOp& b, Workspace& ws, const Cal
 // for prompts is the same sum reassociated, which would make a position's
 // bits depend on how the sequence was cut into calls. Value heads are
 // independent, so the thread split changes no bits; the updates are logged
-// for rollback (runtime/recurrent_state.h).
+// for rollback (state/recurrent_state.h).
 void BoundProgram::run_delta_rule(const BoundOp& b, Workspace& ws, const CallContext& ctx, SequenceState& state,
                                   int64_t row0, int64_t rows) const {
   const Op& op = *b.op;

@@ -42,7 +42,7 @@ struct LoadOptions {
   // kernels; closer to an F32 copy of a GGUF than llama.cpp's own arithmetic,
   // docs/QUANTIZATION.md) or exact (two passes: the oracle's and parity's).
   Arithmetic arithmetic = Arithmetic::Fast;
-  // How every Session of this model keeps its KV cache (runtime/kv_cache.h):
+  // How every Session of this model keeps its KV cache (state/kv_cache.h):
   // f32 (default) or f16 (half the memory and the bytes decode attention
   // reads; measured effect in docs/BENCHMARKING.md).
   KvType kv_type = KvType::F32;

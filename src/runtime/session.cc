@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/reference/kernels.h"
-#include "runtime/session_file.h"
+#include "state/session_file.h"
 
 namespace tessera {
 

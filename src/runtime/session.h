@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "runtime/model.h"
-#include "runtime/sequence_state.h"
+#include "state/sequence_state.h"
 
 namespace tessera {
 
@@ -40,7 +40,7 @@ class Session {
   // one-token decode step computes it (CallContext::decode_kernels): each
   // row's logits and argmax have the bits that running the tokens one at a
   // time through forward() gives, whatever the kernel paths of longer calls.
-  // Speculative verification (runtime/speculative.h) relies on it.
+  // Speculative verification (generation/speculative.h) relies on it.
   // with_logits false: only greedy_ids() is wanted, and the logits rows
   // (rows × vocab floats: 9.4 MB for 9 rows of Gemma 3's 262,144) are not
   // copied out when the programs compute the argmax (the result is then
@@ -95,7 +95,7 @@ class Session {
   Snapshot snapshot() const { return {state_.snapshot(), history_}; }
   void restore(const Snapshot& s);
 
-  // The state and history to a file and back (runtime/session_file.h);
+  // The state and history to a file and back (state/session_file.h);
   // load() throws Error (session unchanged) for a file of another model,
   // version or shape, or a corrupted one.
   void save(const std::string& path) const;

@@ -12,7 +12,7 @@
 // OpenAI's), top_p, seed (absent: a random one) and stop (a string or up to
 // 4), and Tessera's extensions top_k, min_p, repeat_penalty, repeat_last_n,
 // ignore_eos, speculative ("off" | "lookup" | "auto" | "draft": the
-// server's --draft model, runtime/speculative.h) and draft_max.
+// server's --draft model, generation/speculative.h) and draft_max.
 #pragma once
 
 #include <cstdint>

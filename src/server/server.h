@@ -30,7 +30,7 @@ struct ServerOptions {
   int64_t max_tokens_cap = 2048; // max_tokens above this is clamped; absent means this
   int http_threads = 0;          // 0: engine queue capacity + slots + 4
   int io_timeout_s = 10;         // a client that sends or reads nothing for this long is dropped
-  std::string draft_model;       // what "speculative": "draft" runs (runtime/model_drafter.h); empty: refused
+  std::string draft_model;       // what "speculative": "draft" runs (generation/model_drafter.h); empty: refused
 };
 
 class Server {

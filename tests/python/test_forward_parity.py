@@ -86,7 +86,7 @@ def test_last_logits_only_equal_the_last_row(tiny):
 
 
 def test_f16_kv_cache_is_split_free_and_close_to_transformers(tiny):
-    """kv_type="f16" keeps K and V as IEEE f16 (runtime/kv_cache.h). Every row
+    """kv_type="f16" keeps K and V as IEEE f16 (state/kv_cache.h). Every row
     is rounded to f16 before attention reads it, from the call or the cache,
     so the call split and the thread count still change no bit. Against
     transformers the logits move by that rounding (relative 2^-11 of each key
@@ -120,7 +120,7 @@ def test_f16_kv_cache_is_split_free_and_close_to_transformers(tiny):
 
 
 def test_second_turn_rollbacks_and_snapshots_equal_a_fresh_run(tiny):
-    """The per-layer state contract (runtime/sequence_state.h) on every
+    """The per-layer state contract (state/sequence_state.h) on every
     architecture: a second turn on a session, rollbacks of up to the margin
     after Gemma 3's 8-token window and LFM2's and Qwen3.5's conv tails have
     wrapped many times and Qwen3.5's recurrent checkpoints have moved on (the

@@ -13,7 +13,7 @@ kernels/reference) and with each optimized level this CPU has:
                  32+ tokens run their linears as bf16 AMX tile GEMMs
   avx2           as avx512, with the AVX2 kernels (the int16 GEMM on vpmaddwd)
   LEVEL+f16kv    the default level with an f16 KV cache (keys and values
-                 rounded to f16; runtime/kv_cache.h)
+                 rounded to f16; state/kv_cache.h)
   fast           the fast arithmetic (one int8 pass, every call on the
                  integer-dot kernels), held to the peer-anchored floor
 The levels above run --arithmetic exact (two passes). The issue "Fast CPU kernels" asked for top-1 identical at >= 99% of positions

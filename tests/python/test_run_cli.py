@@ -152,7 +152,7 @@ def tiny_llama(tmp_path_factory):
     (["--repeat-last-n", "-2"], {"repeat_last_n": -2}),
 ])
 def test_cli_and_python_refuse_bad_settings_with_the_same_error(tiny_llama, cli, py):
-    """One builder (make_generate_options, runtime/generate.h) checks the
+    """One builder (make_generate_options, generation/generate.h) checks the
     settings of `tessera run` and of Session.generate: the same message."""
     proc = run_tessera("run", tiny_llama, "--prompt-ids", "1,2", "--reference", *cli, check=False)
     assert proc.returncode == 2, proc.stderr

@@ -1,4 +1,4 @@
-"""Session state saved to a file and loaded back (runtime/session_file.h):
+"""Session state saved to a file and loaded back (state/session_file.h):
 a session loaded from a file continues exactly as the one that saved it
 (bit-identical logits), on architectures with every kind of layer state
 (full KV, sliding rings after wrapping, conv tails, recurrent matrices,

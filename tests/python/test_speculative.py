@@ -1,4 +1,4 @@
-"""Speculative decoding (runtime/speculative.h): greedy output identical to
+"""Speculative decoding (generation/speculative.h): greedy output identical to
 plain greedy decoding, token for token, and sampled output distributed as
 plain sampling's.
 
@@ -279,7 +279,7 @@ def test_greedy_speculative_equals_plain_on_long_chat_prompts(name, pulled_model
 
 def test_auto_speculates_on_a_verbatim_copy_from_shadow_drafts(pulled_model_path):
     """`auto` verifies nothing until plain decoding has confirmed the
-    lookup's proposals (shadow drafts, runtime/draft_controller.h): on a
+    lookup's proposals (shadow drafts, generation/draft_controller.h): on a
     request to repeat a paragraph it then speculates, and its output is plain
     greedy's."""
     name = "smollm2-135m-instruct"

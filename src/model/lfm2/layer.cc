@@ -7,7 +7,7 @@
 //
 // conv is a depthwise causal convolution of conv_L_cache taps over the
 // sequence (ref::short_conv); its state is the last taps-1 inputs
-// (runtime/conv_state.h). The final norm is model.embedding_norm.
+// (state/conv_state.h). The final norm is model.embedding_norm.
 #include "model/lfm2/lfm2.h"
 
 namespace tessera::model::lfm2 {

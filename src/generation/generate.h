@@ -15,10 +15,10 @@
 
 #include <tessera/generation_settings.hpp>
 
-#include "runtime/sampler.h"
+#include "generation/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/detokenizer.h"
-#include "runtime/speculative.h"
+#include "generation/speculative.h"
 
 namespace tessera {
 
@@ -28,7 +28,7 @@ struct GenerateOptions {
   std::vector<std::string> stop_strings;  // generation ends before the first occurrence
   bool ignore_eos = false;                // keep going past stop tokens
   int64_t max_tokens_per_call = 0;        // prefill call size (0: largest variant)
-  SpeculativeOptions speculative;          // speculative decoding (runtime/speculative.h); off by default
+  SpeculativeOptions speculative;          // speculative decoding (generation/speculative.h); off by default
 };
 
 // A generation request as a user states it is a GenerationSettings

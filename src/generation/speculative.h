@@ -1,4 +1,4 @@
-// Speculative decoding: a drafter (runtime/drafter.h) guesses the next k
+// Speculative decoding: a drafter (generation/drafter.h) guesses the next k
 // tokens, and one batched call of the target model checks them all.
 //
 // Why it pays on a CPU: decode is bound by reading the weights, once per
@@ -47,9 +47,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/draft_controller.h"
-#include "runtime/drafter.h"
-#include "runtime/sampler.h"
+#include "generation/draft_controller.h"
+#include "generation/drafter.h"
+#include "generation/sampler.h"
 #include "runtime/session.h"
 
 namespace tessera {
@@ -57,8 +57,8 @@ namespace tessera {
 enum class SpeculativeMode {
   Off,     // plain decode
   Lookup,  // prompt lookup: every proposal verified, max_draft tokens at a time
-  Auto,    // prompt lookup under adaptive control (runtime/draft_controller.h)
-  Draft,   // a draft model's greedy guesses (runtime/model_drafter.h), under adaptive control
+  Auto,    // prompt lookup under adaptive control (generation/draft_controller.h)
+  Draft,   // a draft model's greedy guesses (generation/model_drafter.h), under adaptive control
   DraftAll,  // a draft model's guesses, max_draft at every step, all verified (measuring a drafter)
 };
 

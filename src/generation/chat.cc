@@ -1,4 +1,4 @@
-#include "runtime/chat.h"
+#include "generation/chat.h"
 
 #include <algorithm>
 

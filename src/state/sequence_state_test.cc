@@ -1,7 +1,7 @@
 // The per-layer state contract (sequence_state.h): rollback within the
 // margin after rings and conv tails have wrapped, refusal beyond it with
 // nothing changed, snapshot / restore, and the bytes each layer takes.
-#include "runtime/sequence_state.h"
+#include "state/sequence_state.h"
 
 #include <random>
 #include <vector>

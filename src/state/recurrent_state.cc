@@ -1,4 +1,4 @@
-#include "runtime/recurrent_state.h"
+#include "state/recurrent_state.h"
 
 #include <algorithm>
 

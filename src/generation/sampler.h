@@ -46,7 +46,7 @@ class Sampler {
   // The distribution sample() draws from for these logits: the tokens left
   // after steps 1-5 with their probabilities (summing to 1), most likely
   // first; at temperature 0 the one token sample() returns, with 1. Valid
-  // until the next call. Speculative sampling (runtime/speculative.h) reads it.
+  // until the next call. Speculative sampling (generation/speculative.h) reads it.
   const std::vector<std::pair<int32_t, double>>& distribution(const float* logits, int64_t vocab,
                                                               std::span<const int32_t> context);
   // The next draw of the generator as a double in [0, 1) (53 bits), the

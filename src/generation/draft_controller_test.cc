@@ -1,4 +1,4 @@
-#include "runtime/draft_controller.h"
+#include "generation/draft_controller.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/generate.h"
+#include "generation/generate.h"
 
 #include <algorithm>
 #include <deque>

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/generate.h"
+#include "generation/generate.h"
 #include "runtime/session.h"
 
 namespace tessera {

@@ -1,4 +1,4 @@
-#include "runtime/conv_state.h"
+#include "state/conv_state.h"
 
 #include <algorithm>
 #include <cstring>

@@ -32,9 +32,9 @@
 #include <cstdint>
 
 #include "core/model_spec.h"
-#include "runtime/conv_state.h"
-#include "runtime/kv_cache.h"
-#include "runtime/recurrent_state.h"
+#include "state/conv_state.h"
+#include "state/kv_cache.h"
+#include "state/recurrent_state.h"
 
 namespace tessera {
 
@@ -64,7 +64,7 @@ class SequenceState {
   // Throws Error if `s` belongs to another model shape or context length.
   void restore(const SequenceState& s);
 
-  // Every layer's state as bytes, and back (runtime/session_file.h). load()
+  // Every layer's state as bytes, and back (state/session_file.h). load()
   // throws Error, leaving this state unchanged, when the data was not saved
   // from a state of this shape.
   void save(ByteWriter& w) const;

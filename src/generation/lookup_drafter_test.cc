@@ -1,4 +1,4 @@
-#include "runtime/lookup_drafter.h"
+#include "generation/lookup_drafter.h"
 
 #include <gtest/gtest.h>
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sequence_state.h"
+#include "state/sequence_state.h"
 
 namespace tessera {
 

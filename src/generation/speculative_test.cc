@@ -1,4 +1,4 @@
-#include "runtime/speculative.h"
+#include "generation/speculative.h"
 
 #include <gtest/gtest.h>
 

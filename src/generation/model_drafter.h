@@ -1,4 +1,4 @@
-// A draft model: a drafter (runtime/drafter.h) that runs a second, cheaper
+// A draft model: a drafter (generation/drafter.h) that runs a second, cheaper
 // model sharing the target's tokenizer (a smaller model of the family, or a
 // lut2 / lut3 bundle of the target itself) greedily for k tokens.
 //
@@ -9,7 +9,7 @@
 // cannot be cut there is reset and refilled), runs the rest of the context
 // in one call, then decodes k - 1 more tokens. Its guesses are one-hot (the
 // draft model's argmax), which is what speculative sampling's one-hot
-// acceptance assumes (runtime/speculative.h).
+// acceptance assumes (generation/speculative.h).
 //
 // The draft model is loaded by the caller (load/draft_models.h) and handed in.
 #pragma once
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/drafter.h"
+#include "generation/drafter.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
 

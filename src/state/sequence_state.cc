@@ -1,4 +1,4 @@
-#include "runtime/sequence_state.h"
+#include "state/sequence_state.h"
 
 #include "core/error.h"
 

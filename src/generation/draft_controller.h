@@ -1,4 +1,4 @@
-// Adaptive control of speculative decoding (runtime/speculative.h): how
+// Adaptive control of speculative decoding (generation/speculative.h): how
 // many drafted tokens to verify at each step — none meaning a plain decode
 // step — from what this request has measured so far, so that speculation
 // is used where it pays and costs next to nothing where it does not.
@@ -71,7 +71,7 @@
 
 #include <cstdint>
 
-#include "runtime/drafter.h"
+#include "generation/drafter.h"
 
 namespace tessera {
 

@@ -84,7 +84,7 @@ class KvCache {
   // bytes_allocated() reaches at most, before growth's slack).
   uint64_t layer_bytes(int64_t layer, int64_t positions) const;
 
-  // The cached rows and their bookkeeping (runtime/session_file.h); load()
+  // The cached rows and their bookkeeping (state/session_file.h); load()
   // throws Error when the data does not fit this cache's shape.
   void save(ByteWriter& w) const;
   void load(ByteReader& r);

@@ -1,4 +1,4 @@
-#include "runtime/session_file.h"
+#include "state/session_file.h"
 
 #include <filesystem>
 #include <fstream>

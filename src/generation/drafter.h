@@ -1,5 +1,5 @@
 // A drafter guesses the next few tokens of a generation cheaply, for
-// speculative decoding (runtime/speculative.h) to verify in one batched call
+// speculative decoding (generation/speculative.h) to verify in one batched call
 // of the target model. A guess is only ever a proposal: the verification
 // keeps exactly the tokens the target itself would have produced, so a
 // drafter decides the speed, never the output.

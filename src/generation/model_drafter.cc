@@ -1,4 +1,4 @@
-#include "runtime/model_drafter.h"
+#include "generation/model_drafter.h"
 
 #include <algorithm>
 #include <map>

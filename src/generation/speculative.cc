@@ -1,11 +1,11 @@
-#include "runtime/speculative.h"
+#include "generation/speculative.h"
 
 #include <algorithm>
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "runtime/lookup_drafter.h"
-#include "runtime/model_drafter.h"
+#include "generation/lookup_drafter.h"
+#include "generation/model_drafter.h"
 
 namespace tessera {
 

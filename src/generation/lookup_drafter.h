@@ -1,4 +1,4 @@
-// Prompt lookup: a drafter (runtime/drafter.h) that needs no model. Text
+// Prompt lookup: a drafter (generation/drafter.h) that needs no model. Text
 // being generated often repeats text already in the context — a document
 // being rewritten or quoted, code being edited, names and phrases used
 // again — so when the context's last n tokens occurred earlier, the tokens
@@ -19,7 +19,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/drafter.h"
+#include "generation/drafter.h"
 
 namespace tessera {
 
