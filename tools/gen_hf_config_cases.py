@@ -1,4 +1,4 @@
-"""Prints the kTransformersCases block of src/sources/hf_config_test.cc.
+"""Prints the kTransformersCases block of src/model/hf_config_test.cc.
 
 The cases and what transformers resolves from them come from
 tests/python/hf_config_expectations.py (CASES, expect()); this only writes them

@@ -12,7 +12,7 @@ running the model (each such check below says why).
 
 Shared by tests/python/test_hf_config_parity.py, which compares expect() with
 tessera.spec_from_hf_config on CASES and on random_config() configs, and
-tools/gen_hf_config_cases.py, which embeds CASES in src/sources/hf_config_test.cc.
+tools/gen_hf_config_cases.py, which embeds CASES in src/model/hf_config_test.cc.
 """
 
 from __future__ import annotations
