@@ -79,11 +79,6 @@ std::string source_architecture(const Reader& r, const char* def) {
   return v->empty() ? std::string(def) : (*v)[0].get<std::string>();
 }
 
-// transformers' heterogeneous configs: `per_layer_config` maps a layer index to
-// field overrides. Overrides equal to the global value are dropped (as
-// transformers does). With `geometry`, head_dim and num_key_value_heads
-// overrides are recorded there for the caller to check; any other override
-// would give layers different shapes, which ModelSpec cannot express.
 void check_per_layer_config(const Reader& r, const ModelSpec& s, LayerGeometry* geometry) {
   const json* v = r.find("per_layer_config");
   if (v == nullptr || v->is_null()) return;
@@ -128,9 +123,6 @@ void check_per_layer_config(const Reader& r, const ModelSpec& s, LayerGeometry* 
   }
 }
 
-// The fields shared by every class: sizes, heads, head_dim, norm eps, activation,
-// tokens, tying. `per_layer_config` is checked here unless the class reads it
-// itself (Gemma 4).
 void read_common(const Reader& r, const ClassDefaults& d, ModelSpec& s, bool check_per_layer) {
   s.source_architecture = source_architecture(r, d.class_name);
   s.vocab_size = r.size("vocab_size", d.vocab);
@@ -181,9 +173,6 @@ void read_common(const Reader& r, const ClassDefaults& d, ModelSpec& s, bool che
   if (check_per_layer) check_per_layer_config(r, s);
 }
 
-// layer_types, with transformers' legacy renames ("attention" -> "full_attention",
-// "mamba" -> "linear_attention"); every entry must be one the class supports and
-// there must be one per layer.
 std::optional<std::vector<LayerKind>> read_layer_types(const Reader& r, int64_t num_layers,
                                                        const std::map<std::string, LayerKind>& allowed) {
   const json* v = r.find("layer_types");
@@ -400,8 +389,6 @@ void read_generic_rope(const Reader& r, ModelSpec& s, double default_theta,
   fit_rope_to_head(pr, r, s, s.rope, s.head_dim, "head_dim", has_attention(s), default_partial_rotary.has_value());
 }
 
-// Sliding window shared by the Qwen 2/3 family: `sliding_window` only counts when
-// `use_sliding_window` is true, and then layers from `max_window_layers` on slide.
 void read_qwen_layers(const Reader& r, ModelSpec& s) {
   const bool use_sw = r.boolean("use_sliding_window", false);
   const int64_t sw = r.nullable_size("sliding_window", 4096).value_or(0);
