@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import tessera
+from conftest import run_tessera
 
 GEN = 64
 PROMPTS = [
@@ -71,8 +72,9 @@ def test_greedy_64_tokens_match_transformers(name, pulled_model_path):
 
 
 # Qwen2.5-Coder 0.5B (the real-size issue's first model): greedy chat answers,
-# the prompt rendered by the GGUF's own chat template, on the exact reference
-# path against transformers on the same GGUF in f32.
+# the prompt rendered by the GGUF's own chat template, against transformers on
+# the same GGUF in f32: from Python on the exact reference path and on the
+# default bundle (the fast level), and from the CLI's chat.
 QWEN_CHAT = [
     "Write a Python function that reverses a string.",
     "What does `git rebase` do? Answer in two sentences.",
@@ -97,12 +99,19 @@ def test_qwen2_5_coder_0_5b_chat_answers_match_transformers(pulled_model_path):
     tok = tessera.Tokenizer.from_file(str(path))
     template = tessera._core.find_chat_template(str(path))
     assert template, "the GGUF carries its chat template"
-    model = tessera.Model(str(path), threads=min(2, os.cpu_count() or 1), reference=True)
+    threads = min(2, os.cpu_count() or 1)
+    reference = tessera.Model(str(path), threads=threads, reference=True)
+    bundle = tessera.Model(name, threads=threads)  # the default bundle: blk4 / blk8 at the fast level
     for question in QWEN_CHAT:
         messages = json.dumps([{"role": "user", "content": question}])
         text = tessera._core.render_chat_template(template, messages, True)
         ids = tok.encode(text, False)
         expected = hf_greedy(hf, ids, QWEN_GEN)
-        got = tessera.Session(model).generate(ids, QWEN_GEN, ignore_eos=True)["ids"]
-        assert got == expected, (f"{question!r}: tessera {tok.decode(got)!r} vs transformers "
-                                 f"{tok.decode(expected)!r}")
+        for door, model in (("reference", reference), ("default bundle", bundle)):
+            got = tessera.Session(model).generate(ids, QWEN_GEN, ignore_eos=True)["ids"]
+            assert got == expected, (f"{door}: {question!r}: tessera {tok.decode(got)!r} vs transformers "
+                                     f"{tok.decode(expected)!r}")
+        # The CLI's chat rendering and generation give the same ids.
+        cli = json.loads(run_tessera("run", name, "--chat", "-p", question, "-n", QWEN_GEN, "--ignore-eos",
+                                     "--json", "--threads", threads).stdout)
+        assert cli["ids"][:QWEN_GEN] == expected, question
