@@ -74,7 +74,7 @@ def test_greedy_64_tokens_match_transformers(name, pulled_model_path):
 # Qwen2.5-Coder 0.5B (the real-size issue's first model): greedy chat answers,
 # the prompt rendered by the GGUF's own chat template, against transformers on
 # the same GGUF in f32: from Python on the exact reference path and on the
-# default bundle (the fast level), and from the CLI's chat.
+# default bundle (the fast level), from the CLI's chat and from the server.
 QWEN_CHAT = [
     "Write a Python function that reverses a string.",
     "What does `git rebase` do? Answer in two sentences.",
@@ -86,6 +86,9 @@ QWEN_GEN = 48
 @pytest.mark.network
 def test_qwen2_5_coder_0_5b_chat_answers_match_transformers(pulled_model_path):
     import json
+    import urllib.request
+
+    from serve_helpers import Server
 
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
@@ -102,6 +105,7 @@ def test_qwen2_5_coder_0_5b_chat_answers_match_transformers(pulled_model_path):
     threads = min(2, os.cpu_count() or 1)
     reference = tessera.Model(str(path), threads=threads, reference=True)
     bundle = tessera.Model(name, threads=threads)  # the default bundle: blk4 / blk8 at the fast level
+    answers = {}
     for question in QWEN_CHAT:
         messages = json.dumps([{"role": "user", "content": question}])
         text = tessera._core.render_chat_template(template, messages, True)
@@ -111,7 +115,19 @@ def test_qwen2_5_coder_0_5b_chat_answers_match_transformers(pulled_model_path):
             got = tessera.Session(model).generate(ids, QWEN_GEN, ignore_eos=True)["ids"]
             assert got == expected, (f"{door}: {question!r}: tessera {tok.decode(got)!r} vs transformers "
                                      f"{tok.decode(expected)!r}")
-        # The CLI's chat rendering and generation give the same ids.
+        # The CLI's chat rendering and generation give the same ids ...
         cli = json.loads(run_tessera("run", name, "--chat", "-p", question, "-n", QWEN_GEN, "--ignore-eos",
                                      "--json", "--threads", threads).stdout)
         assert cli["ids"][:QWEN_GEN] == expected, question
+        answers[question] = tok.decode(expected)
+    # ... and the server's chat completions the same text (it returns no ids).
+    with Server(name, "--threads", threads) as server:
+        for question, answer in answers.items():
+            body = json.dumps({"model": server.model_name, "messages": [{"role": "user", "content": question}],
+                               "max_tokens": QWEN_GEN, "temperature": 0, "ignore_eos": True}).encode()
+            request = urllib.request.Request(server.url + "/v1/chat/completions", data=body,
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=600) as r:
+                reply = json.loads(r.read())
+            assert reply["usage"]["completion_tokens"] == QWEN_GEN, question
+            assert reply["choices"][0]["message"]["content"] == answer, question
