@@ -64,6 +64,4 @@ DraftingCost ModelDrafter::predicted_cost(std::span<const int32_t> context, doub
   return {catch_up * per_position, step};
 }
 
-
-
 }  // namespace tessera
