@@ -40,13 +40,13 @@ struct ArchitectureUnit {
     const char* class_name;  // default architectures[0]
     bool tie_default;        // the wrapper class's tie_word_embeddings default
   };
-  std::optional<HfWrapper> hf_wrapper;
+  std::optional<HfWrapper> hf_wrapper{};
 
   // GGUF: general.architecture, the reader of its metadata (nullptr: not read
   // from GGUF), and how llama.cpp names and stores its tensors.
   const char* gguf_architecture = nullptr;
   ModelSpec (*read_gguf)(const GgufMetadataReader& r) = nullptr;
-  GgufTensorRules gguf_tensors;
+  GgufTensorRules gguf_tensors{};
 
   // Programs: one decoder layer, and the layer kinds it builds.
   LayerBuilder build_layer = nullptr;

@@ -21,9 +21,15 @@ TEST(Architectures, EveryUnitIsCompleteAndNamedOnce) {
     EXPECT_NE(u->build_layer, nullptr);
     EXPECT_FALSE(u->layer_kinds.empty());
     EXPECT_TRUE(u->read_hf_config != nullptr || u->read_gguf != nullptr);
-    if (u->read_hf_config) EXPECT_TRUE(hf_types.insert(u->hf_model_type).second);
-    if (u->hf_wrapper) EXPECT_TRUE(hf_types.insert(u->hf_wrapper->model_type).second);
-    if (u->read_gguf) EXPECT_TRUE(gguf_names.insert(u->gguf_architecture).second);
+    if (u->read_hf_config) {
+      EXPECT_TRUE(hf_types.insert(u->hf_model_type).second);
+    }
+    if (u->hf_wrapper) {
+      EXPECT_TRUE(hf_types.insert(u->hf_wrapper->model_type).second);
+    }
+    if (u->read_gguf) {
+      EXPECT_TRUE(gguf_names.insert(u->gguf_architecture).second);
+    }
     EXPECT_EQ(model::find_architecture(u->name), u);
   }
   EXPECT_GE(names.size(), 8u);

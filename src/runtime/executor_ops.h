@@ -15,7 +15,6 @@
 
 #include "graph/program.h"
 #include "kernels/cpu_isa.h"
-#include "kernels/qlinear_amx.h"
 #include "runtime/executor.h"
 
 namespace tessera {

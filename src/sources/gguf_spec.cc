@@ -232,7 +232,6 @@ GgufCommon read_gguf_common(const GgufMetadataReader& r, const GgufCommonOptions
     spec.attention_bias = f.find_tensor(fmt::format("blk.{}.attn_q.bias", i)) != nullptr;
   spec.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
   spec.layer_types.assign(static_cast<size_t>(L), LayerKind::FullAttention);
-  c.heads = *heads;
   c.kv_heads = kv;
   c.ffn = *ffn;
   c.rot_dims = rot_dims;

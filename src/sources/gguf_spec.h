@@ -140,7 +140,7 @@ struct GgufCommonOptions {
 struct GgufCommon {
   ModelSpec spec;
   int64_t blocks = 0;                       // block_count, trailing blocks included
-  std::vector<int64_t> heads, kv_heads, ffn;  // per layer
+  std::vector<int64_t> kv_heads, ffn;         // per layer
   int64_t rot_dims = 0;                     // rope.dimension_count (head size when absent)
 };
 GgufCommon read_gguf_common(const GgufMetadataReader& r, const GgufCommonOptions& options);

@@ -20,7 +20,13 @@ int64_t F32Tensor::elements() const {
 }
 
 std::string gguf_tensor_name(const GgufTensorRules& rules, const std::string& hf) {
-  if (auto it = rules.names.find(hf); it != rules.names.end()) return it->second;
+  // An architecture's own names: a few pairs each, searched in order.
+  const auto own = [](const auto& pairs, const std::string& key) -> const std::string* {
+    for (const auto& [from, to] : pairs)
+      if (from == key) return &to;
+    return nullptr;
+  };
+  if (const std::string* g = own(rules.names, hf)) return *g;
   static const std::map<std::string, std::string> top = {
       {"model.embed_tokens.weight", "token_embd.weight"},
       {"model.norm.weight", "output_norm.weight"},
@@ -52,8 +58,7 @@ std::string gguf_tensor_name(const GgufTensorRules& rules, const std::string& hf
       {"mlp.down_proj.weight", "ffn_down.weight"},
   };
   const std::string suffix = m[2].str();
-  auto own = rules.layer_names.find(suffix);
-  if (own != rules.layer_names.end()) return fmt::format("blk.{}.{}", m[1].str(), own->second);
+  if (const std::string* g = own(rules.layer_names, suffix)) return fmt::format("blk.{}.{}", m[1].str(), *g);
   auto it = shared.find(suffix);
   if (it == shared.end()) return "";
   return fmt::format("blk.{}.{}", m[1].str(), it->second);

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sources/model_source.h"
@@ -38,10 +39,10 @@ struct GgufTensorRules {
   // HF name -> GGUF name, tried before the names every architecture shares
   // (token_embd, output_norm, output and the Llama-style blk.N.* names):
   // whole names (model.*, lm_head.*) ...
-  std::map<std::string, std::string> names;
+  std::vector<std::pair<std::string, std::string>> names{};
   // ... and layer parameters: the suffix after "model.layers.N." -> the
   // suffix after "blk.N.".
-  std::map<std::string, std::string> layer_names;
+  std::vector<std::pair<std::string, std::string>> layer_names{};
   // Undoes, in place, what the converter changed in GGUF tensor `gguf_name`
   // after it was dequantized (`origin` names the file in errors). nullptr:
   // every tensor is stored as the HF weight.

@@ -4,7 +4,6 @@
 //   * A_log is stored as ssm_a = -exp(A_log);
 //   * the delta-net's value heads are reordered (v_head_layout below).
 #include <cmath>
-#include <cstring>
 
 #include "model/qwen3_5/qwen3_5.h"
 
@@ -60,15 +59,13 @@ void reorder_v_heads(F32Tensor& t, const ModelSpec& s, const VHeadLayout& l, con
     fail(origin, g, "{} {} where the gated delta-net geometry gives {}", n, l.columns ? "columns" : "rows",
          l.offset + s.linear_num_value_heads * l.head_size);
   const std::vector<int64_t> src = v_head_source(s, l, n);
-  std::vector<float> out(t.data.size());
-  if (l.columns) {
-    for (int64_t row = 0; row < t.elements() / n; ++row)
-      for (int64_t c = 0; c < n; ++c) out[row * n + c] = t.data[row * n + src[static_cast<size_t>(c)]];
-  } else {
-    const int64_t cols = t.elements() / n;
-    for (int64_t row = 0; row < n; ++row)
-      std::memcpy(&out[row * cols], &t.data[src[static_cast<size_t>(row)] * cols], cols * sizeof(float));
+  if (!l.columns) {
+    reorder_rows(t, src);
+    return;
   }
+  std::vector<float> out(t.data.size());
+  for (int64_t row = 0; row < t.elements() / n; ++row)
+    for (int64_t c = 0; c < n; ++c) out[row * n + c] = t.data[row * n + src[static_cast<size_t>(c)]];
   t.data = std::move(out);
 }
 
