@@ -18,7 +18,8 @@ import torch
 
 import tessera
 from conftest import run_tessera
-from tiny_models import VOCAB, hf_greedy, make_tiny_model, tiny_gguf_writer, write_tiny_gguf
+from tiny_models import (VOCAB, assert_gguf_matches_transformers, hf_greedy, make_tiny_model, tiny_gguf_writer,
+                         write_tiny_gguf)
 
 gguf = pytest.importorskip("gguf")
 
@@ -65,15 +66,7 @@ def test_gguf_in_llamacpp_layout_matches_transformers(tiny_lfm2, tmp_path):
     directory, hf = tiny_lfm2
     path = tmp_path / "lfm2-tiny.gguf"
     write_lfm2_gguf(hf, path)
-    ids = torch.randint(0, VOCAB, (1, 40), generator=torch.Generator().manual_seed(5))
-    with torch.no_grad():
-        ref = hf(ids).logits[0].numpy()
-    ours = tessera.Session(tessera.Model(str(path), reference=True)).forward(ids[0].tolist(), all_logits=True)
-    assert (ours.argmax(-1) == ref.argmax(-1)).all()
-    assert np.abs(ours - ref).max() <= 1e-3 * np.abs(ref).max()
-    # And the same values as the safetensors checkpoint, bit for bit.
-    hf_run = tessera.Session(tessera.Model(str(directory), reference=True)).forward(ids[0].tolist(), all_logits=True)
-    assert np.array_equal(ours, hf_run)
+    assert_gguf_matches_transformers(hf, path, directory)
 
 
 STEPS = 300

@@ -164,3 +164,20 @@ def write_tiny_gguf(w):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def assert_gguf_matches_transformers(hf, gguf_path, checkpoint_dir):
+    """The GGUF written from `hf` runs on Tessera's reference path: the same
+    argmax as transformers at each of 40 random positions, logits within
+    1e-3 of its largest, and the safetensors checkpoint's values bit for bit."""
+    import numpy as np
+    import tessera
+    ids = torch.randint(0, VOCAB, (1, 40), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        ref = hf(ids).logits[0].numpy()
+    ours = tessera.Session(tessera.Model(str(gguf_path), reference=True)).forward(ids[0].tolist(), all_logits=True)
+    assert (ours.argmax(-1) == ref.argmax(-1)).all()
+    assert np.abs(ours - ref).max() <= 1e-3 * np.abs(ref).max()
+    from_checkpoint = tessera.Session(tessera.Model(str(checkpoint_dir), reference=True)).forward(ids[0].tolist(),
+                                                                                                 all_logits=True)
+    assert np.array_equal(ours, from_checkpoint)
