@@ -213,7 +213,7 @@ void run_blocked(benchmark::State& state, Isa isa, bool interleaved) {
   view.block_params = params.data();
   view.palette = codebook.data();
   const QLinearWeights w(view);
-  const InterleavedWeights iw(w);
+  const InterleavedWeights iw(view);
   std::vector<float> x(tokens * cols), y(tokens * rows);
   for (auto& v : x) v = std::normal_distribution<float>()(rng);
   Int8Activations acts;

@@ -55,6 +55,7 @@ void BundleWriter::add_tensor(const std::string& name, const WeightView& w) {
     t.block_cols = w.block_cols;
     t.block_f32 = w.block_f32;
     t.block_offsets = w.block_offsets;
+    t.block_super = w.block_super;
   }
   const uint64_t data_bytes = weight_data_bytes(w.format, rows, cols);
   const uint64_t scale_bytes = scales_section_bytes(w);

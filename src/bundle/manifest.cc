@@ -56,8 +56,10 @@ nlohmann::ordered_json manifest_to_json(const Manifest& m) {
     e["format"] = std::string(weight_format_name(t.format));
     e["shape"] = t.shape;
     if (t.group_size) e["group_size"] = t.group_size;
-    if (is_blocked(t.format))
+    if (is_blocked(t.format)) {
       e["block"] = {{"cols", t.block_cols}, {"scale_type", t.block_f32 ? "f32" : "f16"}, {"offsets", t.block_offsets}};
+      if (t.block_super > 0) e["block"]["super_cols"] = t.block_super;
+    }
     e["data"] = section_json(t.data);
     if (t.scales.bytes) e["scales"] = section_json(t.scales);
     if (t.palette.bytes) e["palette"] = section_json(t.palette);
@@ -77,6 +79,7 @@ WeightView entry_view(const TensorEntry& t, const uint8_t* base) {
   v.block_cols = t.block_cols;
   v.block_f32 = t.block_f32;
   v.block_offsets = t.block_offsets;
+  v.block_super = t.block_super;
   if (base == nullptr) return v;
   v.data = base + t.data.offset;
   if (t.scales.bytes) {
@@ -153,6 +156,8 @@ Manifest parse_manifest(const nlohmann::json& j, const std::string& file) {
       const nlohmann::json& off = field(block, "offsets", file, where + ".block");
       if (!off.is_boolean()) fail(file, where + ".block.offsets", "must be true or false");
       t.block_offsets = off.get<bool>();
+      if (block.contains("super_cols"))
+        t.block_super = static_cast<int64_t>(u64(block["super_cols"], file, where + ".block.super_cols"));
     }
     t.data = parse_section(e, "data", file, where);
     t.scales = parse_section(e, "scales", file, where);
@@ -177,6 +182,12 @@ Manifest parse_manifest(const nlohmann::json& j, const std::string& file) {
     if (is_blocked(t.format) && cols % t.block_cols != 0)
       fail(file, where, "{} columns are not a whole number of {}-column blocks", cols, t.block_cols);
     if (t.format == WeightFormat::Blk4 && t.block_cols != 32) fail(file, where + ".block.cols", "blk4 blocks are 32 columns");
+    if (t.block_super > 0) {
+      if (t.block_super % t.block_cols != 0 || cols % t.block_super != 0 || t.block_super / t.block_cols > 64)
+        fail(file, where + ".block.super_cols", "{} columns per super-block do not fit {}-column blocks in {} columns",
+             t.block_super, t.block_cols, cols);
+      if (t.block_f32) fail(file, where + ".block.scale_type", "super-block multipliers are f16");
+    }
     const WeightView shape_of = entry_view(t, nullptr);
     const uint64_t want_data = weight_data_bytes(t.format, rows, cols);
     const uint64_t want_scales = scales_section_bytes(shape_of);

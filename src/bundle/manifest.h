@@ -12,13 +12,14 @@
 //     "weights_file": "weights.bin", "weights_bytes": B,
 //     "tensors": [{"name": HF name, "format": "lut4", "shape": [rows, cols], "group_size": 32,
 //                  "data": [offset, bytes], "scales": [offset, bytes], "palette": [offset, bytes],
-//                  blk4 / blk8 only: "block": {"cols": 32, "scale_type": "f16" | "f32", "offsets": bool},
+//                  blk4 ... blk8 only: "block": {"cols": 32, "scale_type": "f16" | "f32", "offsets": bool,
+//                                                "super_cols": 256 (super-block scales; absent: none)},
 //                  "sha256": hex of data ‖ scales ‖ palette}],
 //     "programs": [ program_to_json(...) for every program ]
 //   }
 //
-// blk4 / blk8 keep their block section (core/weight_format.h) under "scales"
-// and blk4's codebook under "palette".
+// blk4 ... blk8 keep their block section (core/weight_format.h) under
+// "scales" and blk4 / blk5 / blk6's codebook under "palette".
 // Offsets are into weights_file and 64-byte aligned; absent sections are
 // [0, 0]. parse_manifest checks everything it can without reading the blob:
 // types, formats, shapes against formats, section sizes against
@@ -49,8 +50,9 @@ struct TensorEntry {
   WeightFormat format = WeightFormat::F32;
   std::vector<int64_t> shape;
   int64_t group_size = 0;
-  int64_t block_cols = 0;  // blk4 / blk8
+  int64_t block_cols = 0;  // blk4 ... blk8
   bool block_f32 = false, block_offsets = false;
+  int64_t block_super = 0;  // columns per super-block (0: none)
   Section data, scales, palette;
   std::string sha256;
 };

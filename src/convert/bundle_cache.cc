@@ -378,8 +378,8 @@ CachedBundle default_bundle(const std::string& source, const BundleCacheOptions&
   out.key = sha256_text(fmt::format("tessera bundle cache\nsource {}\nconverter {}\noptions {}\n", source_hash,
                                     kConverterVersion, fingerprint))
                 .substr(0, 32);
-  // What the layers become: the source's own blocks ("blk4/blk8") or a format.
-  out.weights_format = co.keep_source_quant ? "blk4/blk8" : std::string(weight_format_name(co.weights));
+  // What the layers become: the source's own blocks ("blk4-8": blk4, blk5, blk6, blk8) or a format.
+  out.weights_format = co.keep_source_quant ? "blk4-8" : std::string(weight_format_name(co.weights));
   const fs::path bundles = fs::path(home) / "bundles";
   out.directory = (bundles / out.key).string();
 

@@ -37,7 +37,7 @@ namespace tessera {
 // Bump whenever convert_model's output for the same source and options
 // changes (a new tensor layout, quantizer, calibration, manifest content...):
 // bundles cached by an older converter are then converted again.
-inline constexpr int kConverterVersion = 1;
+inline constexpr int kConverterVersion = 2;  // 2: blk5 / blk6 codes, super-block scales
 
 struct BundleCacheOptions {
   std::string home;      // empty: tessera_home()
@@ -50,7 +50,7 @@ struct CachedBundle {
   std::string directory;       // the bundle to load
   std::string source_path;     // the resolved source (GGUF file or HF directory)
   std::string key;
-  std::string weights_format;  // of the layer matrices: "lut4", or "blk4/blk8" (a quantized GGUF's own values)
+  std::string weights_format;  // of the layer matrices: "lut4", or "blk4-8" (a quantized GGUF's own values)
   bool converted = false;      // this call converted it
   std::string rebuilt_because; // set when a cached bundle failed its check and was replaced
 };

@@ -20,39 +20,45 @@ inline float half_at(const uint8_t* p) { return f16_to_f32(le16(p)); }
 
 constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-// One ggml block split into its parts: per element a code (blk4: the
-// nibble, looked up in the codebook; blk8: the int8 value), per sub-block a
+// One ggml block split into its parts: per element a code (blk4 / blk5 /
+// blk6: the index into the codebook; blk8: the int8 value), per sub-block a
 // scale and an offset. x[e] = f32(scale[e / sub] · value(e)) (+ offset).
+// The k-quants' scales and offsets are also kept as their factors: an f16
+// multiplier per block of 256 (d; −dmin for the offsets) times a small
+// integer per sub-block, whose f32 product is the value.
 struct BlockParts {
   int elems = 32, sub = 32;
-  bool offsets = false;
   uint8_t code[256];
   float scale[16], offset[16];
+  uint16_t scale_multiplier = 0, offset_multiplier = 0;  // f16 bits (k-quants)
+  int8_t scale_factor[16], offset_factor[16];
 };
 
 struct Layout {
   WeightFormat format;
   int sub;             // elements per sub-block
   bool offsets;
-  int8_t codebook[16]; // blk4 only
+  bool super;          // k-quants: scales stored as factors (BlockParts)
+  int8_t codebook[64]; // blk4 / blk5 / blk6
 };
 
 Layout layout_of(DType t) {
-  Layout l{WeightFormat::Blk8, 32, false, {}};
-  auto linear = [&](int base) {
-    for (int i = 0; i < 16; ++i) l.codebook[i] = static_cast<int8_t>(i + base);
+  Layout l{WeightFormat::Blk8, 32, false, false, {}};
+  auto linear = [&](WeightFormat f, int base) {
+    l.format = f;
+    for (int i = 0; i < 1 << block_code_bits(f); ++i) l.codebook[i] = static_cast<int8_t>(i + base);
   };
   switch (t) {
-    case DType::Q4_0: l.format = WeightFormat::Blk4; linear(-8); break;
-    case DType::Q4_1: l.format = WeightFormat::Blk4; l.offsets = true; linear(0); break;
-    case DType::Q4_K: l.format = WeightFormat::Blk4; l.offsets = true; linear(0); break;
+    case DType::Q4_0: linear(WeightFormat::Blk4, -8); break;
+    case DType::Q4_1: linear(WeightFormat::Blk4, 0); l.offsets = true; break;
+    case DType::Q4_K: linear(WeightFormat::Blk4, 0); l.offsets = l.super = true; break;
     case DType::IQ4_NL: l.format = WeightFormat::Blk4; std::memcpy(l.codebook, kIq4nlValues, 16); break;
-    case DType::Q5_1:
-    case DType::Q5_K: l.offsets = true; break;
-    case DType::Q2_K: l.sub = 16; l.offsets = true; break;
-    case DType::Q3_K:
-    case DType::Q6_K: l.sub = 16; break;
-    case DType::Q5_0:
+    case DType::Q5_0: linear(WeightFormat::Blk5, -16); break;
+    case DType::Q5_1: linear(WeightFormat::Blk5, 0); l.offsets = true; break;
+    case DType::Q5_K: linear(WeightFormat::Blk5, 0); l.offsets = l.super = true; break;
+    case DType::Q6_K: linear(WeightFormat::Blk6, -32); l.sub = 16; l.super = true; break;
+    case DType::Q2_K: l.sub = 16; l.offsets = l.super = true; break;
+    case DType::Q3_K: l.sub = 16; l.super = true; break;
     case DType::Q8_0: break;
     default: fail("", "transcode", "format {} does not transcode", dtype_name(t));
   }
@@ -67,14 +73,27 @@ void simple_nibbles(const uint8_t* qs, uint8_t* code) {
   }
 }
 
-// Q5_0 / Q5_1 codes (0..31) before their -16 (Q5_0).
-void five_bit(const uint8_t* qh_bytes, const uint8_t* qs, int bias, uint8_t* code) {
+// Q5_0 / Q5_1 codes (0..31; Q5_0's value is the code − 16, its codebook's).
+void five_bit(const uint8_t* qh_bytes, const uint8_t* qs, uint8_t* code) {
   const uint32_t qh = le32(qh_bytes);
   for (int j = 0; j < 16; ++j) {
-    const int lo = (qs[j] & 0x0f) | static_cast<int>(((qh >> j) & 1u) << 4);
-    const int hi = (qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
-    code[j] = static_cast<uint8_t>(static_cast<int8_t>(lo + bias));
-    code[j + 16] = static_cast<uint8_t>(static_cast<int8_t>(hi + bias));
+    code[j] = static_cast<uint8_t>((qs[j] & 0x0f) | ((qh >> j) & 1u) << 4);
+    code[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4);
+  }
+}
+
+// The k-quants' factored scales: scale[s] = f32(d) · sf[s], offset[s] =
+// −(f32(dmin) · of[s]) = f32(−dmin) · of[s] (the same bits: IEEE products
+// are sign-symmetric), each exact in f32.
+void k_scales(BlockParts& p, uint16_t d, uint16_t dmin, const int* sf, const int* of, int n) {
+  p.scale_multiplier = d;
+  p.offset_multiplier = static_cast<uint16_t>(dmin ^ 0x8000u);
+  for (int s = 0; s < n; ++s) {
+    p.scale_factor[s] = static_cast<int8_t>(sf[s]);
+    p.scale[s] = f16_to_f32(d) * static_cast<float>(sf[s]);
+    if (!of) continue;
+    p.offset_factor[s] = static_cast<int8_t>(of[s]);
+    p.offset[s] = -(f16_to_f32(dmin) * static_cast<float>(of[s]));
   }
 }
 
@@ -95,12 +114,12 @@ void split_block(DType t, const uint8_t* b, BlockParts& p) {
       return;
     case DType::Q5_0:
       p.scale[0] = half_at(b);
-      five_bit(b + 2, b + 6, -16, p.code);
+      five_bit(b + 2, b + 6, p.code);
       return;
     case DType::Q5_1:
       p.scale[0] = half_at(b);
       p.offset[0] = half_at(b + 2);
-      five_bit(b + 4, b + 8, 0, p.code);
+      five_bit(b + 4, b + 8, p.code);
       return;
     case DType::Q8_0:
       p.scale[0] = half_at(b);
@@ -113,11 +132,12 @@ void split_block(DType t, const uint8_t* b, BlockParts& p) {
     case DType::Q2_K: {
       const uint8_t* scales = b;
       const uint8_t* qs = b + 16;
-      const float d = half_at(b + 80), dmin = half_at(b + 82);
+      int sf[16], of[16];
       for (int s = 0; s < 16; ++s) {
-        p.scale[s] = d * static_cast<float>(scales[s] & 0x0f);
-        p.offset[s] = -(dmin * static_cast<float>(scales[s] >> 4));
+        sf[s] = scales[s] & 0x0f;
+        of[s] = scales[s] >> 4;
       }
+      k_scales(p, le16(b + 80), le16(b + 82), sf, of, 16);
       for (int e = 0; e < 256; ++e) {
         const int g = e / 128, j = (e % 128) / 32, l = e % 32;
         p.code[e] = static_cast<uint8_t>((qs[g * 32 + l] >> (2 * j)) & 3);
@@ -128,12 +148,13 @@ void split_block(DType t, const uint8_t* b, BlockParts& p) {
       const uint8_t* hmask = b;
       const uint8_t* qs = b + 32;
       const uint8_t* sc = b + 96;
-      const float d = half_at(b + 108);
+      int sf[16];
       for (int s = 0; s < 16; ++s) {
         const int low = (sc[s % 8] >> (4 * (s / 8))) & 0x0f;
         const int high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
-        p.scale[s] = d * static_cast<float>((low | (high << 4)) - 32);
+        sf[s] = (low | (high << 4)) - 32;
       }
+      k_scales(p, le16(b + 108), 0, sf, nullptr, 16);
       for (int e = 0; e < 256; ++e) {
         const int g = e / 128, j = (e % 128) / 32, l = e % 32;
         const int low = (qs[g * 32 + l] >> (2 * j)) & 3;
@@ -144,15 +165,13 @@ void split_block(DType t, const uint8_t* b, BlockParts& p) {
     }
     case DType::Q4_K:
     case DType::Q5_K: {
-      const float d = half_at(b), dmin = half_at(b + 2);
       int sc[8], mn[8];
       ggml_k_scale_min(b + 4, sc, mn);
+      k_scales(p, le16(b), le16(b + 2), sc, mn, 8);
       const bool five = t == DType::Q5_K;
       const uint8_t* qh = b + 16;
       const uint8_t* qs = five ? b + 48 : b + 16;
       for (int s = 0; s < 8; ++s) {
-        p.scale[s] = d * static_cast<float>(sc[s]);
-        p.offset[s] = -(dmin * static_cast<float>(mn[s]));
         for (int l = 0; l < 32; ++l) {
           const int low = (qs[32 * (s / 2) + l] >> (4 * (s % 2))) & 0x0f;
           p.code[s * 32 + l] = static_cast<uint8_t>(five ? low | (((qh[l] >> s) & 1) << 4) : low);
@@ -164,13 +183,14 @@ void split_block(DType t, const uint8_t* b, BlockParts& p) {
       const uint8_t* ql = b;
       const uint8_t* qh = b + 128;
       const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
-      const float d = half_at(b + 208);
-      for (int s = 0; s < 16; ++s) p.scale[s] = d * static_cast<float>(scales[s]);
+      int sf[16];
+      for (int s = 0; s < 16; ++s) sf[s] = scales[s];
+      k_scales(p, le16(b + 208), 0, sf, nullptr, 16);
       for (int e = 0; e < 256; ++e) {
         const int g = e / 128, r = e % 128;
         const int low = (ql[g * 64 + r % 64] >> (4 * (r / 64))) & 0x0f;
         const int high = (qh[g * 32 + r % 32] >> (2 * (r / 32))) & 3;
-        p.code[e] = static_cast<uint8_t>(static_cast<int8_t>((low | (high << 4)) - 32));
+        p.code[e] = static_cast<uint8_t>(low | (high << 4));  // the codebook subtracts 32
       }
       return;
     }
@@ -210,16 +230,21 @@ QuantizedWeight transcode_ggml_blocks(const TensorView& v, const std::vector<int
     fail(v.name, "transcode", "row order of {} rows for a tensor of {}", row_source.size(), rows);
 
   const Layout l = layout_of(v.dtype);
-  const bool four = l.format == WeightFormat::Blk4;
+  const int bits = block_code_bits(l.format);
   const int64_t blocks_per_row = cols / l.sub, row_bytes = static_cast<int64_t>(info.block_bytes) * (cols / info.block_elems);
+  const int64_t supers_per_row = l.super ? cols / info.block_elems : 0;
   QuantizedWeight q;
   q.format = l.format;
   q.shape = {rows, cols};
   q.block_cols = l.sub;
   q.block_offsets = l.offsets;
+  q.block_super = l.super ? info.block_elems : 0;
   q.data.assign(static_cast<size_t>(weight_data_bytes(l.format, rows, cols)), 0);
-  if (four) q.palette.assign(l.codebook, l.codebook + 16);
+  if (bits < 8) q.palette.assign(l.codebook, l.codebook + (1 << bits));
   std::vector<float> scales(static_cast<size_t>(rows * blocks_per_row)), offsets(l.offsets ? scales.size() : 0);
+  // Super-block scales: each section's factors [rows][blocks], then its multipliers [rows][supers].
+  const int64_t section = rows * (blocks_per_row + 2 * supers_per_row);
+  if (l.super) q.block_params.assign(static_cast<size_t>(section * (l.offsets ? 2 : 1)), 0);
   BlockParts parts;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t src_row = row_source.empty() ? r : row_source[static_cast<size_t>(r)];
@@ -230,16 +255,34 @@ QuantizedWeight transcode_ggml_blocks(const TensorView& v, const std::vector<int
       split_block(v.dtype, src, parts);
       for (int e = 0; e < parts.elems; ++e) {
         const int64_t c = c0 + e;
-        if (four) dst[c / 2] |= static_cast<uint8_t>(parts.code[e] << (4 * (c % 2)));
-        else dst[c] = parts.code[e];
+        if (bits == 8) {
+          dst[c] = parts.code[e];
+          continue;
+        }
+        // Bits [c·bits, (c+1)·bits) of the row's bit string (at most two bytes).
+        const int64_t bit = c * bits;
+        const unsigned shifted = static_cast<unsigned>(parts.code[e]) << (bit % 8);
+        dst[bit / 8] |= static_cast<uint8_t>(shifted);
+        if (shifted >> 8) dst[bit / 8 + 1] |= static_cast<uint8_t>(shifted >> 8);
       }
       for (int s = 0; s < parts.elems / l.sub; ++s) {
-        const size_t i = static_cast<size_t>(r * blocks_per_row + c0 / l.sub + s);
+        const int64_t b = c0 / l.sub + s;
+        const size_t i = static_cast<size_t>(r * blocks_per_row + b);
         scales[i] = parts.scale[s];
         if (l.offsets) offsets[i] = parts.offset[s];
+        if (!l.super) continue;
+        uint8_t* p = q.block_params.data();
+        p[r * blocks_per_row + b] = static_cast<uint8_t>(parts.scale_factor[s]);
+        if (l.offsets) p[section + r * blocks_per_row + b] = static_cast<uint8_t>(parts.offset_factor[s]);
+      }
+      if (l.super) {
+        uint8_t* m = q.block_params.data() + rows * blocks_per_row + 2 * (r * supers_per_row + c0 / info.block_elems);
+        std::memcpy(m, &parts.scale_multiplier, 2);
+        if (l.offsets) std::memcpy(m + section, &parts.offset_multiplier, 2);
       }
     }
   }
+  if (l.super) return q;
   bool f16 = true;
   for (float x : scales) f16 = f16 && exact_in_f16(x);
   for (float x : offsets) f16 = f16 && exact_in_f16(x);

@@ -75,15 +75,24 @@ TEST(GgufTranscode, EveryBlockFormatKeepsTheReferenceValuesBitForBit) {
   }
 }
 
-TEST(GgufTranscode, ScalesAreStoredInF16ExactlyWhenEveryOneIsAnF16) {
+TEST(GgufTranscode, ABundleTakesTheSourcesBytes) {
+  // Codes at the source's bits; the simple formats' f16 scales as they are;
+  // the k-quants' as an f16 per 256 columns times a byte per sub-block (Q4_K
+  // and Q5_K: 4 bytes per 256 columns more than their packed 6-bit scales).
+  // Q2_K and Q3_K keep a byte per code. Per-tensor codebooks aside.
   std::mt19937 rng(4);
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::IQ4_NL}) {
-    const std::vector<uint8_t> bytes = random_blocks(rng, t, 4 * 64);
-    EXPECT_FALSE(transcode_ggml_blocks(view_of(t, bytes, 4, 64)).block_f32) << dtype_name(t);
+  const int64_t rows = 4, cols = 512;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K}) {
+    const std::vector<uint8_t> bytes = random_blocks(rng, t, rows * cols);
+    const QuantizedWeight q = transcode_ggml_blocks(view_of(t, bytes, rows, cols));
+    const bool k_quant = dtype_info(t).block_elems == 256;
+    EXPECT_FALSE(q.block_f32) << dtype_name(t);
+    EXPECT_EQ(q.block_super, k_quant ? 256 : 0) << dtype_name(t);
+    const uint64_t extra = t == DType::Q4_K || t == DType::Q5_K ? rows * cols / 256 * 4 : 0;
+    EXPECT_EQ(q.data.size() + q.block_params.size(), bytes.size() + extra) << dtype_name(t);
+    EXPECT_EQ(q.palette.size(), t == DType::Q8_0 ? 0u : size_t{1} << block_code_bits(q.format)) << dtype_name(t);
   }
-  // Q6_K's d · scale (an 11-bit by 8-bit product) is rarely an f16.
-  const std::vector<uint8_t> bytes = random_blocks(rng, DType::Q6_K, 4 * 256);
-  EXPECT_TRUE(transcode_ggml_blocks(view_of(DType::Q6_K, bytes, 4, 256)).block_f32);
 }
 
 TEST(GgufTranscode, RowsFollowTheRequestedOrder) {

@@ -140,6 +140,7 @@ WeightView QuantizedWeight::view() const {
   v.block_cols = block_cols;
   v.block_f32 = block_f32;
   v.block_offsets = block_offsets;
+  v.block_super = block_super;
   return v;
 }
 
@@ -231,6 +232,8 @@ QuantizedWeight quantize_weight(const float* w, std::vector<int64_t> shape, Weig
       break;
     }
     case WeightFormat::Blk4:
+    case WeightFormat::Blk5:
+    case WeightFormat::Blk6:
     case WeightFormat::Blk8: break;  // refused above
   }
   return q;

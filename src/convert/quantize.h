@@ -48,11 +48,12 @@ struct QuantizedWeight {
   std::vector<float> scales;    // int8, lut*: one per row
   std::vector<float> palette;   // lut*: (rows / group_size) × 2^bits
   int64_t group_size = 0;       // lut*: rows per palette; 0 otherwise
-  // blk4 / blk8 (convert/gguf_transcode.h): the block section's bytes and
-  // fields (core/weight_format.h); palette then holds blk4's codebook.
+  // blk4 ... blk8 (convert/gguf_transcode.h): the block section's bytes and
+  // fields (core/weight_format.h); palette then holds blk4-6's codebook.
   std::vector<uint8_t> block_params;
   int64_t block_cols = 0;
   bool block_f32 = false, block_offsets = false;
+  int64_t block_super = 0;
   double mse = 0;               // mean squared error of the decoded weight against the input
 
   // Borrows this object's buffers: valid while it lives and is not modified.

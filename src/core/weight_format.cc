@@ -25,7 +25,7 @@ constexpr FormatInfo kFormats[] = {
     {WeightFormat::F32, "f32", 0},   {WeightFormat::F16, "f16", 0},   {WeightFormat::BF16, "bf16", 0},
     {WeightFormat::Int8, "int8", 0}, {WeightFormat::Lut4, "lut4", 4}, {WeightFormat::Lut3, "lut3", 3},
     {WeightFormat::Lut2, "lut2", 2}, {WeightFormat::Q4_0, "q4_0", 0}, {WeightFormat::Blk4, "blk4", 0},
-    {WeightFormat::Blk8, "blk8", 0},
+    {WeightFormat::Blk5, "blk5", 0}, {WeightFormat::Blk6, "blk6", 0}, {WeightFormat::Blk8, "blk8", 0},
 };
 
 const FormatInfo& info(WeightFormat f) {
@@ -74,27 +74,64 @@ int lut_bits(WeightFormat f) { return info(f).lut_bits; }
 
 bool is_lut(WeightFormat f) { return lut_bits(f) != 0; }
 
-bool is_blocked(WeightFormat f) { return f == WeightFormat::Blk4 || f == WeightFormat::Blk8; }
+bool is_blocked(WeightFormat f) { return block_code_bits(f) != 0; }
 
-uint64_t block_section_bytes(int64_t rows, int64_t cols, int64_t block_cols, bool f32, bool offsets) {
-  if (rows < 0 || cols < 0 || block_cols < 1) fail("", "weight", "bad block shape [{}, {}] / {}", rows, cols, block_cols);
-  const uint64_t blocks = static_cast<uint64_t>(rows) * static_cast<uint64_t>((cols + block_cols - 1) / block_cols);
-  return blocks * (f32 ? 4 : 2) * (offsets ? 2 : 1);
+int block_code_bits(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::Blk4: return 4;
+    case WeightFormat::Blk5: return 5;
+    case WeightFormat::Blk6: return 6;
+    case WeightFormat::Blk8: return 8;
+    default: return 0;
+  }
+}
+
+uint64_t block_section_bytes(int64_t rows, int64_t cols, int64_t block_cols, bool f32, bool offsets,
+                             int64_t super_cols) {
+  if (rows < 0 || cols < 0 || block_cols < 1 || super_cols < 0)
+    fail("", "weight", "bad block shape [{}, {}] / {} / {}", rows, cols, block_cols, super_cols);
+  const uint64_t r = static_cast<uint64_t>(rows), blocks = static_cast<uint64_t>((cols + block_cols - 1) / block_cols);
+  if (super_cols == 0) return r * blocks * (f32 ? 4 : 2) * (offsets ? 2 : 1);
+  const uint64_t supers = static_cast<uint64_t>((cols + super_cols - 1) / super_cols);
+  return r * (blocks + 2 * supers) * (offsets ? 2 : 1);
 }
 
 namespace {
 
-float block_value(const WeightView& w, int64_t index) {
-  if (w.block_f32) return static_cast<const float*>(w.block_params)[index];
-  return f16_to_f32(load_u16(static_cast<const uint8_t*>(w.block_params) + 2 * index));
+// Value `index` (= row · blocks + block) of section `section` (0 scales, 1
+// offsets) of w's block section.
+float block_param(const WeightView& w, int section, int64_t r, int64_t b) {
+  const auto* p = static_cast<const uint8_t*>(w.block_params);
+  const int64_t rows = w.rows(), blocks = w.blocks_per_row();
+  if (w.block_super > 0) {
+    const int64_t supers = w.supers_per_row();
+    p += section * rows * (blocks + 2 * supers);
+    const auto factor = static_cast<int8_t>(p[r * blocks + b]);
+    const float multiplier = f16_to_f32(load_u16(p + rows * blocks + 2 * (r * supers + b * w.block_cols / w.block_super)));
+    return multiplier * static_cast<float>(factor);  // exact: an f16 times an int8
+  }
+  const int64_t index = (section * rows + r) * blocks + b;
+  if (w.block_f32) {
+    float v;
+    std::memcpy(&v, p + 4 * index, 4);
+    return v;
+  }
+  return f16_to_f32(load_u16(p + 2 * index));
 }
 
 }  // namespace
 
-float WeightView::block_scale(int64_t r, int64_t b) const { return block_value(*this, r * blocks_per_row() + b); }
+float WeightView::block_scale(int64_t r, int64_t b) const { return block_param(*this, 0, r, b); }
 
 float WeightView::block_offset(int64_t r, int64_t b) const {
-  return block_offsets ? block_value(*this, (rows() + r) * blocks_per_row() + b) : 0.0f;
+  return block_offsets ? block_param(*this, 1, r, b) : 0.0f;
+}
+
+int WeightView::block_value(int64_t r, int64_t c) const {
+  const int bits = block_code_bits(format);
+  const uint8_t* row = static_cast<const uint8_t*>(data) + r * static_cast<int64_t>(weight_data_bytes(format, 1, cols()));
+  if (bits == 8) return static_cast<int8_t>(row[c]);
+  return static_cast<int>(palette[packed_code(row, bits, c)]);
 }
 
 uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
@@ -106,7 +143,9 @@ uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
     case WeightFormat::BF16: return r * c * 2;
     case WeightFormat::Int8:
     case WeightFormat::Blk8: return r * c;
-    case WeightFormat::Blk4: return r * ((c * 4 + 7) / 8);
+    case WeightFormat::Blk4:
+    case WeightFormat::Blk5:
+    case WeightFormat::Blk6: return r * ((c * static_cast<uint64_t>(block_code_bits(f)) + 7) / 8);
     case WeightFormat::Lut4:
     case WeightFormat::Lut3:
     case WeightFormat::Lut2:
@@ -121,12 +160,13 @@ uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols) {
 
 uint64_t scales_section_bytes(const WeightView& w) {
   if (w.shape.size() != 2) return 0;
-  if (is_blocked(w.format)) return block_section_bytes(w.rows(), w.cols(), w.block_cols, w.block_f32, w.block_offsets);
+  if (is_blocked(w.format))
+    return block_section_bytes(w.rows(), w.cols(), w.block_cols, w.block_f32, w.block_offsets, w.block_super);
   return w.format == WeightFormat::Int8 || is_lut(w.format) ? static_cast<uint64_t>(w.rows()) * sizeof(float) : 0;
 }
 
 uint64_t palette_section_bytes(const WeightView& w) {
-  if (w.format == WeightFormat::Blk4) return 16 * sizeof(float);
+  if (is_blocked(w.format) && w.format != WeightFormat::Blk8) return (uint64_t{1} << block_code_bits(w.format)) * sizeof(float);
   if (!is_lut(w.format) || w.group_size < 1) return 0;
   return static_cast<uint64_t>(w.rows() / w.group_size) * (uint64_t{1} << lut_bits(w.format)) * sizeof(float);
 }
@@ -170,18 +210,18 @@ void decode_row(const WeightView& w, int64_t r, float* out) {
       return;
     }
     case WeightFormat::Blk4:
+    case WeightFormat::Blk5:
+    case WeightFormat::Blk6:
     case WeightFormat::Blk8: {
-      const bool four = w.format == WeightFormat::Blk4;
-      if (w.block_params == nullptr || w.block_cols < 1 || cols % w.block_cols != 0)
+      if (w.block_params == nullptr || w.block_cols < 1 || cols % w.block_cols != 0 ||
+          (w.block_super > 0 && (w.block_super % w.block_cols != 0 || cols % w.block_super != 0)))
         fail("", "decode_row", "{} weight without its block section", weight_format_name(w.format));
-      if (four && (w.palette == nullptr || cols % 2 != 0))
-        fail("", "decode_row", "blk4 weight without a codebook");
-      const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * static_cast<int64_t>(weight_data_bytes(w.format, 1, cols));
+      if (w.format != WeightFormat::Blk8 && (w.palette == nullptr || cols % 8 != 0))
+        fail("", "decode_row", "{} weight without a codebook", weight_format_name(w.format));
       for (int64_t b = 0; b < cols / w.block_cols; ++b) {
         const float s = w.block_scale(r, b), o = w.block_offset(r, b);
         for (int64_t c = b * w.block_cols; c < (b + 1) * w.block_cols; ++c) {
-          const float code = four ? w.palette[(row[c / 2] >> (4 * (c % 2))) & 0xf]
-                                  : static_cast<float>(static_cast<int8_t>(row[c]));
+          const float code = static_cast<float>(w.block_value(r, c));
           const float product = s * code;  // rounded to f32 first, as ggml's reference does
           out[c] = w.block_offsets ? product + o : product;
         }

@@ -31,15 +31,28 @@
 //                            scale s_b and, with offsets, an offset o_b:
 //                            w[r][c] = s_b · palette[code(r, c)] (+ o_b),
 //                            the product rounded to f32, then the sum.
+//   blk5, blk6      data:    per row, cols codes of 5 / 6 bits packed as
+//                            lut3's indices are (code c at bits [c·bits,
+//                            (c+1)·bits) of the row's bit string).
+//                   palette: 2^bits f32 entries, each an integer in
+//                            [-128, 127] (Q5_0: q - 16; Q5_1 / Q5_K: q;
+//                            Q6_K: q - 32).
+//                   block:   as blk4 with block_cols 16 or 32.
 //   blk8            data:    rows × cols int8 codes, row-major.
 //                   block:   as blk4 with block_cols 16 or 32:
 //                            w[r][c] = s_b · code(r, c) (+ o_b).
 //     The block section holds every row's scales, [rows][cols / block_cols],
 //     then (with offsets) every row's offsets, in f16 (block_f32 false) or
-//     f32. blk4 / blk8 carry a quantized GGUF's values exactly: every ggml
-//     block format Tessera reads (Q4_0 ... Q6_K, IQ4_NL) is, per block of
-//     16 or 32 columns, an integer code times a scale plus an offset, each
-//     rounded to f32 as the ggml reference does (convert/gguf_transcode.h).
+//     f32. With super-blocks (block_super > 0: the k-quants' 256 columns),
+//     each of the two instead holds [rows][blocks] int8 factors, then
+//     [rows][cols / block_super] f16 multipliers, and a block's value is
+//     multiplier · factor, the product formed in f32 (exact: 11 × 8
+//     significant bits). blk4 ... blk8 carry a quantized GGUF's values
+//     exactly: every ggml block format Tessera reads (Q4_0 ... Q6_K,
+//     IQ4_NL) is, per block of 16 or 32 columns, an integer code times a
+//     scale plus an offset, each rounded to f32 as the ggml reference does
+//     (convert/gguf_transcode.h), and the k-quants' scales are an f16 times
+//     a small integer, stored so.
 //
 //   q4_0            data:    llama.cpp's Q4_0 blocks along each row: per 32
 //                            values an f16 scale d and 16 bytes of 4-bit q
@@ -58,15 +71,24 @@
 
 namespace tessera {
 
-enum class WeightFormat { F32, F16, BF16, Int8, Lut4, Lut3, Lut2, Q4_0, Blk4, Blk8 };
+enum class WeightFormat { F32, F16, BF16, Int8, Lut4, Lut3, Lut2, Q4_0, Blk4, Blk5, Blk6, Blk8 };
 
-std::string_view weight_format_name(WeightFormat f);  // "f32", "f16", "bf16", "int8", "lut4", "lut3", "lut2", "q4_0", "blk4", "blk8"
+std::string_view weight_format_name(WeightFormat f);  // "f32", "f16", "bf16", "int8", "lut4", "lut3", "lut2", "q4_0", "blk4" ... "blk8"
 std::optional<WeightFormat> weight_format_from_name(std::string_view name);
 int lut_bits(WeightFormat f);                        // 4 / 3 / 2; 0 for non-LUT formats
 bool is_lut(WeightFormat f);
-bool is_blocked(WeightFormat f);                     // blk4, blk8
-// Bytes of the block section of a rows × cols blk4 / blk8 weight.
-uint64_t block_section_bytes(int64_t rows, int64_t cols, int64_t block_cols, bool f32, bool offsets);
+bool is_blocked(WeightFormat f);                     // blk4, blk5, blk6, blk8
+int block_code_bits(WeightFormat f);                 // 4 / 5 / 6 / 8 for blk4 ... blk8; 0 otherwise
+// Bytes of the block section of a rows × cols blocked weight (super_cols 0:
+// one value per block; else factors and super-block multipliers).
+uint64_t block_section_bytes(int64_t rows, int64_t cols, int64_t block_cols, bool f32, bool offsets,
+                             int64_t super_cols = 0);
+// Code c of a row packed as a bit string of `bits`-bit codes (lut*, blk4-6).
+inline int packed_code(const uint8_t* row, int bits, int64_t c) {
+  const int64_t bit = c * bits, byte = bit / 8;
+  const unsigned word = row[byte] | (bit % 8 + bits > 8 ? static_cast<unsigned>(row[byte + 1]) << 8 : 0u);
+  return static_cast<int>((word >> (bit % 8)) & ((1u << bits) - 1));
+}
 // Bytes of the data section of a rows × cols matrix in format f.
 uint64_t weight_data_bytes(WeightFormat f, int64_t rows, int64_t cols);
 
@@ -79,19 +101,29 @@ struct WeightView {
   const float* scales = nullptr;  // int8, lut*: one per row
   const float* palette = nullptr; // lut*
   int64_t group_size = 0;         // lut*: rows per palette
-  // blk4 / blk8: the block section (layout above), its block width and
-  // storage; palette holds blk4's 16 codebook entries.
+  // blk4 ... blk8: the block section (layout above), its block width and
+  // storage; palette holds blk4 / blk5 / blk6's codebook entries.
   const void* block_params = nullptr;
   int64_t block_cols = 0;
   bool block_f32 = false;
   bool block_offsets = false;
+  int64_t block_super = 0;  // columns per super-block (0: none)
 
   int64_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
   int64_t cols() const { return shape.back(); }
   int64_t blocks_per_row() const { return block_cols > 0 ? cols() / block_cols : 0; }
-  // blk4 / blk8: block b of row r's scale and offset (0 without offsets).
+  int64_t supers_per_row() const { return block_super > 0 ? cols() / block_super : 0; }
+  // blk4 ... blk8: block b of row r's scale and offset (0 without offsets).
   float block_scale(int64_t r, int64_t b) const;
   float block_offset(int64_t r, int64_t b) const;
+  // A blocked weight stored more compactly than the lane kernels read
+  // (blk5 / blk6 codes, or super-block scales): kernels::QLinearWeights
+  // expands it (or the interleaved layout reads it directly).
+  bool compact_blocks() const {
+    return format == WeightFormat::Blk5 || format == WeightFormat::Blk6 || (is_blocked(format) && block_super > 0);
+  }
+  // The value code(r, c) stands for (blk4-6: its codebook entry; blk8: the byte).
+  int block_value(int64_t r, int64_t c) const;
 };
 
 // Bytes of every section of w (data, scales, palettes): what reading it all takes.

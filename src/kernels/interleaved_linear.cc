@@ -23,36 +23,55 @@ int offset_for_range(int lo, int hi) {
 
 }  // namespace
 
-InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<HugePageArena> arena, bool give_back)
-    : blk4_(w.bits() == 4),
-      rows_(w.rows()),
+bool InterleavedWeights::supported(const WeightView& w) { return is_blocked(w.format) && QLinearWeights::supported(w); }
+
+InterleavedWeights::InterleavedWeights(const WeightView& w, std::shared_ptr<HugePageArena> arena, bool give_back)
+    : rows_(w.rows()),
       cols_(w.cols()),
-      block_cols_(w.block_cols()),
-      block_f32_(w.block_f32()),
-      block_offsets_(w.block_offsets()),
+      block_cols_(w.block_cols),
+      block_f32_(w.block_f32),
+      block_offsets_(w.block_offsets),
       arena_(std::move(arena)) {
-  if (!supported(w)) fail("", "interleaved linear", "needs a blk4 or blk8 weight");
+  if (!supported(w)) fail("", "interleaved linear", "needs a blocked weight the integer kernels read");
   if (cols_ % 64 != 0 || block_cols_ % kActGroup != 0)
     fail("", "interleaved linear", "{} columns in blocks of {} do not fit 8-column groups", cols_, block_cols_);
-  // The values' range decides the offset that makes them unsigned bytes
-  // (blk8: found while the codes are copied, then applied to the copy).
+  if (w.block_super > 0) {
+    super_blocks_ = w.block_super / block_cols_;
+    block_f32_ = false;
+  }
+  // The values' range decides the offset that makes them unsigned bytes:
+  // 4 bits from the codebook; 5 and 6 bits keep their codes (u) when the
+  // codebook is consecutive integers and a unit of nibble vectors fits a
+  // block, else take a byte each, as 8 bits do (their range found while the
+  // values are copied, then applied to the copy).
+  const int stored_bits = block_code_bits(w.format);
   int lo = 127, hi = -128;
-  if (blk4_) {
+  if (stored_bits == 5 || stored_bits == 6) {
+    bool consecutive = true;
+    for (int i = 1; i < 1 << stored_bits; ++i) consecutive = consecutive && w.palette[i] == w.palette[0] + i;
+    const int64_t unit_cols = 8 * (stored_bits == 5 ? 4 : 2);
+    if (consecutive && block_cols_ % unit_cols == 0) {
+      code_bits_ = stored_bits;
+      weight_offset_ = -static_cast<int>(w.palette[0]);
+      identity_ = true;
+    }
+  } else if (stored_bits == 4) {
+    code_bits_ = 4;
     for (int i = 0; i < 16; ++i) {
-      lo = std::min<int>(lo, w.table(0)[i]);
-      hi = std::max<int>(hi, w.table(0)[i]);
+      lo = std::min<int>(lo, static_cast<int>(w.palette[i]));
+      hi = std::max<int>(hi, static_cast<int>(w.palette[i]));
     }
     weight_offset_ = offset_for_range(lo, hi);
     identity_ = true;
     for (int j = 0; j < 64; ++j) {
-      table_[j] = static_cast<uint8_t>(w.table(0)[j % 16] + weight_offset_);
+      table_[j] = static_cast<uint8_t>(static_cast<int>(w.palette[j % 16]) + weight_offset_);
       identity_ = identity_ && table_[j] == j % 16;
     }
   }
   const int64_t G = groups(), V = vectors_per_group();
-  const int width = block_f32_ ? 4 : 2;
   data_bytes_ = G * V * 64;
-  param_bytes_ = G * blocks() * kInterleavedRows * width;
+  param_bytes_ = super_blocks_ > 0 ? G * (blocks() + 2 * supers()) * kInterleavedRows
+                                   : G * blocks() * kInterleavedRows * (block_f32_ ? 4 : 2);
   const int64_t total = data_bytes_ + param_bytes_ * (block_offsets_ ? 2 : 1);
   if (arena_) {
     data_ = arena_->allocate(static_cast<size_t>(total));
@@ -64,70 +83,108 @@ InterleavedWeights::InterleavedWeights(const QLinearWeights& w, std::shared_ptr<
   offsets_ = block_offsets_ ? scales_ + param_bytes_ : nullptr;
   // The stored codes, given back a few pages at a time as they are copied
   // (`give_back`), so that the weight is never held twice.
-  const auto [source, source_bytes] = w.data_bytes();
+  const auto* source = static_cast<const uint8_t*>(w.data);
+  const int64_t row_bytes = static_cast<int64_t>(weight_data_bytes(w.format, 1, cols_));
   const uint8_t* given_back = source;
   auto give_back_until = [&](const uint8_t* end) {
     if (!give_back || end <= given_back) return;
     release_pages(given_back, static_cast<size_t>(end - given_back));
     given_back = end;  // release_pages keeps the partial pages at both ends; the next call's range starts here
   };
+  const int64_t P = nibbles() && code_bits_ > 4 ? unit_vectors() : 1;
   for (int64_t n = 0; n < rows_; ++n) {
-    const int64_t g = n / kInterleavedRows, r = n % kInterleavedRows;
-    const uint8_t* src = w.row(n);
-    uint8_t* dst = data_ + g * V * 64 + 4 * r;
-    for (int64_t j = 0; j < V; ++j)
-      for (int i = 0; i < 4; ++i) {
-        uint8_t byte;
-        if (blk4_) {
-          // Codes of columns 8j+i and 8j+4+i; the row's bytes pair columns 2k, 2k+1 as low, high nibble.
-          const int64_t c0 = 8 * j + i, c1 = c0 + 4;
-          const int lo_code = (src[c0 / 2] >> (4 * (c0 % 2))) & 15, hi_code = (src[c1 / 2] >> (4 * (c1 % 2))) & 15;
-          byte = static_cast<uint8_t>(lo_code | hi_code << 4);
-        } else {
-          const int v = static_cast<int8_t>(src[4 * j + i]);
+    const uint8_t* src = source + n * row_bytes;
+    uint8_t* row_base = data_ + (n / kInterleavedRows) * V * 64 + 4 * (n % kInterleavedRows);
+    for (int64_t k = 0; k < cols_ / 8; ++k) {
+      // The 8 codes of columns 8k..8k+7: `stored_bits` bytes of the row's bit string.
+      uint64_t word = 0;
+      std::memcpy(&word, src + k * stored_bits, static_cast<size_t>(stored_bits));
+      int code[8];
+      for (int i = 0; i < 8; ++i) code[i] = static_cast<int>((word >> (i * stored_bits)) & ((1u << stored_bits) - 1));
+      if (nibbles()) {
+        const int64_t unit = k / P, in_unit = k % P;
+        uint8_t* nib = row_base + (code_bits_ == 4 ? k : unit * (P + 1) + in_unit) * 64;
+        uint8_t* plane = row_base + (unit * (P + 1) + P) * 64;
+        const int hb = plane_bits();
+        for (int i = 0; i < 4; ++i) {
+          nib[i] = static_cast<uint8_t>((code[i] & 15) | (code[i + 4] & 15) << 4);
+          if (hb > 0)
+            plane[i] = static_cast<uint8_t>(plane[i] | (code[i] >> 4) << (2 * in_unit * hb) |
+                                            (code[i + 4] >> 4) << ((2 * in_unit + 1) * hb));
+        }
+      } else {
+        for (int i = 0; i < 8; ++i) {
+          const int v = stored_bits == 8 ? static_cast<int8_t>(code[i]) : static_cast<int>(w.palette[code[i]]);
           lo = std::min(lo, v);
           hi = std::max(hi, v);
-          byte = static_cast<uint8_t>(v);
+          row_base[(2 * k + i / 4) * 64 + i % 4] = static_cast<uint8_t>(v);
         }
-        dst[j * 64 + i] = byte;
       }
-    if (n % 256 == 255) give_back_until(page_floor(w.row(n + 1)));
+    }
+    if (n % 256 == 255) give_back_until(page_floor(src + row_bytes));
   }
-  give_back_until(page_floor(source + source_bytes));
-  if (!blk4_) {
+  give_back_until(page_floor(source + rows_ * row_bytes));
+  if (!nibbles()) {
     weight_offset_ = offset_for_range(lo, hi);
     if (weight_offset_ != 0)
-      for (int64_t n = 0; n < rows_; ++n) {
-        uint8_t* dst = data_ + (n / kInterleavedRows) * V * 64 + 4 * (n % kInterleavedRows);
-        for (int64_t j = 0; j < V; ++j)
-          for (int i = 0; i < 4; ++i)
-            dst[j * 64 + i] = static_cast<uint8_t>(static_cast<int8_t>(dst[j * 64 + i]) + weight_offset_);
-      }
+      for (int64_t i = 0; i < data_bytes_; ++i) data_[i] = static_cast<uint8_t>(static_cast<int8_t>(data_[i]) + weight_offset_);
   }
-  // Rows past the last (padding) keep zero scales and offsets.
-  auto gather = [&](uint8_t* out, bool offsets) {
+  // Rows past the last (padding) keep zero scales and offsets. Super-block
+  // scales: each section's factors [rows][blocks], then its multipliers
+  // [rows][supers] (core/weight_format.h).
+  const auto* stored = static_cast<const uint8_t*>(w.block_params);
+  const int64_t width = block_f32_ ? 4 : 2;
+  for (int sec = 0; sec < (block_offsets_ ? 2 : 1); ++sec) {
+    uint8_t* out = sec ? offsets_ : scales_;
     for (int64_t n = 0; n < rows_; ++n) {
-      const uint8_t* src = offsets ? w.block_offsets(n) : w.block_scales(n);
+      const int64_t g = n / kInterleavedRows, r = n % kInterleavedRows;
+      if (super_blocks_ > 0) {
+        const uint8_t* section = stored + sec * rows_ * (blocks() + 2 * supers());
+        for (int64_t b = 0; b < blocks(); ++b)
+          out[(g * blocks() + b) * kInterleavedRows + r] = section[n * blocks() + b];
+        for (int64_t s = 0; s < supers(); ++s)
+          std::memcpy(out + groups() * blocks() * kInterleavedRows + ((g * supers() + s) * kInterleavedRows + r) * 2,
+                      section + rows_ * blocks() + 2 * (n * supers() + s), 2);
+        continue;
+      }
+      const uint8_t* src = stored + (sec * rows_ + n) * blocks() * width;
       for (int64_t b = 0; b < blocks(); ++b)
-        std::memcpy(out + ((n / kInterleavedRows * blocks() + b) * kInterleavedRows + n % kInterleavedRows) *
-                                     width,
-                    src + b * width, width);
+        std::memcpy(out + ((g * blocks() + b) * kInterleavedRows + r) * width, src + b * width, width);
     }
-  };
-  gather(scales_, false);
-  if (block_offsets_) gather(offsets_, true);
-  if (give_back) {
-    const auto [params, params_bytes] = w.block_section_bytes();
-    if (params_bytes > 0) release_pages(params, static_cast<size_t>(params_bytes));
   }
+  if (give_back) release_pages(stored, static_cast<size_t>(scales_section_bytes(w)));
+}
+
+InterleavedWeights::CodeAt InterleavedWeights::code_at(int64_t n, int64_t c) const {
+  const int64_t base = (n / kInterleavedRows) * vectors_per_group() * 64 + 4 * (n % kInterleavedRows) + c % 4;
+  if (!nibbles()) return {base + (c / 4) * 64, 0, 0, 0};
+  const int64_t k = c / 8;
+  const int half = static_cast<int>(c % 8) / 4;
+  if (code_bits_ == 4) return {base + k * 64, 0, 4 * half, 0};
+  const int64_t P = unit_vectors(), unit = k / P, slot = 2 * (k % P) + half;
+  return {base + (unit * (P + 1) + k % P) * 64, base + (unit * (P + 1) + P) * 64, 4 * half,
+          static_cast<int>(slot) * plane_bits()};
+}
+
+int InterleavedWeights::code(int64_t n, int64_t c) const {
+  const CodeAt at = code_at(n, c);
+  if (!nibbles()) return data_[at.byte];
+  const int low = (data_[at.byte] >> at.nibble_shift) & 15;
+  if (code_bits_ == 4) return low;
+  return low | ((data_[at.plane_byte] >> at.plane_shift) & ((1 << plane_bits()) - 1)) << 4;
 }
 
 int InterleavedWeights::value(int64_t n, int64_t c) const {
-  return (blk4_ ? table_[code(n, c)] : code(n, c)) - weight_offset_;
+  return (code_bits_ == 4 ? table_[code(n, c)] : code(n, c)) - weight_offset_;
 }
 
 float InterleavedWeights::param(const uint8_t* p, int64_t n, int64_t b) const {
-  const uint8_t* at = params(p, n / kInterleavedRows, b) + (n % kInterleavedRows) * (block_f32_ ? 4 : 2);
+  const int64_t g = n / kInterleavedRows, r = n % kInterleavedRows;
+  if (super_blocks_ > 0) {
+    const uint8_t* m = multipliers(p, g, b) + 2 * r;
+    return f16_to_f32(static_cast<uint16_t>(m[0] | m[1] << 8)) * static_cast<float>(static_cast<int8_t>(params(p, g, b)[r]));
+  }
+  const uint8_t* at = params(p, g, b) + r * (block_f32_ ? 4 : 2);
   if (block_f32_) {
     float v;
     std::memcpy(&v, at, 4);
@@ -140,13 +197,14 @@ float InterleavedWeights::scale(int64_t n, int64_t b) const { return param(scale
 float InterleavedWeights::offset(int64_t n, int64_t b) const { return block_offsets_ ? param(offsets_, n, b) : 0.0f; }
 
 void InterleavedWeights::restore_rows(int64_t n0, int64_t n1, StoredRows& out) const {
-  const int64_t rows = n1 - n0, width = block_f32_ ? 4 : 2, row_bytes = blk4_ ? cols_ / 2 : cols_;
+  const bool four = code_bits_ == 4, f32 = block_f32_ || super_blocks_ > 0;
+  const int64_t rows = n1 - n0, width = f32 ? 4 : 2, row_bytes = four ? cols_ / 2 : cols_;
   out.data.assign(static_cast<size_t>(rows * row_bytes), 0);
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* dst = out.data.data() + r * row_bytes;
     for (int64_t c = 0; c < cols_; ++c) {
-      if (blk4_) dst[c / 2] = static_cast<uint8_t>(dst[c / 2] | code(n0 + r, c) << (4 * (c % 2)));
-      else dst[c] = static_cast<uint8_t>(static_cast<int8_t>(code(n0 + r, c) - weight_offset_));
+      if (four) dst[c / 2] = static_cast<uint8_t>(dst[c / 2] | code(n0 + r, c) << (4 * (c % 2)));
+      else dst[c] = static_cast<uint8_t>(static_cast<int8_t>(value(n0 + r, c)));
     }
   }
   const int64_t sections = block_offsets_ ? 2 : 1;
@@ -155,21 +213,26 @@ void InterleavedWeights::restore_rows(int64_t n0, int64_t n1, StoredRows& out) c
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t b = 0; b < blocks(); ++b) {
         const int64_t n = n0 + r;
-        const uint8_t* src = params(sec ? offsets_ : scales_, n / kInterleavedRows, b) + (n % kInterleavedRows) * width;
-        std::memcpy(out.block_params.data() + ((sec * rows + r) * blocks() + b) * width, src, width);
+        uint8_t* dst = out.block_params.data() + ((sec * rows + r) * blocks() + b) * width;
+        if (super_blocks_ > 0) {
+          const float v = param(sec ? offsets_ : scales_, n, b);
+          std::memcpy(dst, &v, 4);
+        } else {
+          std::memcpy(dst, params(sec ? offsets_ : scales_, n / kInterleavedRows, b) + (n % kInterleavedRows) * width, width);
+        }
       }
   out.codebook.clear();
-  if (blk4_)
+  if (four)
     for (int i = 0; i < 16; ++i) out.codebook.push_back(static_cast<float>(table_[i] - weight_offset_));
   out.view = WeightView{};
-  out.view.format = blk4_ ? WeightFormat::Blk4 : WeightFormat::Blk8;
+  out.view.format = four ? WeightFormat::Blk4 : WeightFormat::Blk8;
   out.view.shape = {rows, cols_};
   out.view.data = out.data.data();
   out.view.block_params = out.block_params.data();
   out.view.block_cols = block_cols_;
-  out.view.block_f32 = block_f32_;
+  out.view.block_f32 = f32;
   out.view.block_offsets = block_offsets_;
-  out.view.palette = blk4_ ? out.codebook.data() : nullptr;
+  out.view.palette = four ? out.codebook.data() : nullptr;
 }
 
 void TokenTerms::build(const InterleavedWeights& w, const Int8Activations& acts, int64_t t0, int64_t t1) {

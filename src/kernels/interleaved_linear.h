@@ -26,11 +26,20 @@
 // the same size as them). Rows go in groups of 16 (the last zero-padded);
 // a group's weights are a run of 64-byte vectors whose byte 4r+i belongs to
 // row r of the group:
-//   blk8: vector j holds columns 4j..4j+3 (byte 4r+i: column 4j+i), as
-//         u = v + weight_offset (an unsigned byte);
-//   blk4: vector j holds the codes of columns 8j..8j+7 (byte 4r+i: column
-//         8j+i in the low nibble, 8j+4+i in the high one); the kernels look
-//         u = codebook value + weight_offset up from a 16-entry table.
+//   8-bit codes (blk8): vector j holds columns 4j..4j+3 (byte 4r+i: column
+//         4j+i), as u = v + weight_offset (an unsigned byte);
+//   4-bit codes (blk4): vector j holds the codes of columns 8j..8j+7 (byte
+//         4r+i: column 8j+i in the low nibble, 8j+4+i in the high one); the
+//         kernels look u = codebook value + weight_offset up from a 16-entry
+//         table;
+//   5- and 6-bit codes (blk5 / blk6 whose codebook is consecutive integers,
+//         so u is the code): units of P nibble vectors, each as blk4's,
+//         followed by one plane vector with the codes' high bits (P = 4 for
+//         5 bits, 2 for 6). With h = bits − 4, bits [s·h, (s+1)·h) of the
+//         plane's byte 4r+i are the high bits of the code in byte 4r+i of
+//         the unit's nibble vector s / 2, low nibble for even s, high for
+//         odd. A unit never spans two blocks (P divides the 8-column groups
+//         per block), and a group reads its vectors as one stream.
 // So a 32-bit lane of a vector is one row: an unsigned×signed 4-byte dot
 // (vpdpbusd, or NEON's sdot on the signed values) against 4 activation
 // bytes broadcast to every lane adds 4 columns to 16 rows at once, with no
@@ -38,7 +47,10 @@
 // small and unsigned (Q4_1, Q4_K), −(smallest value) when the range fits in
 // 0..127 (Q4_0, Q6_K), else 128; the dot then takes −weight_offset · Σq as
 // its starting value. Block scales / offsets go per group and block as 16
-// values (one per row), in their stored type (f16 or f32).
+// values (one per row), in their stored type (f16 or f32); super-block
+// scales (core/weight_format.h) as 16 int8 factors per group and block and
+// 16 f16 multipliers per group and super-block, multiplied in f32 (exact)
+// into the block's value.
 #pragma once
 
 #include <cstdint>
@@ -59,18 +71,25 @@ constexpr int64_t kActGroup = 8;          // columns per activation scale (kActB
 
 class InterleavedWeights {
  public:
-  // blk4 / blk8 weights (QLinearWeights::blocked()).
-  static bool supported(const QLinearWeights& w) { return w.blocked(); }
+  // Blocked weights (blk4 ... blk8) the lane kernels could run
+  // (QLinearWeights::supported).
+  static bool supported(const WeightView& w);
   // Error if !supported(w). The layout's bytes come from `arena` (huge
   // pages; the model's weights), else from the heap (tests, benchmarks).
   // `give_back`: w's stored bytes are given back to the system as they are
   // copied (core/huge_page_arena.h, release_pages), so the weight is never
   // held twice; reading them afterwards finds zeros where the bundle was
   // read into memory, so only the copy may be read (restore_rows).
-  explicit InterleavedWeights(const QLinearWeights& w, std::shared_ptr<HugePageArena> arena = nullptr,
+  explicit InterleavedWeights(const WeightView& w, std::shared_ptr<HugePageArena> arena = nullptr,
                               bool give_back = false);
 
-  bool blk4() const { return blk4_; }
+  // Bits per code in the layout: 4 (nibbles, through the table), 5 or 6
+  // (nibbles and a plane of high bits; u is the code), 8 (bytes).
+  int code_bits() const { return code_bits_; }
+  bool nibbles() const { return code_bits_ < 8; }
+  int plane_bits() const { return nibbles() ? code_bits_ - 4 : 0; }
+  // 5 / 6 bits: nibble vectors per unit (one plane vector follows them).
+  int unit_vectors() const { return plane_bits() == 1 ? 4 : 2; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   int64_t groups() const { return (rows_ + kInterleavedRows - 1) / kInterleavedRows; }
@@ -78,31 +97,44 @@ class InterleavedWeights {
   int64_t blocks() const { return cols_ / block_cols_; }
   bool block_f32() const { return block_f32_; }
   bool block_offsets() const { return block_offsets_; }
+  // Super-block scales: blocks per super-block (0: a value per block).
+  int64_t super_blocks() const { return super_blocks_; }
   int weight_offset() const { return weight_offset_; }
   // Every u fits in 0..127 (weight_offset < 128): the AVX2 and NEON kernels
   // then multiply u directly, else the signed values u − 128.
   bool small_unsigned() const { return weight_offset_ < 128; }
-  // blk4: u = code for every code (the values are the codes, shifted by
-  // −weight_offset): no lookup.
+  // 4 bits: u = code for every code (the values are the codes, shifted by
+  // −weight_offset): no lookup. Always so for 5 and 6 bits.
   bool identity_table() const { return identity_; }
-  // 64-byte vectors per group: blk8 cols / 4, blk4 cols / 8.
-  int64_t vectors_per_group() const { return blk4_ ? cols_ / 8 : cols_ / 4; }
+  // 64-byte vectors per group: 8 bits cols / 4, 4 bits cols / 8, 5 and 6
+  // bits cols / 8 and a plane vector per unit.
+  int64_t vectors_per_group() const {
+    if (!nibbles()) return cols_ / 4;
+    return code_bits_ == 4 ? cols_ / 8 : cols_ / 8 + cols_ / (8 * unit_vectors());
+  }
   const uint8_t* group_data(int64_t g) const { return data_ + g * vectors_per_group() * 64; }
-  // The 16 rows' scales (offsets) of group g and block b: 16 f16 or f32 values.
+  // The 16 rows' scales (offsets) of group g and block b: 16 f16 or f32
+  // values, or with super-blocks 16 int8 factors, whose multipliers are
+  // group_scale_multipliers(g, b) (16 f16).
   const uint8_t* group_scales(int64_t g, int64_t b) const { return params(scales_, g, b); }
   const uint8_t* group_offsets(int64_t g, int64_t b) const { return params(offsets_, g, b); }
-  // blk4: u of each code, repeated to fill 64 bytes (entry i at byte j, j mod 16 = i).
+  const uint8_t* group_scale_multipliers(int64_t g, int64_t b) const { return multipliers(scales_, g, b); }
+  const uint8_t* group_offset_multipliers(int64_t g, int64_t b) const { return multipliers(offsets_, g, b); }
+  // 4 bits: u of each code, repeated to fill 64 bytes (entry i at byte j, j mod 16 = i).
   const uint8_t* table() const { return table_; }
 
   // The values the kernels multiply, read back from the layout (scalar twin, tests).
   int value(int64_t n, int64_t c) const;   // v[n][c] = u − weight_offset
   float scale(int64_t n, int64_t b) const;
   float offset(int64_t n, int64_t b) const;
-  // Rows [n0, n1) back in their stored format (core/weight_format.h: the
-  // codes, the block section, blk4's codebook) as `out.view`, byte for byte
-  // what the bundle held: what reads a few rows of a weight whose stored
-  // bytes were given back (the embedding lookup, the head's two-pass
-  // refinement) decodes them with the stored format's own code.
+  // Rows [n0, n1) back in a form the lane kernels read, as `out.view`:
+  // 4-bit codes as blk4 (the codes and codebook the bundle held), others as
+  // blk8 bytes; block values in their stored f16 or f32, super-block ones
+  // as f32. Each decodes to the stored weight's values, and the lane
+  // kernels give it the bits they give the expanded stored weight
+  // (QLinearWeights, Expand::Yes): what reads a few rows of a weight whose
+  // stored bytes were given back (the embedding lookup, the head's
+  // two-pass refinement).
   struct StoredRows {
     std::vector<uint8_t> data, block_params;
     std::vector<float> codebook;
@@ -112,41 +144,51 @@ class InterleavedWeights {
   // The head's one-pass outputs may stand in for the lane kernels' in its
   // refinement (kernels/qlinear_refine.h) when its f32 rounding fits the
   // bound ρ = 1e-5 · W · (‖x‖₁ + ‖e1‖₁) takes for them: a group's term
-  // passes through at most (block_cols / 8) + 2 · blocks roundings (the int32 sums
-  // and their conversion are exact), each within 2⁻²⁴ of the running
-  // magnitude, itself ≤ W · ‖x̃‖₁.
-  static bool fits_refine_bound(const QLinearWeights& w) {
-    const int64_t roundings = w.block_cols() / kActGroup + 2 * (w.cols() / w.block_cols());
+  // passes through at most (block_cols / 8) roundings in its block's sum
+  // and one per block's term added to the row's (two with offsets), each
+  // within 2⁻²⁴ of the running magnitude, itself ≤ W · ‖x̃‖₁ (the int32
+  // sums, their conversion and a super-block value's product are exact).
+  static bool fits_refine_bound(const WeightView& w) {
+    const int64_t roundings = w.block_cols / kActGroup + (w.block_offsets ? 2 : 1) * w.blocks_per_row();
     return static_cast<double>(roundings) * 0x1p-24 * 1.01 <= 1e-5;
   }
   // Bytes held (weights and block parameters).
   int64_t bytes() const { return data_bytes_ + param_bytes_ * (block_offsets_ ? 2 : 1); }
 
  private:
-  bool blk4_;
+  int code_bits_ = 8;
   int64_t rows_, cols_, block_cols_;
   bool block_f32_, block_offsets_;
+  int64_t super_blocks_ = 0;
   int weight_offset_ = 0;
   bool identity_ = false;
   alignas(64) uint8_t table_[64] = {};
-  // One piece of memory: the weights, then the scales, then the offsets.
+  // One piece of memory: the weights, then the scales, then the offsets
+  // (with super-blocks each: the factors, then the multipliers).
   std::shared_ptr<HugePageArena> arena_;
   AlignedVector<uint8_t> heap_;
   uint8_t* data_ = nullptr;
   uint8_t* scales_ = nullptr;
   uint8_t* offsets_ = nullptr;
   int64_t data_bytes_ = 0, param_bytes_ = 0;
+  int64_t supers() const { return super_blocks_ > 0 ? blocks() / super_blocks_ : 0; }
   const uint8_t* params(const uint8_t* p, int64_t g, int64_t b) const {
-    return p + (g * blocks() + b) * kInterleavedRows * (block_f32_ ? 4 : 2);
+    return p + (g * blocks() + b) * kInterleavedRows * (super_blocks_ > 0 ? 1 : block_f32_ ? 4 : 2);
+  }
+  const uint8_t* multipliers(const uint8_t* p, int64_t g, int64_t b) const {
+    return p + groups() * blocks() * kInterleavedRows + (g * supers() + b / super_blocks_) * kInterleavedRows * 2;
   }
   float param(const uint8_t* p, int64_t n, int64_t b) const;
-  // What the layout holds for row n, column c: blk8 its byte u, blk4 its code.
-  int code(int64_t n, int64_t c) const {
-    const uint8_t* v = group_data(n / kInterleavedRows) + 4 * (n % kInterleavedRows);
-    if (!blk4_) return v[(c / 4) * 64 + c % 4];
-    const uint8_t byte = v[(c / 8) * 64 + c % 4];
-    return c % 8 < 4 ? byte & 15 : byte >> 4;
-  }
+  // Where column c of row n's code lives: its nibble vector's byte (or the
+  // byte of an 8-bit code), and for 5 / 6 bits the plane byte and the
+  // shift of its high bits there.
+  struct CodeAt {
+    int64_t byte, plane_byte;
+    int nibble_shift, plane_shift;
+  };
+  CodeAt code_at(int64_t n, int64_t c) const;
+  // What the layout holds for row n, column c: 8 bits its byte u, else its code.
+  int code(int64_t n, int64_t c) const;
 };
 
 // Per token, what every row of a call shares: the 8-column groups' scales,

@@ -23,17 +23,30 @@ namespace tessera::kernels {
 
 namespace {
 
-template <bool F32>
-TESSERA_AVX2 inline __m256 load8(const uint8_t* p) {
-  if constexpr (F32) return _mm256_load_ps(reinterpret_cast<const float*>(p));
-  else return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+// Rows 8h..8h+7's values of a block: f32, f16, or int8 factors (p) times
+// f16 super-block multipliers (m), the product exact.
+template <class Fm>
+TESSERA_AVX2 inline __m256 load8(const uint8_t* p, const uint8_t* m, int h) {
+  if constexpr (Fm::Super)
+    return _mm256_mul_ps(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * h))),
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)))));
+  else if constexpr (Fm::F32) return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
+  else return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+}
+
+// The high bits of one half of a group's nibbles, moved from the plane to bit 4.
+template <int HB>
+TESSERA_AVX2 inline __m256i plane_bits(__m256i plane, int shift) {
+  const __m256i moved = shift >= 0 ? _mm256_slli_epi16(plane, shift) : _mm256_srli_epi16(plane, -shift);
+  return _mm256_and_si256(moved, _mm256_set1_epi8(static_cast<char>(((1 << HB) - 1) << 4)));
 }
 
 enum class Dot { Small, SmallPairs, Signed };
 
 template <class Fm, Dot D>
 struct Tile {
-  static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, F32 = Fm::F32, Off = Fm::Off;
+  static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, Off = Fm::Off;
   static constexpr int PB = Fm::PB;
   const InterleavedWeights& w;
   const float* bias;
@@ -43,7 +56,6 @@ struct Tile {
                                const TokenBlock<TT>& tk) const {
     const __m256i nibble = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
     const __m256i table = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.table()));
-    const int width = F32 ? 4 : 2;
     const __m256i* wd[RG];
     for (int r = 0; r < RG; ++r) wd[r] = reinterpret_cast<const __m256i*>(w.group_data(g + r));
     __m256 acc[RG][2][TT];
@@ -60,9 +72,14 @@ struct Tile {
         for (int r = 0; r < RG; ++r)
           for (int h = 0; h < 2; ++h) {
             if constexpr (B4) {
-              const __m256i v = _mm256_load_si256(wd[r] + 2 * k + h);
+              const __m256i v = _mm256_load_si256(wd[r] + 2 * Fm::nibble_vector(k) + h);
               w0[r][h] = _mm256_and_si256(v, nibble);
               w1[r][h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+              if constexpr (Fm::HB > 0) {
+                const __m256i plane = _mm256_load_si256(wd[r] + 2 * Fm::plane_vector(k) + h);
+                w0[r][h] = _mm256_or_si256(w0[r][h], plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 0)));
+                w1[r][h] = _mm256_or_si256(w1[r][h], plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 1)));
+              }
               if constexpr (Lookup) {
                 w0[r][h] = _mm256_shuffle_epi8(table, w0[r][h]);
                 w1[r][h] = _mm256_shuffle_epi8(table, w1[r][h]);
@@ -103,10 +120,12 @@ struct Tile {
       }
       for (int r = 0; r < RG; ++r)
         for (int h = 0; h < 2; ++h) {
-          const __m256 ws = load8<F32>(w.group_scales(g + r, b) + 8 * width * h);
+          const __m256 ws =
+              load8<Fm>(w.group_scales(g + r, b), Fm::Super ? w.group_scale_multipliers(g + r, b) : nullptr, h);
           for (int t = 0; t < TT; ++t) acc[r][h][t] = _mm256_fmadd_ps(ws, part[r][h][t], acc[r][h][t]);
           if constexpr (Off) {
-            const __m256 wo = load8<F32>(w.group_offsets(g + r, b) + 8 * width * h);
+            const __m256 wo =
+                load8<Fm>(w.group_offsets(g + r, b), Fm::Super ? w.group_offset_multipliers(g + r, b) : nullptr, h);
             for (int t = 0; t < TT; ++t)
               acc[r][h][t] = _mm256_fmadd_ps(wo, _mm256_set1_ps(tk.u[t][b]), acc[r][h][t]);
           }
@@ -128,7 +147,8 @@ struct Tile {
 
 // Whether every u ≤ 64 (pairs of the two vectors may add in int16).
 bool u_within_64(const InterleavedWeights& w) {
-  if (!w.blk4()) return false;
+  if (w.code_bits() == 5 || w.code_bits() == 6) return true;  // u is the code: ≤ 63
+  if (w.code_bits() != 4) return false;
   for (int i = 0; i < 16; ++i)
     if (w.table()[i] > 64) return false;
   return true;

@@ -2,9 +2,11 @@
 // kernels/interleaved_linear.h.
 //
 // Per 8-column group of RG row groups: the weights of 16 rows × 8 columns
-// as two vectors (blk8: two loads; blk4: one load, its low and high nibbles
-// masked apart and, unless the codes are the values, looked up in the
-// biased table with vpshufb), then per token two vpdpbusd against the
+// as two vectors (8 bits: two loads; 4 bits: one load, its low and high
+// nibbles masked apart and, unless the codes are the values, looked up in
+// the biased table with vpshufb; 5 / 6 bits: the nibbles, each or-ed with
+// its high bits shifted out of the unit's plane vector), then per token two
+// vpdpbusd against the
 // token's two 4-byte activation words broadcast, starting from
 // −weight_offset · Σq, a convert and one multiply-add with the group's
 // scale. Per block the 16 rows' scales (and offsets, against the token's u)
@@ -27,14 +29,26 @@ namespace {
 
 constexpr int kPrefetchVectors = 48;  // 1 KB ahead of a row group's weight stream
 
-template <bool F32>
-TESSERA_AVX512 inline __m512 load16(const uint8_t* p) {
-  if constexpr (F32) return _mm512_load_ps(reinterpret_cast<const float*>(p));
+// The 16 rows' values of a block: f32, f16, or int8 factors (p) times f16
+// super-block multipliers (m), the product exact.
+template <class Fm>
+TESSERA_AVX512 inline __m512 load16(const uint8_t* p, const uint8_t* m) {
+  if constexpr (Fm::Super)
+    return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m))),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
+  else if constexpr (Fm::F32) return _mm512_load_ps(reinterpret_cast<const float*>(p));
   else return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// B4: blk4 codes (Lookup: through the table); PB: 8-column groups per block;
-// F32: block parameters stored as f32 (else f16); Off: blocks have offsets.
+// The high bits of one half of a group's nibbles, moved from the plane to bit 4.
+template <int HB>
+TESSERA_AVX512 inline __m512i plane_bits(__m512i plane, int shift) {
+  const __m512i moved = shift >= 0 ? _mm512_slli_epi16(plane, static_cast<unsigned>(shift))
+                                   : _mm512_srli_epi16(plane, static_cast<unsigned>(-shift));
+  return _mm512_and_si512(moved, _mm512_set1_epi8(static_cast<char>(((1 << HB) - 1) << 4)));
+}
+
+// Fm: the weight's form (kernels/interleaved_walk.h).
 template <class Fm, bool Start>
 struct Tile {
   static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, F32 = Fm::F32, Off = Fm::Off;
@@ -62,12 +76,18 @@ struct Tile {
         for (int r = 0; r < RG; ++r) {
           // Each row group's weights are one sequential stream: fetch a
           // kilobyte ahead of it (decode reads them from memory).
+          const int64_t at = B4 ? Fm::nibble_vector(k) : 2 * k;
           if (kPrefetchVectors > 0)
-            _mm_prefetch(reinterpret_cast<const char*>(wd[r] + (B4 ? k : 2 * k) + kPrefetchVectors), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(wd[r] + at + kPrefetchVectors), _MM_HINT_T0);
           if constexpr (B4) {
-            const __m512i v = _mm512_load_si512(wd[r] + k);
+            const __m512i v = _mm512_load_si512(wd[r] + at);
             w0[r] = _mm512_and_si512(v, nibble);
             w1[r] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+            if constexpr (Fm::HB > 0) {
+              const __m512i plane = _mm512_load_si512(wd[r] + Fm::plane_vector(k));
+              w0[r] = _mm512_or_si512(w0[r], plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 0)));
+              w1[r] = _mm512_or_si512(w1[r], plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 1)));
+            }
             if constexpr (Lookup) {
               w0[r] = _mm512_shuffle_epi8(table, w0[r]);
               w1[r] = _mm512_shuffle_epi8(table, w1[r]);
@@ -91,10 +111,11 @@ struct Tile {
         }
       }
       for (int r = 0; r < RG; ++r) {
-        const __m512 ws = load16<F32>(w.group_scales(g + r, b));
+        const __m512 ws = load16<Fm>(w.group_scales(g + r, b), Fm::Super ? w.group_scale_multipliers(g + r, b) : nullptr);
         for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(ws, part[r][t], acc[r][t]);
         if constexpr (Off) {
-          const __m512 wo = load16<F32>(w.group_offsets(g + r, b));
+          const __m512 wo =
+              load16<Fm>(w.group_offsets(g + r, b), Fm::Super ? w.group_offset_multipliers(g + r, b) : nullptr);
           for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wo, _mm512_set1_ps(tk.u[t][b]), acc[r][t]);
         }
       }
@@ -120,7 +141,7 @@ void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activation
     using Fm = decltype(form);
     auto go = [&](auto tile) { interleaved_walk<4, 8, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
     // The dot's starting value −weight_offset · Σq is 0 for unsigned values
-    // (Q4_1, Q4_K: the codes themselves).
+    // (Q4_1, Q4_K, Q5_1, Q5_K: the codes themselves).
     if (w.weight_offset() == 0) go(Tile<Fm, false>{w, bias});
     else go(Tile<Fm, true>{w, bias});
   });

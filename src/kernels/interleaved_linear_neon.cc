@@ -7,8 +7,9 @@
 // lane adds 4 columns to 4 rows. SDOT is signed × signed, so the weights
 // enter as signed bytes: u itself when every u ≤ 127 (small_unsigned; the
 // sum then starts from −weight_offset · Σq, as with VNNI), else v = u − 128
-// (u xor 0x80; the sum starts from 0). blk4 codes are split from their
-// nibbles and, unless they are the values, looked up with TBL.
+// (u xor 0x80; the sum starts from 0). 4-bit codes are split from their
+// nibbles and, unless they are the values, looked up with TBL; 5- and 6-bit
+// codes or their nibbles with their high bits shifted out of the plane.
 #include <arm_neon.h>
 
 #include "kernels/interleaved_linear.h"
@@ -21,15 +22,32 @@ namespace tessera::kernels {
 
 namespace {
 
-template <bool F32>
-inline float32x4_t load4(const uint8_t* p) {
-  if constexpr (F32) return vld1q_f32(reinterpret_cast<const float*>(p));
-  else return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
+// Rows 4h..4h+3's values of a block: f32, f16, or int8 factors (p) times
+// f16 super-block multipliers (m), the product exact.
+template <class Fm>
+inline float32x4_t load4(const uint8_t* p, const uint8_t* m, int h) {
+  if constexpr (Fm::Super) {
+    const int8x8_t f8 = vld1_s8(reinterpret_cast<const int8_t*>(p) + 4 * (h & 2));  // rows 8(h/2)..8(h/2)+7
+    const int16x8_t f16 = vmovl_s8(f8);
+    const int32x4_t f32 = h % 2 ? vmovl_high_s16(f16) : vmovl_s16(vget_low_s16(f16));
+    const float32x4_t mult = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(m) + 4 * h)));
+    return vmulq_f32(mult, vcvtq_f32_s32(f32));
+  } else if constexpr (Fm::F32) {
+    return vld1q_f32(reinterpret_cast<const float*>(p) + 4 * h);
+  } else {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p) + 4 * h)));
+  }
+}
+
+// The high bits of one half of a group's nibbles, moved from the plane to bit 4.
+template <int HB>
+inline uint8x16_t plane_bits(uint8x16_t plane, int shift) {
+  return vandq_u8(vshlq_u8(plane, vdupq_n_s8(static_cast<int8_t>(shift))), vdupq_n_u8(((1 << HB) - 1) << 4));
 }
 
 template <class Fm, bool Signed>
 struct Tile {
-  static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, F32 = Fm::F32, Off = Fm::Off;
+  static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, Off = Fm::Off;
   static constexpr int PB = Fm::PB;
   const InterleavedWeights& w;
   const float* bias;
@@ -39,7 +57,6 @@ struct Tile {
                                    const TokenBlock<TT>& tk) const {
     const uint8x16_t nibble = vdupq_n_u8(0x0f), flip = vdupq_n_u8(0x80);
     const uint8x16_t table = vld1q_u8(w.table());
-    const int width = F32 ? 4 : 2;
     const uint8_t* wd[RG];
     for (int r = 0; r < RG; ++r) wd[r] = w.group_data(g + r);
     float32x4_t acc[RG][4][TT];
@@ -56,9 +73,14 @@ struct Tile {
           for (int h = 0; h < 4; ++h) {
             uint8x16_t u0, u1;
             if constexpr (B4) {
-              const uint8x16_t v = vld1q_u8(wd[r] + 64 * k + 16 * h);
+              const uint8x16_t v = vld1q_u8(wd[r] + 64 * Fm::nibble_vector(k) + 16 * h);
               u0 = vandq_u8(v, nibble);
               u1 = vshrq_n_u8(v, 4);
+              if constexpr (Fm::HB > 0) {
+                const uint8x16_t plane = vld1q_u8(wd[r] + 64 * Fm::plane_vector(k) + 16 * h);
+                u0 = vorrq_u8(u0, plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 0)));
+                u1 = vorrq_u8(u1, plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 1)));
+              }
               if constexpr (Lookup) {
                 u0 = vqtbl1q_u8(table, u0);
                 u1 = vqtbl1q_u8(table, u1);
@@ -89,10 +111,12 @@ struct Tile {
       }
       for (int r = 0; r < RG; ++r)
         for (int h = 0; h < 4; ++h) {
-          const float32x4_t ws = load4<F32>(w.group_scales(g + r, b) + 4 * width * h);
+          const float32x4_t ws =
+              load4<Fm>(w.group_scales(g + r, b), Fm::Super ? w.group_scale_multipliers(g + r, b) : nullptr, h);
           for (int t = 0; t < TT; ++t) acc[r][h][t] = vfmaq_f32(acc[r][h][t], ws, part[r][h][t]);
           if constexpr (Off) {
-            const float32x4_t wo = load4<F32>(w.group_offsets(g + r, b) + 4 * width * h);
+            const float32x4_t wo =
+                load4<Fm>(w.group_offsets(g + r, b), Fm::Super ? w.group_offset_multipliers(g + r, b) : nullptr, h);
             for (int t = 0; t < TT; ++t) acc[r][h][t] = vfmaq_f32(acc[r][h][t], wo, vdupq_n_f32(tk.u[t][b]));
           }
         }

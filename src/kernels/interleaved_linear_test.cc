@@ -23,6 +23,7 @@ namespace {
 
 using test_fixtures::kBlockF32;
 using test_fixtures::kBlockOffsets;
+using test_fixtures::kBlockSuper;
 using test_fixtures::KernelLevel;
 using test_fixtures::RandomWeight;
 using test_fixtures::random_acts;
@@ -32,9 +33,11 @@ using test_fixtures::supported_levels;
 // How a case's values are drawn: the stored weight's range decides the
 // layout's weight_offset and which dot each level takes.
 enum class Values {
-  Wide,      // blk4: a codebook over −128..127 (IQ4_NL-like); blk8: any byte
-  Unsigned,  // blk4: the codes themselves (Q4_1, Q4_K)
-  Shifted,   // blk4: code − 8 (Q4_0); blk8: −32..31 (Q6_K)
+  Wide,      // blk4: a codebook over −128..127 (IQ4_NL-like); blk5 / blk6: a
+             // codebook of other values (laid out as bytes); blk8: any byte
+  Unsigned,  // blk4 ... blk6: the codes themselves (Q4_1, Q4_K, Q5_1, Q5_K)
+  Shifted,   // blk4: code − 8 (Q4_0); blk5 / blk6: code − 16 / − 32 (Q5_0,
+             // Q6_K); blk8: −32..31 (Q6_K before blk6)
 };
 
 struct Shape {
@@ -54,6 +57,14 @@ const Shape kShapes[] = {
     {WeightFormat::Blk8, 21, 640, 16, kBlockF32, Values::Shifted},
     {WeightFormat::Blk8, 9, 128, 16, kBlockOffsets | kBlockF32, Values::Wide},
     {WeightFormat::Blk8, 40, 64, 32, kBlockOffsets, Values::Shifted},
+    {WeightFormat::Blk4, 35, 512, 32, kBlockSuper | kBlockOffsets, Values::Unsigned},
+    {WeightFormat::Blk5, 21, 576, 32, 0, Values::Shifted},
+    {WeightFormat::Blk5, 17, 256, 32, kBlockSuper | kBlockOffsets, Values::Unsigned},
+    {WeightFormat::Blk5, 16, 128, 32, kBlockOffsets, Values::Wide},
+    {WeightFormat::Blk6, 29, 512, 16, kBlockSuper, Values::Shifted},
+    {WeightFormat::Blk6, 18, 192, 32, kBlockF32, Values::Shifted},
+    {WeightFormat::Blk6, 16, 128, 16, kBlockSuper | kBlockOffsets, Values::Wide},
+    {WeightFormat::Blk8, 20, 256, 16, kBlockSuper | kBlockOffsets, Values::Wide},
 };
 
 std::string name(const Shape& s) {
@@ -66,10 +77,13 @@ std::string name(const Shape& s) {
 struct Case {
   RandomWeight rw;
   Case(std::mt19937& rng, const Shape& s) : rw(rng, s.format, s.rows, s.cols, s.block_cols, s.block) {
-    if (s.format == WeightFormat::Blk4) {
-      for (int i = 0; i < 16; ++i) {
+    if (s.format != WeightFormat::Blk8) {
+      const int entries = 1 << block_code_bits(s.format);
+      for (int i = 0; i < entries; ++i) {
         if (s.values == Values::Unsigned) rw.palette[i] = static_cast<float>(i);
-        if (s.values == Values::Shifted) rw.palette[i] = static_cast<float>(i - 8);
+        if (s.values == Values::Shifted) rw.palette[i] = static_cast<float>(i - entries / 2);
+        if (s.values == Values::Wide && s.format != WeightFormat::Blk4)
+          rw.palette[i] = static_cast<float>((i * 37 + 11) % 256 - 128);  // not consecutive
       }
     } else if (s.values == Values::Shifted) {
       for (uint8_t& b : rw.data) b = static_cast<uint8_t>(static_cast<int8_t>(b % 64 - 32));
@@ -101,11 +115,15 @@ TEST(InterleavedLinear, LayoutHoldsTheStoredValuesScalesAndOffsets) {
   for (const Shape& s : kShapes) {
     Case c(rng, s);
     const QLinearWeights q(c.rw.view);
-    const InterleavedWeights w(q);
-    EXPECT_EQ(w.bytes(), static_cast<int64_t>(w.groups() * 16 * s.cols * (s.format == WeightFormat::Blk4 ? 1 : 2) / 2 +
-                                              w.groups() * 16 * (s.cols / s.block_cols) * (s.block & kBlockF32 ? 4 : 2) *
-                                                  (s.block & kBlockOffsets ? 2 : 1)))
-        << name(s);
+    const InterleavedWeights w(c.rw.view);
+    // Codes at the stored bits (blk5 / blk6 with a codebook that is not
+    // consecutive integers: a byte each); block values as stored.
+    const bool packed = s.format != WeightFormat::Blk8 && (s.format == WeightFormat::Blk4 || s.values != Values::Wide);
+    const int64_t bits = packed ? block_code_bits(s.format) : 8, blocks = s.cols / s.block_cols;
+    const int64_t params = s.block & kBlockSuper ? blocks + 2 * (s.cols / c.rw.view.block_super)
+                                                 : blocks * (s.block & kBlockF32 ? 4 : 2);
+    EXPECT_EQ(w.code_bits(), bits) << name(s);
+    EXPECT_EQ(w.bytes(), w.groups() * 16 * (s.cols * bits / 8 + params * (s.block & kBlockOffsets ? 2 : 1))) << name(s);
     EXPECT_EQ(w.small_unsigned(), s.values != Values::Wide) << name(s);
     for (int64_t n = 0; n < s.rows; ++n) {
       for (int64_t col = 0; col < s.cols; ++col) ASSERT_EQ(w.value(n, col), q.value(n, col)) << name(s) << " " << n << "," << col;
@@ -119,20 +137,27 @@ TEST(InterleavedLinear, LayoutHoldsTheStoredValuesScalesAndOffsets) {
   }
 }
 
-// The stored format's bytes come back exactly, so a few rows decode (and
-// run the lane kernels) as the bundle's own would.
-TEST(InterleavedLinear, RestoredRowsAreTheStoredBytes) {
+// Restored rows decode to the stored values bit for bit; blk4 and blk8
+// rows with a value per block come back as the stored bytes.
+TEST(InterleavedLinear, RestoredRowsAreTheStoredValues) {
   std::mt19937 rng(7);
   for (const Shape& s : kShapes) {
     Case c(rng, s);
     const QLinearWeights q(c.rw.view);
-    const InterleavedWeights w(q);
+    const InterleavedWeights w(c.rw.view);
     const int64_t row_bytes = static_cast<int64_t>(weight_data_bytes(s.format, 1, s.cols));
     const int64_t width = s.block & kBlockF32 ? 4 : 2, blocks = s.cols / s.block_cols;
     const int64_t sections = s.block & kBlockOffsets ? 2 : 1;
     for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, s.rows}, {3, 7}, {s.rows - 1, s.rows}}) {
       InterleavedWeights::StoredRows out;
       w.restore_rows(n0, n1, out);
+      std::vector<float> got(s.cols), want(s.cols);
+      for (int64_t n = n0; n < n1; ++n) {
+        decode_row(out.view, n - n0, got.data());
+        decode_row(c.rw.view, n, want.data());
+        ASSERT_TRUE(same_bits(got, want)) << name(s) << " row " << n;
+      }
+      if (c.rw.view.compact_blocks()) continue;
       ASSERT_EQ(out.data.size(), static_cast<size_t>((n1 - n0) * row_bytes)) << name(s);
       EXPECT_EQ(std::memcmp(out.data.data(), c.rw.data.data() + n0 * row_bytes, out.data.size()), 0) << name(s);
       for (int64_t sec = 0; sec < sections; ++sec)
@@ -141,12 +166,6 @@ TEST(InterleavedLinear, RestoredRowsAreTheStoredBytes) {
                               static_cast<size_t>((n1 - n0) * blocks * width)),
                   0)
             << name(s) << " section " << sec;
-      std::vector<float> got(s.cols), want(s.cols);
-      for (int64_t n = n0; n < n1; ++n) {
-        decode_row(out.view, n - n0, got.data());
-        decode_row(c.rw.view, n, want.data());
-        ASSERT_TRUE(same_bits(got, want)) << name(s) << " row " << n;
-      }
     }
   }
 }
@@ -156,7 +175,7 @@ TEST(InterleavedLinear, EveryIsaGivesTheScalarTwinsBitsForAnySplitAndTokenCount)
   for (const Shape& s : kShapes) {
     Case c(rng, s);
     const QLinearWeights q(c.rw.view);
-    const InterleavedWeights w(q);
+    const InterleavedWeights w(c.rw.view);
     std::vector<float> bias(s.rows);
     for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
     for (int64_t tokens : {1, 2, 3, 7, 8, 9, 16, 17, 40}) {
@@ -183,9 +202,12 @@ TEST(InterleavedLinear, ExtremeValuesNeverSaturateTheVectorDots) {
     if (s.format == WeightFormat::Blk8) {
       const int8_t lo = s.values == Values::Wide ? -128 : -32, hi = s.values == Values::Wide ? 127 : 31;
       for (size_t i = 0; i < c.rw.data.size(); ++i) c.rw.data[i] = static_cast<uint8_t>((i / 3) % 2 ? lo : hi);
+    } else if (s.format != WeightFormat::Blk4) {
+      // Runs of the smallest and the largest codes.
+      for (size_t i = 0; i < c.rw.data.size(); ++i) c.rw.data[i] = (i / 5) % 2 ? 0x00 : 0xff;
     }
     const QLinearWeights q(c.rw.view);
-    const InterleavedWeights w(q);
+    const InterleavedWeights w(c.rw.view);
     for (float sign : {1.0f, -1.0f}) {
       std::vector<float> x(19 * s.cols);  // a tile of 16 (AMX) and 3 more
       for (int64_t i = 0; i < 19 * s.cols; ++i) x[i] = (i % 5 == 2 ? -sign : sign) * 3.0f;  // |q| = 127 everywhere
@@ -201,10 +223,10 @@ TEST(InterleavedLinear, ExtremeValuesNeverSaturateTheVectorDots) {
 // M-token call has the bits of a call of token t alone, for M = 1..64.
 TEST(InterleavedLinear, EveryTokenOfAnMTokenCallMatchesItsOneTokenCall) {
   std::mt19937 rng(4);
-  for (const Shape& s : {kShapes[1], kShapes[4], kShapes[6]}) {
+  for (const Shape& s : {kShapes[1], kShapes[4], kShapes[6], kShapes[10], kShapes[13]}) {
     Case c(rng, s);
     const QLinearWeights q(c.rw.view);
-    const InterleavedWeights w(q);
+    const InterleavedWeights w(c.rw.view);
     const std::vector<float> x = random_acts(rng, 64, s.cols);
     for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})) {
       std::vector<std::vector<float>> single(64);
@@ -231,7 +253,7 @@ TEST(InterleavedLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
   for (const Shape& s : kShapes) {
     Case c(rng, s);
     const QLinearWeights q(c.rw.view);
-    const InterleavedWeights w(q);
+    const InterleavedWeights w(c.rw.view);
     const int64_t tokens = 3;
     const std::vector<float> x = random_acts(rng, tokens, s.cols);
     auto act_error = [&](int64_t t, int64_t col) {
@@ -257,13 +279,14 @@ TEST(InterleavedLinear, RefinedHeadArgmaxIsTheTwoPassArgmax) {
     int one_pass_misses = 0;
     for (const Shape& s : {Shape{WeightFormat::Blk8, 512, 192, 32, 0, Values::Wide},
                            Shape{WeightFormat::Blk4, 512, 192, 32, kBlockOffsets, Values::Unsigned},
-                           Shape{WeightFormat::Blk8, 500, 256, 16, kBlockF32 | kBlockOffsets, Values::Shifted}}) {
+                           Shape{WeightFormat::Blk8, 500, 256, 16, kBlockF32 | kBlockOffsets, Values::Shifted},
+                           Shape{WeightFormat::Blk6, 500, 256, 16, kBlockSuper, Values::Shifted}}) {
       for (int trial = 0; trial < 20; ++trial) {
         const int64_t n = s.rows, cols = s.cols, rows = 3;
         Case c(rng, s);
         const QLinearWeights q(c.rw.view);
-        const InterleavedWeights w(q);
-        ASSERT_TRUE(InterleavedWeights::fits_refine_bound(q));
+        const InterleavedWeights w(c.rw.view);
+        ASSERT_TRUE(InterleavedWeights::fits_refine_bound(c.rw.view));
         const std::vector<float> x = random_acts(rng, rows, cols);
         std::vector<float> bias(n);
         std::normal_distribution<float> spread(0.0f, 30.0f);
@@ -307,8 +330,7 @@ TEST(InterleavedLinear, RefinedHeadArgmaxIsTheTwoPassArgmax) {
 TEST(InterleavedLinear, RefusesActivationsItCannotRead) {
   std::mt19937 rng(6);
   Case c(rng, kShapes[0]);
-  const QLinearWeights q(c.rw.view);
-  const InterleavedWeights w(q);
+  const InterleavedWeights w(c.rw.view);
   const std::vector<float> x = random_acts(rng, 1, 64);
   Int8Activations two;
   quantize_activations(Isa::Scalar, x.data(), 1, 64, ActLayout::Natural, 2, two);

@@ -24,39 +24,66 @@ struct TokenBlock {
   float* y[TT];
 };
 
-// The compile-time form of a weight the vector kernels specialize on: blk4
-// codes (looked up through the table unless they are the values) or blk8
-// bytes, 8-column groups per block, block parameters stored as f32 (else
-// f16), offsets.
-template <bool B4_, bool Lookup_, int PB_, bool F32_, bool Off_>
+// How a block's scales and offsets are stored: a value per block in f16 or
+// f32, or an int8 factor per block times an f16 multiplier per super-block.
+enum class Params { F16, F32, Super };
+
+// The compile-time form of a weight the vector kernels specialize on: Bits
+// per code (4: nibbles, looked up through the table unless they are the
+// values; 5 / 6: nibbles and a plane of high bits; 8: bytes), 8-column
+// groups per block, how block values are stored, offsets.
+template <int Bits_, bool Lookup_, int PB_, Params P_, bool Off_>
 struct Form {
-  static constexpr bool B4 = B4_, Lookup = Lookup_, F32 = F32_, Off = Off_;
+  static constexpr int Bits = Bits_;
+  static constexpr bool B4 = Bits_ < 8;                 // nibble vectors
+  static constexpr int HB = Bits_ < 8 ? Bits_ - 4 : 0;  // bits per code in the plane
+  static constexpr int Unit = HB == 1 ? 4 : 2;          // nibble vectors per plane vector
+  static constexpr bool Lookup = Lookup_, F32 = P_ == Params::F32, Super = P_ == Params::Super, Off = Off_;
   static constexpr int PB = PB_;
+  static_assert(HB == 0 || PB % Unit == 0, "a unit of nibble vectors never spans two blocks");
+  // Vector index, within a row group's stream, of group k's nibble vector
+  // (B4) and of its unit's plane vector (HB > 0); kernels/interleaved_linear.h.
+  static constexpr int64_t nibble_vector(int64_t k) { return HB ? k / Unit * (Unit + 1) + k % Unit : k; }
+  static constexpr int64_t plane_vector(int64_t k) { return k / Unit * (Unit + 1) + Unit; }
+  // Bit position in a plane byte of the high bits of group k's low (half 0)
+  // or high (half 1) nibbles, and the left shift that moves them to bit 4
+  // (negative: a right shift); bits from a neighbouring byte that a 16-bit
+  // shift brings in land outside bits 4..4+HB-1 and are masked off.
+  static constexpr int plane_shift(int64_t k, int half) { return 4 - (2 * static_cast<int>(k % Unit) + half) * HB; }
 };
 
 // f(Form<...>{}) for w's form.
 template <class F>
 void with_form(const InterleavedWeights& w, F&& f) {
-  auto storage = [&](auto b4, auto lookup, auto pb) {
-    constexpr bool B4 = decltype(b4)::value, L = decltype(lookup)::value;
-    constexpr int PB = decltype(pb)::value;
-    if (w.block_f32()) {
-      if (w.block_offsets()) f(Form<B4, L, PB, true, true>{});
-      else f(Form<B4, L, PB, true, false>{});
-    } else {
-      if (w.block_offsets()) f(Form<B4, L, PB, false, true>{});
-      else f(Form<B4, L, PB, false, false>{});
-    }
+  auto storage = [&](auto bits, auto lookup, auto pb) {
+    constexpr int B = decltype(bits)::value, PB = decltype(pb)::value;
+    constexpr bool L = decltype(lookup)::value;
+    auto offsets = [&](auto params) {
+      constexpr Params P = decltype(params)::value;
+      if (w.block_offsets()) f(Form<B, L, PB, P, true>{});
+      else f(Form<B, L, PB, P, false>{});
+    };
+    if (w.super_blocks() > 0) offsets(std::integral_constant<Params, Params::Super>{});
+    else if (w.block_f32()) offsets(std::integral_constant<Params, Params::F32>{});
+    else offsets(std::integral_constant<Params, Params::F16>{});
   };
   using Yes = std::true_type;
   using No = std::false_type;
-  if (w.blk4()) {
-    if (w.identity_table()) storage(Yes{}, No{}, std::integral_constant<int, 4>{});
-    else storage(Yes{}, Yes{}, std::integral_constant<int, 4>{});
-  } else if (w.block_cols() == 16) {
-    storage(No{}, No{}, std::integral_constant<int, 2>{});
-  } else {
-    storage(No{}, No{}, std::integral_constant<int, 4>{});
+  const bool two = w.block_cols() == 16;
+  switch (w.code_bits()) {
+    case 4:
+      if (w.identity_table()) storage(std::integral_constant<int, 4>{}, No{}, std::integral_constant<int, 4>{});
+      else storage(std::integral_constant<int, 4>{}, Yes{}, std::integral_constant<int, 4>{});
+      break;
+    case 5: storage(std::integral_constant<int, 5>{}, No{}, std::integral_constant<int, 4>{}); break;
+    case 6:
+      if (two) storage(std::integral_constant<int, 6>{}, No{}, std::integral_constant<int, 2>{});
+      else storage(std::integral_constant<int, 6>{}, No{}, std::integral_constant<int, 4>{});
+      break;
+    default:
+      if (two) storage(std::integral_constant<int, 8>{}, No{}, std::integral_constant<int, 2>{});
+      else storage(std::integral_constant<int, 8>{}, No{}, std::integral_constant<int, 4>{});
+      break;
   }
 }
 

@@ -15,7 +15,10 @@ bool QLinearWeights::supported(const WeightView& w) {
   if (w.shape.size() != 2 || w.cols() % 64 != 0 || w.data == nullptr) return false;
   if (is_blocked(w.format)) {
     if (w.block_params == nullptr) return false;
+    if (w.block_super > 0 && (w.block_f32 || w.block_super % w.block_cols != 0 || w.cols() % w.block_super != 0))
+      return false;
     if (w.format == WeightFormat::Blk4) return w.palette != nullptr && w.block_cols == 32;
+    if (w.format != WeightFormat::Blk8 && w.palette == nullptr) return false;
     return w.block_cols == 16 || w.block_cols == 32;
   }
   if (w.scales == nullptr) return false;
@@ -23,8 +26,9 @@ bool QLinearWeights::supported(const WeightView& w) {
   return is_lut(w.format) && w.palette != nullptr && w.group_size >= 1 && w.rows() % w.group_size == 0;
 }
 
-QLinearWeights::QLinearWeights(const WeightView& w)
+QLinearWeights::QLinearWeights(const WeightView& w, Expand expand)
     : format_(w.format),
+      view_(w),
       data_(static_cast<const uint8_t*>(w.data)),
       rows_(w.rows()),
       cols_(w.cols()),
@@ -37,7 +41,39 @@ QLinearWeights::QLinearWeights(const WeightView& w)
     block_cols_ = w.block_cols;
     block_f32_ = w.block_f32;
     block_offsets_ = w.block_offsets;
-    block_row_bytes_ = (cols_ / block_cols_) * (block_f32_ ? 4 : 2);
+    const int64_t blocks = cols_ / block_cols_;
+    if (w.block_super > 0) {
+      // Super-block scales: the lane kernels read each block's value as f32.
+      block_params_ = nullptr;
+      block_f32_ = true;
+      if (expand == Expand::Yes) {
+        expanded_params_.resize(static_cast<size_t>(rows_ * blocks * 4 * (block_offsets_ ? 2 : 1)));
+        float* out = reinterpret_cast<float*>(expanded_params_.data());
+        for (int64_t n = 0; n < rows_; ++n)
+          for (int64_t b = 0; b < blocks; ++b) {
+            out[n * blocks + b] = w.block_scale(n, b);
+            if (block_offsets_) out[(rows_ + n) * blocks + b] = w.block_offset(n, b);
+          }
+        block_params_ = expanded_params_.data();
+      }
+    }
+    block_row_bytes_ = blocks * (block_f32_ ? 4 : 2);
+    if (format_ == WeightFormat::Blk5 || format_ == WeightFormat::Blk6) {
+      for (int i = 0; i < 1 << block_code_bits(format_); ++i)
+        if (!(w.palette[i] >= -128.0f && w.palette[i] <= 127.0f) || w.palette[i] != std::nearbyint(w.palette[i]))
+          fail("", "qlinear", "{} codebook entry {} is not an int8", weight_format_name(format_), w.palette[i]);
+      // 5- and 6-bit codes: the lane kernels read their values as blk8 bytes.
+      format_ = WeightFormat::Blk8;
+      row_bytes_ = cols_;
+      data_ = nullptr;
+      if (expand == Expand::Yes) {
+        expanded_codes_.resize(static_cast<size_t>(rows_ * cols_));
+        for (int64_t n = 0; n < rows_; ++n)
+          for (int64_t c = 0; c < cols_; ++c)
+            expanded_codes_[static_cast<size_t>(n * cols_ + c)] = static_cast<uint8_t>(w.block_value(n, c));
+        data_ = expanded_codes_.data();
+      }
+    }
     if (format_ == WeightFormat::Blk8) return;
     bits_ = 4;
     group_size_ = rows_;
@@ -94,6 +130,7 @@ void qlinear(Isa isa, const QLinearWeights& w, const Int8Activations& acts, cons
              int64_t n_end, float* y, int64_t ldy) {
   if (acts.cols != w.cols() || acts.layout != w.layout())
     fail("", "qlinear", "activations ({} columns) do not match the weight ({} columns)", acts.cols, w.cols());
+  if (!w.kernel_ready()) fail("", "qlinear", "a compact weight left unexpanded runs only interleaved");
   switch (isa) {
 #if TESSERA_X86
     case Isa::Amx:

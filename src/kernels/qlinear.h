@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/weight_format.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/int8_activations.h"
@@ -47,13 +48,23 @@
 namespace tessera::kernels {
 
 // A stored weight prepared for the kernels: points into the bundle's bytes;
-// owns only small per-group / per-row tables (no second copy of the weights).
+// owns only small per-group / per-row tables (no second copy of the weights),
+// except for compactly stored blocked weights (WeightView::compact_blocks():
+// blk5 / blk6 codes, super-block scales), which the lane kernels read
+// expanded: their codes as blk8 bytes and their block values as f32.
 class QLinearWeights {
  public:
   // Whether a kernel exists for this weight (int8, lut4, lut3, lut2, blk4
-  // or blk8; cols a multiple of 64), at every level.
+  // ... blk8; cols a multiple of 64), at every level.
   static bool supported(const WeightView& w);
-  explicit QLinearWeights(const WeightView& w);  // Error if !supported(w)
+  // Expand::No leaves a compact weight unexpanded: its shape, values and
+  // block values read through the view (value(), block_scale(): the head's
+  // refinement precomputes, tests), but no lane kernel may run on it
+  // (kernel_ready() false): for a weight that runs interleaved
+  // (kernels/interleaved_linear.h), which reads the view itself.
+  enum class Expand { Yes, No };
+  explicit QLinearWeights(const WeightView& w, Expand expand = Expand::Yes);  // Error if !supported(w)
+  bool kernel_ready() const { return data_ != nullptr && (!blocked() || block_params_ != nullptr); }
 
   WeightFormat format() const { return format_; }
   // lut4 reads its activations as even/odd column pairs (the two nibbles of
@@ -91,6 +102,7 @@ class QLinearWeights {
   }
   // The int8 weight value w_q[n][c] the kernels multiply (scalar twins, tests).
   int8_t value(int64_t n, int64_t c) const {
+    if (data_ == nullptr) return static_cast<int8_t>(view_.block_value(n, c));
     if (bits_ == 8) return static_cast<int8_t>(row(n)[c]);
     return table(n)[index(n, c)];
   }
@@ -109,11 +121,17 @@ class QLinearWeights {
     return {block_params_, block_params_ ? rows_ * block_row_bytes_ * (block_offsets_ ? 2 : 1) : 0};
   }
   // Block b of row n's scale / offset as f32 (scalar twin).
-  float block_scale(int64_t n, int64_t b) const { return block_value(block_scales(n), b); }
-  float block_offset(int64_t n, int64_t b) const { return block_value(block_offsets(n), b); }
+  float block_scale(int64_t n, int64_t b) const {
+    return block_params_ ? block_value(block_scales(n), b) : view_.block_scale(n, b);
+  }
+  float block_offset(int64_t n, int64_t b) const {
+    return block_params_ ? block_value(block_offsets(n), b) : view_.block_offset(n, b);
+  }
 
  private:
   WeightFormat format_;
+  WeightView view_;  // what it was made from (compact weights read through it unexpanded)
+  AlignedVector<uint8_t> expanded_codes_, expanded_params_;
   const uint8_t* data_;
   int64_t rows_, cols_, row_bytes_, group_size_ = 1;
   int bits_ = 8;

@@ -18,6 +18,7 @@
 namespace tessera::kernels {
 namespace {
 
+using test_fixtures::kBlockSuper;
 using test_fixtures::RandomWeight;
 using test_fixtures::random_acts;
 using test_fixtures::same_bits;
@@ -55,6 +56,13 @@ const LinearShape kShapes[] = {
     {WeightFormat::Blk8, 21, 640, 16, 2, kBlockF32},
     {WeightFormat::Blk8, 9, 128, 16, 33, kBlockOffsets | kBlockF32},
     {WeightFormat::Blk8, 40, 64, 32, 5, kBlockOffsets},
+    // Compact blocked weights (blk5 / blk6 codes, super-block scales), which
+    // the lane kernels read expanded.
+    {WeightFormat::Blk4, 21, 512, 32, 3, kBlockSuper | kBlockOffsets},
+    {WeightFormat::Blk5, 13, 576, 32, 2, 0},
+    {WeightFormat::Blk5, 9, 256, 32, 17, kBlockSuper | kBlockOffsets},
+    {WeightFormat::Blk6, 19, 512, 16, 1, kBlockSuper},
+    {WeightFormat::Blk6, 12, 192, 32, 5, kBlockF32},
 };
 
 TEST(QLinear, EveryIsaGivesTheScalarTwinsBitsForAnyRowSplit) {
@@ -264,6 +272,46 @@ TEST(QLinear, UnsupportedWeightsAreRefused) {
   WeightView no_blocks = blk4.view;
   no_blocks.block_params = nullptr;
   EXPECT_FALSE(QLinearWeights::supported(no_blocks));
+}
+
+// Expanded, a compact weight holds its stored values: codes as blk8 bytes,
+// block values as f32; unexpanded it reads them through its view and runs
+// no lane kernel.
+TEST(QLinear, CompactWeightsExpandToTheirValues) {
+  std::mt19937 rng(13);
+  for (const LinearShape& s : kShapes) {
+    if (!is_blocked(s.format)) continue;
+    RandomWeight rw(rng, s.format, s.rows, s.cols, s.group, s.block);
+    ASSERT_EQ(rw.view.compact_blocks(), s.format == WeightFormat::Blk5 || s.format == WeightFormat::Blk6 ||
+                                            (s.block & kBlockSuper) != 0);
+    const QLinearWeights expanded(rw.view), lazy(rw.view, QLinearWeights::Expand::No);
+    EXPECT_TRUE(expanded.kernel_ready());
+    EXPECT_EQ(lazy.kernel_ready(), !rw.view.compact_blocks());
+    if (rw.view.compact_blocks()) {
+      EXPECT_EQ(expanded.bits(), s.format == WeightFormat::Blk4 ? 4 : 8);
+      EXPECT_TRUE(expanded.block_f32() || !(s.block & kBlockSuper));
+    }
+    for (int64_t n = 0; n < s.rows; ++n) {
+      for (int64_t c = 0; c < s.cols; ++c) {
+        ASSERT_EQ(expanded.value(n, c), rw.view.block_value(n, c));
+        ASSERT_EQ(lazy.value(n, c), rw.view.block_value(n, c));
+      }
+      for (int64_t b = 0; b < s.cols / s.group; ++b) {
+        ASSERT_EQ(expanded.block_scale(n, b), rw.view.block_scale(n, b));
+        ASSERT_EQ(lazy.block_scale(n, b), rw.view.block_scale(n, b));
+        if (s.block & kBlockOffsets) {
+          ASSERT_EQ(expanded.block_offset(n, b), rw.view.block_offset(n, b));
+        }
+      }
+    }
+    if (!lazy.kernel_ready()) {
+      const std::vector<float> x = random_acts(rng, 1, s.cols);
+      Int8Activations a;
+      quantize_activations(Isa::Scalar, x.data(), 1, s.cols, lazy.layout(), 1, a);
+      std::vector<float> y(s.rows);
+      EXPECT_THROW(qlinear(Isa::Scalar, lazy, a, nullptr, 0, s.rows, y.data(), s.rows), Error);
+    }
+  }
 }
 
 TEST(QLinear, BlockedCodebookEntriesMustBeInt8) {

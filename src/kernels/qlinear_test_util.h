@@ -21,12 +21,15 @@
 
 namespace tessera::kernels::test_fixtures {
 
-// The blocks of a random blk4 / blk8 weight (RandomWeight's `block`).
-constexpr int kBlockF32 = 1, kBlockOffsets = 2;
+// The blocks of a random blk4 ... blk8 weight (RandomWeight's `block`):
+// f32 values, offsets, super-block scales (int8 factors times f16
+// multipliers per 64-256 columns, as the k-quants transcode).
+constexpr int kBlockF32 = 1, kBlockOffsets = 2, kBlockSuper = 4;
 
-// A random stored weight (int8, lut4 / lut3 / lut2, or blk4 / blk8 with
-// `group` columns per block and `block` = kBlockF32 | kBlockOffsets flags)
-// and its buffers.
+// A random stored weight (int8, lut4 / lut3 / lut2, or blk4 ... blk8 with
+// `group` columns per block and `block` = kBlockF32 | kBlockOffsets |
+// kBlockSuper flags) and its buffers. blk5 / blk6 codebooks are
+// consecutive integers from −2^(bits−1) (as Q5_0's and Q6_K's are).
 struct RandomWeight {
   std::vector<uint8_t> data, block_params;
   std::vector<float> scales, palette;
@@ -50,6 +53,32 @@ struct RandomWeight {
       view.block_cols = group;
       view.block_f32 = block & kBlockF32;
       view.block_offsets = block & kBlockOffsets;
+      if (f != WeightFormat::Blk8) {
+        for (int i = 0; i < 1 << block_code_bits(f); ++i)
+          palette.push_back(f == WeightFormat::Blk4 ? static_cast<float>(std::uniform_int_distribution<int>(-128, 127)(rng))
+                                                    : static_cast<float>(i - (1 << (block_code_bits(f) - 1))));
+        view.palette = palette.data();
+      }
+      if (block & kBlockSuper) {
+        // Per section: [rows][blocks] int8 factors, then [rows][supers] f16 multipliers.
+        int64_t super = 256;
+        while (cols % super != 0 || super % group != 0) super /= 2;
+        view.block_super = super;
+        view.block_f32 = false;
+        const int64_t blocks = cols / group, supers = cols / super, sections = (block & kBlockOffsets) ? 2 : 1;
+        block_params.resize(static_cast<size_t>(sections * rows * (blocks + 2 * supers)));
+        for (int64_t sec = 0; sec < sections; ++sec) {
+          uint8_t* p = block_params.data() + sec * rows * (blocks + 2 * supers);
+          for (int64_t i = 0; i < rows * blocks; ++i)
+            p[i] = static_cast<uint8_t>(std::uniform_int_distribution<int>(sec ? 0 : -64, 63)(rng));
+          for (int64_t i = 0; i < rows * supers; ++i) {
+            const uint16_t h = f32_to_f16(sec ? -pos(rng) * 0.01f : pos(rng) * 0.0002f);
+            std::memcpy(p + rows * blocks + 2 * i, &h, 2);
+          }
+        }
+        view.block_params = block_params.data();
+        return;
+      }
       const int64_t n = rows * (cols / group) * ((block & kBlockOffsets) ? 2 : 1);
       block_params.resize(static_cast<size_t>(n) * ((block & kBlockF32) ? 4 : 2));
       for (int64_t i = 0; i < n; ++i) {
@@ -62,10 +91,6 @@ struct RandomWeight {
         }
       }
       view.block_params = block_params.data();
-      if (f == WeightFormat::Blk4) {
-        for (int i = 0; i < 16; ++i) palette.push_back(static_cast<float>(std::uniform_int_distribution<int>(-128, 127)(rng)));
-        view.palette = palette.data();
-      }
       return;
     }
     view.scales = scales.data();
@@ -98,8 +123,8 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 // A test case: a weight of this format and shape, called with `tokens` rows.
 struct LinearShape {
   WeightFormat format;
-  int64_t rows, cols, group, tokens;  // blk4 / blk8: group = columns per block
-  int block = 0;                      // blk4 / blk8: kBlockF32 | kBlockOffsets
+  int64_t rows, cols, group, tokens;  // blk4 ... blk8: group = columns per block
+  int block = 0;                      // blk4 ... blk8: kBlockF32 | kBlockOffsets | kBlockSuper
 };
 
 // One random case of a shape: the stored weight, its kernel form,

@@ -134,7 +134,19 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
         }
         if (isa != Isa::Scalar && kernels::QLinearWeights::supported(t)) {
           QLinearEntry& entry = cache.entries[op.weights[0]];
-          if (!entry.weights) entry.weights = std::make_shared<const kernels::QLinearWeights>(t);
+          const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
+          // The fast level runs its blocked linears on their interleaved
+          // form, one copy per weight for every program: the layers', and
+          // the head's where the interleaved sums' f32 rounding fits its
+          // refinement's bound (the refinement, and the embedding lookup of
+          // a tied head, then read rows back from the copy). Such a weight's
+          // QLinearWeights is never expanded (its shape, and the head's
+          // precomputed norms, are all that is read from it).
+          const bool interleave = arithmetic == Arithmetic::Fast && kernels::InterleavedWeights::supported(t) &&
+                                  (!head || kernels::InterleavedWeights::fits_refine_bound(t));
+          if (!entry.weights)
+            entry.weights = std::make_shared<const kernels::QLinearWeights>(
+                t, interleave ? kernels::QLinearWeights::Expand::No : kernels::QLinearWeights::Expand::Yes);
           b.qw = entry.weights;
           // Layers' linears read their input in two int8 passes (x and its
           // residual; one if the model was loaded so, act_passes). The
@@ -146,22 +158,13 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           // layers' two passes take the narrow range (kernels::layer_act_qmax);
           // the head keeps the full one, which the refinement's bound and its
           // one pass rely on.
-          const bool head = p.values[op.inputs[0]].rows == RowsKind::LogitRows;
           // The head's row norms, read from the stored bytes before they may be given back.
           if (head && !entry.refine)
             entry.refine = std::make_shared<const kernels::RefineHead>(kernels::make_refine_head(*entry.weights));
-          // The fast level runs its blocked linears on their interleaved
-          // form, one copy per weight for every program: the layers', and
-          // the head's where the interleaved sums' f32 rounding fits its
-          // refinement's bound (the refinement, and the embedding lookup of
-          // a tied head, then read rows back from the copy).
-          if (arithmetic == Arithmetic::Fast && kernels::InterleavedWeights::supported(*entry.weights)) {
-            if (!head || kernels::InterleavedWeights::fits_refine_bound(*entry.weights)) {
-              if (!entry.interleaved)
-                entry.interleaved = std::make_shared<const kernels::InterleavedWeights>(*entry.weights, cache.arena,
-                                                                                         /*give_back=*/true);
-              b.iw = entry.interleaved;
-            }
+          if (interleave) {
+            if (!entry.interleaved)
+              entry.interleaved = std::make_shared<const kernels::InterleavedWeights>(t, cache.arena, /*give_back=*/true);
+            b.iw = entry.interleaved;
           }
           b.act_layout = b.iw ? kernels::ActLayout::Natural : entry.weights->layout();
           b.act_passes = head ? 1 : act_passes;

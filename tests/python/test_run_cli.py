@@ -177,8 +177,8 @@ def test_pull_converts_to_the_bundle_run_then_loads(smol):
     bundle = Path(lines[0].split()[1])
     assert (bundle / "cache-record.json").is_file() and (bundle / "weights.bin").is_file()
     ran = run_tessera("run", SMOL, "-p", "Hi", "-n", "2")
-    # A quantized GGUF keeps its values: its bundle holds blk4 / blk8 layers.
-    assert f"using bundle {bundle} (blk4/blk8 layers, converted from {smol})" in ran.stderr, ran.stderr
+    # A quantized GGUF keeps its values: its bundle holds blk4 ... blk8 layers.
+    assert f"using bundle {bundle} (blk4-8 layers, converted from {smol})" in ran.stderr, ran.stderr
     assert "bundle, once" not in ran.stderr
     quiet = run_tessera("pull", SMOL, "--no-convert")
     assert quiet.stdout.strip().splitlines()[-1] == smol and "bundle " not in quiet.stderr
