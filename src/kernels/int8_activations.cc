@@ -1,5 +1,7 @@
 #include "kernels/int8_activations.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -101,6 +103,8 @@ void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, A
                           Int8Activations& out, int qmax) {
   if (passes < 1 || passes > kMaxActPasses) fail("", "int8 activations", "{} passes (1 or 2 allowed)", passes);
   if (qmax < 1 || qmax > kActQmax) fail("", "int8 activations", "qmax {} (1..127 allowed)", qmax);
+  static std::atomic<uint64_t> versions{0};
+  out.version = ++versions;
   out.passes = passes;
   out.qmax = qmax;
   const int64_t cc = act_chunk_cols(layout);

@@ -91,6 +91,10 @@ struct Int8Activations {
   AlignedVector<int8_t> q;        // [rows][passes][chunks · chunk_cols]
   AlignedVector<float> scale16;   // [rows][passes][chunks][16]
   AlignedVector<int32_t> bias16;  // [rows][passes][chunks][16]
+  // Which quantization filled it: unique to each quantize_activations call
+  // in the process (0: unknown), so a kernel may keep what it derived from
+  // these rows across the calls that read them (kernels/interleaved_walk.h).
+  uint64_t version = 0;
 
   int64_t row_bytes() const { return chunks * act_chunk_cols(layout); }
   const int8_t* q_row(int64_t t, int pass = 0) const { return q.data() + (t * passes + pass) * row_bytes(); }

@@ -40,12 +40,13 @@ TESSERA_AVX512 inline __m512 load16(const uint8_t* p, const uint8_t* m) {
   else return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// The high bits of one half of a group's nibbles, moved from the plane to bit 4.
+// nib | (the high bits of one half of a group's nibbles, moved from the
+// plane to bit 4): a shift and one vpternlogd (A | (B & C), imm 0xF8).
 template <int HB>
-TESSERA_AVX512 inline __m512i plane_bits(__m512i plane, int shift) {
+TESSERA_AVX512 inline __m512i with_plane_bits(__m512i nib, __m512i plane, int shift) {
   const __m512i moved = shift >= 0 ? _mm512_slli_epi16(plane, static_cast<unsigned>(shift))
                                    : _mm512_srli_epi16(plane, static_cast<unsigned>(-shift));
-  return _mm512_and_si512(moved, _mm512_set1_epi8(static_cast<char>(((1 << HB) - 1) << 4)));
+  return _mm512_ternarylogic_epi32(nib, moved, _mm512_set1_epi8(static_cast<char>(((1 << HB) - 1) << 4)), 0xF8);
 }
 
 // Fm: the weight's form (kernels/interleaved_walk.h).
@@ -85,8 +86,8 @@ struct Tile {
             w1[r] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
             if constexpr (Fm::HB > 0) {
               const __m512i plane = _mm512_load_si512(wd[r] + Fm::plane_vector(k));
-              w0[r] = _mm512_or_si512(w0[r], plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 0)));
-              w1[r] = _mm512_or_si512(w1[r], plane_bits<Fm::HB>(plane, Fm::plane_shift(kk, 1)));
+              w0[r] = with_plane_bits<Fm::HB>(w0[r], plane, Fm::plane_shift(kk, 0));
+              w1[r] = with_plane_bits<Fm::HB>(w1[r], plane, Fm::plane_shift(kk, 1));
             }
             if constexpr (Lookup) {
               w0[r] = _mm512_shuffle_epi8(table, w0[r]);
@@ -139,7 +140,7 @@ void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activation
                                int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
   with_form(w, [&](auto form) {
     using Fm = decltype(form);
-    auto go = [&](auto tile) { interleaved_walk<4, 8, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
+    auto go = [&](auto tile) { interleaved_walk<8, 8, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
     // The dot's starting value −weight_offset · Σq is 0 for unsigned values
     // (Q4_1, Q4_K, Q5_1, Q5_K: the codes themselves).
     if (w.weight_offset() == 0) go(Tile<Fm, false>{w, bias});
