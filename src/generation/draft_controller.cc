@@ -21,6 +21,7 @@ DraftController::DraftController(const DraftControlOptions& options) : o_(option
     decided_[st] = 2;
   }
   probe_wait_ = o_.probe_interval;
+  if (o_.probe_first) plain_with_proposal_ = probe_wait_ - 1;
 }
 
 double DraftController::expected_tokens(int64_t k) const {

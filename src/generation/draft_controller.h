@@ -99,6 +99,11 @@ struct DraftControlOptions {
   // Probe while off (above); false when the drafter's proposals are
   // checked as shadow drafts instead.
   bool probes = true;
+  // The first probe at the first step that can afford one, not after
+  // probe_interval plain steps: a draft model's catch-up grows with every
+  // plain step it does not follow, so it is cheapest to measure at once
+  // (right after its prefill of the prompt, SpeculativeDecoder::prepare).
+  bool probe_first = false;
 };
 
 class DraftController {

@@ -251,6 +251,25 @@ TEST(DraftController, ShadowDraftsSteerWithoutVerifying) {
   EXPECT_GT(on.acceptance(), 0.8);
 }
 
+// A draft model's proposals cost more the longer it does not follow (its
+// catch-up): with probe_first the first affordable step probes, where the
+// default waits probe_interval plain steps.
+TEST(DraftController, ProbeFirstProbesAtTheFirstAffordableStep) {
+  const DraftingCost draft_model{0.004, 0.004};  // a step of a draft model at 0.4 of the target's
+  for (bool first : {false, true}) {
+    DraftControlOptions o;
+    o.probe_first = first;
+    DraftController c(o);
+    warm(c, 0.010);
+    int64_t plain = 0;
+    while (c.draft_length(8, draft_model) == 0 && plain < 64) {
+      c.record_decode(0.010);
+      ++plain;
+    }
+    EXPECT_EQ(plain, first ? 0 : o.probe_interval - 1) << first;
+  }
+}
+
 TEST(DraftController, ChecksItsOptions) {
   DraftControlOptions o;
   o.max_draft = 0;

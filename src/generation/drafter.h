@@ -30,6 +30,11 @@ class Drafter {
     (void)target_decode_s;
     return {};
   }
+  // Called once after the prompt's prefill, `context` the tokens the
+  // target then holds: a drafter with state of its own brings it there
+  // (charged to the time to the first token, not to decode). Prompt lookup:
+  // nothing to do.
+  virtual void prepare(std::span<const int32_t> context) { (void)context; }
   // Replaces `draft` with up to max_tokens guesses of the tokens that follow
   // `context` (every token so far: the session's history, the prompt and the
   // generated tokens, the last of them not yet run). Empty: no guess.

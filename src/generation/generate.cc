@@ -85,9 +85,11 @@ void Generation::start() {
   start_ = Clock::now();
   session_.forward(prompt_, LogitsWanted::Last, options_.max_tokens_per_call);
   r_.prefill_seconds = seconds_since(start_);
-  if (options_.speculative.mode != SpeculativeMode::Off)
+  if (options_.speculative.mode != SpeculativeMode::Off) {
     speculative_.emplace(session_, sampler_, options_.speculative, prompt_begin_, r_.prompt_tokens,
                          options_.max_tokens_per_call);
+    speculative_->prepare(context_);  // a draft model's prefill: part of the time to the first token
+  }
   decode_start_ = Clock::now();
   pick();
   hand_out();

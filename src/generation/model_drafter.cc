@@ -30,6 +30,23 @@ int64_t ModelDrafter::common_prefix(std::span<const int32_t> context) const {
   return common;
 }
 
+void ModelDrafter::prepare(std::span<const int32_t> context) {
+  if (context.empty() || static_cast<int64_t>(context.size()) >= session_.context_length()) return;
+  // As propose() keeps the session's common prefix: all of it but the last
+  // token is what common_prefix() can keep, so the whole context runs here.
+  const std::vector<int32_t>& held = session_.history();
+  int64_t common = 0;
+  const int64_t limit = std::min<int64_t>(static_cast<int64_t>(held.size()), static_cast<int64_t>(context.size()));
+  while (common < limit && held[static_cast<size_t>(common)] == context[static_cast<size_t>(common)]) ++common;
+  if (!session_.truncate(common)) common = 0;
+  if (common == static_cast<int64_t>(context.size())) return;
+  const auto start = Clock::now();
+  session_.forward(context.subspan(static_cast<size_t>(common)));
+  const int64_t ran = static_cast<int64_t>(context.size()) - common;
+  if (ran > 1) follow(catch_up_s_per_position_, seconds_since(start) / static_cast<double>(ran));
+  positions_run_ += ran;
+}
+
 void ModelDrafter::propose(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& draft) {
   draft.clear();
   if (context.empty() || max_tokens < 1) return;
@@ -59,9 +76,11 @@ DraftingCost ModelDrafter::predicted_cost(std::span<const int32_t> context, doub
   const double step = step_s_ > 0 ? step_s_ : assumed;
   const auto catch_up = static_cast<double>(static_cast<int64_t>(context.size()) - common_prefix(context));
   // One position is a step; a longer catch-up runs as one call, whose
-  // cost per position is measured (a lone step's until then).
+  // cost per position is measured (the prompt's prefill first; a lone
+  // step's until then), and which costs at least a step (it reads every
+  // weight once, however few its positions).
   const double per_position = catch_up > 1 && catch_up_s_per_position_ > 0 ? catch_up_s_per_position_ : step;
-  return {catch_up * per_position, step};
+  return {std::max(step, catch_up * per_position), step};
 }
 
 }  // namespace tessera

@@ -2,7 +2,9 @@
 // model sharing the target's tokenizer (a smaller model of the family, or a
 // lut2 / lut3 bundle of the target itself) greedily for k tokens.
 //
-// The drafter keeps its own session of the draft model. Each proposal first
+// The drafter keeps its own session of the draft model, which prefills the
+// prompt right after the target does (prepare(): part of the time to the
+// first token, as llama.cpp's draft prefill is). Each proposal first
 // brings that session to the context: it keeps the longest common prefix of
 // what the session holds and the context (so the drafts the target
 // rejected, and only they, are cut: Session::truncate; a sliding ring that
@@ -33,6 +35,9 @@ class ModelDrafter : public Drafter {
   // are assumed to cost relative to the target's until they are timed.
   ModelDrafter(std::shared_ptr<const Model> draft, int64_t context_length, double size_ratio = 1.0);
 
+  // The draft model's prefill of the prompt (its one long catch-up), so
+  // that the first proposal catches up on one token.
+  void prepare(std::span<const int32_t> context) override;
   void propose(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& draft) override;
   // The catch-up (context positions the session does not hold) at the
   // measured cost per position, then draft steps at their measured cost;

@@ -81,6 +81,7 @@ DraftControlOptions control_options(const SpeculativeOptions& o) {
   DraftControlOptions c;
   c.max_draft = o.max_draft;
   c.probes = o.mode != SpeculativeMode::Auto;  // auto: shadow drafts instead (lookup proposes every step)
+  c.probe_first = o.mode == SpeculativeMode::Draft;
   return c;
 }
 

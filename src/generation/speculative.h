@@ -126,6 +126,12 @@ class SpeculativeDecoder {
   // all of `decided` but its last token.
   void step(std::span<const int32_t> context, int64_t max_draft, std::vector<int32_t>& decided);
 
+  // Right after the prompt's prefill (`context`: every token the session
+  // holds): the drafter's own catch-up on it (a draft model's prefill),
+  // part of the time to the first token, so that the decode steps' loss
+  // ledger prices proposals from the first one on at their steady cost.
+  void prepare(std::span<const int32_t> context) { drafter_->prepare(context); }
+
   // Cuts the session back to its first n tokens, `tokens[0, n)`,
   // re-feeding those when a ring cannot be cut there.
   void truncate(std::span<const int32_t> tokens, int64_t n);

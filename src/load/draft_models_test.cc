@@ -89,6 +89,26 @@ TEST_F(ModelDrafterTest, ProposesTheDraftModelsGreedyContinuationAndFollowsRollb
   EXPECT_EQ(drafter.positions_run() - after_first, 1 + 2);  // the token 65, then two more guesses
 }
 
+// prepare() is the draft model's prefill of the prompt: the first proposal
+// after it catches up on the one new token, priced as one step, and drafts
+// what a drafter without it drafts.
+TEST_F(ModelDrafterTest, PreparedDrafterCatchesUpOnOnlyTheNewToken) {
+  auto model = shared_draft_model(target_dir, *target_of(target_dir));
+  ModelDrafter prepared(model, 256, 0.25), cold(model, 256, 0.25);
+  prepared.prepare(kPrompt);
+  EXPECT_EQ(prepared.positions_run(), static_cast<int64_t>(kPrompt.size()));
+  std::vector<int32_t> context = kPrompt;
+  context.push_back(65);  // the target's first token
+  const DraftingCost cost = prepared.predicted_cost(context, 0.010);
+  EXPECT_DOUBLE_EQ(cost.fixed, cost.per_token);  // one position
+  EXPECT_GT(cold.predicted_cost(context, 0.010).fixed, 10 * cost.per_token);  // the whole context
+  std::vector<int32_t> a, b;
+  prepared.propose(context, 4, a);
+  cold.propose(context, 4, b);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(prepared.positions_run(), static_cast<int64_t>(kPrompt.size()) + 1 + 3);
+}
+
 TEST_F(ModelDrafterTest, GreedyOutputIsPlainGreedyWhateverTheDraftModel) {
   const auto target = target_of(target_dir);
   const GenerateResult plain = run(*target, kPrompt, "off");
