@@ -25,7 +25,8 @@ Bundle Bundle::open(const std::string& directory, bool verify, FileMemory memory
   return open(directory, read_manifest(directory), verify, memory);
 }
 
-Bundle Bundle::open(const std::string& directory, Manifest manifest, bool verify, FileMemory memory) {
+Bundle Bundle::open(const std::string& directory, Manifest manifest, bool verify, FileMemory memory,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& lazy_sections) {
   Bundle b;
   b.directory_ = directory;
   const std::string manifest_path = (fs::path(directory) / "manifest.json").string();
@@ -33,7 +34,7 @@ Bundle Bundle::open(const std::string& directory, Manifest manifest, bool verify
   const std::string weights_path = (fs::path(directory) / b.manifest_.weights_file).string();
   std::error_code ec;
   if (!fs::is_regular_file(weights_path, ec)) fail(weights_path, "", "the bundle's weights file is missing");
-  b.file_ = MappedFile::open(weights_path, memory);
+  b.file_ = MappedFile::open(weights_path, memory, lazy_sections);
   if (b.file_->size() != b.manifest_.weights_bytes)
     fail(weights_path, "", "{} bytes, the manifest says {} (truncated or replaced?)", b.file_->size(),
          b.manifest_.weights_bytes);

@@ -24,7 +24,10 @@ class Bundle {
   // `memory`: how weights.bin is brought into memory (core/mapped_file.h).
   static Bundle open(const std::string& directory, bool verify = false, FileMemory memory = FileMemory::Mmap);
   // The same, with the manifest read_manifest() already gave.
-  static Bundle open(const std::string& directory, Manifest manifest, bool verify, FileMemory memory);
+  // lazy_sections: weights.bin byte ranges kept mapped from the file rather
+  // than read (MappedFile::open's `lazy`: tables read a row at a time).
+  static Bundle open(const std::string& directory, Manifest manifest, bool verify, FileMemory memory,
+                     const std::vector<std::pair<uint64_t, uint64_t>>& lazy_sections = {});
   // Only the manifest, parsed and checked: what a caller needs before (or
   // instead of) bringing weights.bin into memory.
   static Manifest read_manifest(const std::string& directory);

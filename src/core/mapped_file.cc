@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/huge_page_arena.h"
 
 namespace tessera {
 
@@ -25,9 +27,13 @@ struct Fd {
 
 // `size` bytes of fd into anonymous memory aligned to kHugePage and advised
 // MADV_HUGEPAGE, so that the kernel backs it with 2 MB pages as the reads
-// fault it in. The region is rounded up to whole huge pages.
-void read_into_huge_pages(const std::string& path, int fd, size_t size, void*& region, size_t& region_bytes,
-                          const uint8_t*& data) {
+// fault it in. The region is rounded up to whole huge pages. The whole
+// pages of the `lazy` ranges are mapped from the file instead of read
+// (the region starts on a page, so addresses and file offsets agree
+// modulo the page).
+void read_into_huge_pages(const std::string& path, int fd, size_t size,
+                          const std::vector<std::pair<uint64_t, uint64_t>>& lazy, void*& region,
+                          size_t& region_bytes, const uint8_t*& data) {
   const size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
   // Map one huge page more than needed, then trim to an aligned start.
   void* raw = ::mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -40,8 +46,24 @@ void read_into_huge_pages(const std::string& path, int fd, size_t size, void*& r
   region_bytes = rounded;
   ::madvise(region, rounded, MADV_HUGEPAGE);  // advice: without THP the pages stay 4 KB
   uint8_t* out = static_cast<uint8_t*>(region);
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<std::pair<uint64_t, uint64_t>> mapped;  // [begin, end) page-aligned, sorted
+  for (const auto& [offset, bytes] : lazy) {
+    const uint64_t begin = (offset + page - 1) / page * page, end = std::min<uint64_t>(offset + bytes, size) / page * page;
+    if (end > begin && ::mmap(out + begin, end - begin, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
+                              static_cast<off_t>(begin)) != MAP_FAILED)
+      mapped.emplace_back(begin, end);
+  }
+  std::sort(mapped.begin(), mapped.end());
+  size_t next_mapped = 0;
   for (size_t done = 0; done < size;) {
-    const ssize_t n = ::pread(fd, out + done, std::min<size_t>(size - done, size_t{1} << 30), static_cast<off_t>(done));
+    while (next_mapped < mapped.size() && mapped[next_mapped].second <= done) ++next_mapped;
+    if (next_mapped < mapped.size() && mapped[next_mapped].first <= done) {
+      done = mapped[next_mapped].second;  // mapped from the file: not read
+      continue;
+    }
+    const size_t stop = next_mapped < mapped.size() ? mapped[next_mapped].first : size;
+    const ssize_t n = ::pread(fd, out + done, std::min<size_t>(stop - done, size_t{1} << 30), static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = errno;
@@ -86,7 +108,8 @@ FileMemory resolve(FileMemory m) {
   return thp ? FileMemory::HugePages : FileMemory::Mmap;
 }
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory memory) {
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory memory,
+                                                   const std::vector<std::pair<uint64_t, uint64_t>>& lazy) {
   memory = resolve(memory);
   const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) fail(path, "", "cannot open: {}", std::strerror(errno));
@@ -98,7 +121,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, File
   file->memory_ = memory;
   if (size == 0) return file;
   if (memory == FileMemory::HugePages) {
-    read_into_huge_pages(path, fd.fd, size, file->region_, file->region_bytes_, file->data_);
+    read_into_huge_pages(path, fd.fd, size, lazy, file->region_, file->region_bytes_, file->data_);
     return file;
   }
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);

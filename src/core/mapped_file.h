@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -35,7 +36,14 @@ FileMemory resolve(FileMemory m);  // Auto -> what it stands for on this machine
 class MappedFile {
  public:
   // Throws Error naming the path if the file cannot be opened, mapped or read.
-  static std::shared_ptr<const MappedFile> open(const std::string& path, FileMemory memory = FileMemory::Mmap);
+  // `lazy` (HugePages): byte ranges [offset, offset + bytes) whose whole
+  // pages are not read but mapped from the file (private, read-only): the
+  // same bytes, loaded on first touch, counting in the process's memory
+  // only once touched. For a table read a row at a time (an untied
+  // embedding: a row a token), most of it then never counts, as with a
+  // plain map of the file (llama.cpp's).
+  static std::shared_ptr<const MappedFile> open(const std::string& path, FileMemory memory = FileMemory::Mmap,
+                                                const std::vector<std::pair<uint64_t, uint64_t>>& lazy = {});
   // Wraps bytes already in memory (tests, fuzzers, small generated files);
   // `name` stands in for the path in error messages.
   static std::shared_ptr<const MappedFile> from_bytes(std::string name, std::vector<uint8_t> bytes);

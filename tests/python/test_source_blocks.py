@@ -1,4 +1,4 @@
-"""A quantized GGUF converts losslessly by default (blk4 / blk8 keep the
+"""A quantized GGUF converts losslessly by default (blk4 ... blk8 keep the
 source's block values, convert/gguf_transcode.h) and runs on the integer
 kernels: the default bundles of both real models agree with the reference
 path (the GGUF dequantized to f32) on >= 99% of the greedy tokens of the
@@ -51,7 +51,7 @@ def teacher_forced_agreement(bundle, source, arithmetic="exact"):
 
 @pytest.mark.parametrize("name,formats", [
     ("smollm2-135m-instruct", {"blk4", "blk8", "f32"}),
-    ("gemma3-270m", {"blk4", "blk8", "f32"}),
+    ("gemma3-270m", {"blk4", "blk5", "blk6", "blk8", "f32"}),  # Q4_K, Q5_0, Q6_K, Q8_0
 ])
 def test_default_bundle_keeps_the_gguf_values_and_agrees(default_bundle, pulled_model_path, name, formats):
     bundle = default_bundle(name)
