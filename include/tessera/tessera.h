@@ -65,7 +65,7 @@ typedef struct tessera_generation_settings {
   tessera_strings stop;        /* default none; copied by tessera_request_set_settings */
   int ignore_eos;              /* default 0 */
   int64_t max_tokens_per_call; /* default 0: the largest prefill program */
-  const char* speculative;     /* "off" (NULL: the default), "lookup", "auto", "draft:PATH", "draft-all:PATH" */
+  const char* speculative;     /* "off" (NULL: the default), "lookup", "auto", "draft:PATH", "draft-all:PATH", "lookup+draft:PATH" */
   int64_t draft_max;           /* default 8 */
 } tessera_generation_settings;
 

@@ -24,7 +24,7 @@ Tokenizer = _core.Tokenizer
 # exact reference computation).
 # Session.forward(ids, all_logits=True) -> logits ndarray [rows, vocab];
 # Session.generate(ids, max_tokens, **settings) (any GenerationSettings field by name, e.g.
-# speculative="off"|"lookup"|"auto"|"draft:PATH"|"draft-all:PATH", draft_max=8)
+# speculative="off"|"lookup"|"auto"|"draft:PATH"|"draft-all:PATH"|"lookup+draft:PATH", draft_max=8)
 # -> dict with "ids", "text", "finish_reason", "decode_tokens", "decode_seconds" and "speculative" (drafted, accepted,
 # verify_calls, refeeds): speculative decoding with prompt-lookup drafts, greedy output identical to "off";
 # Session.argmax_as_decode(ids): a greedy verify call (each row's argmax with a decode step's bits);

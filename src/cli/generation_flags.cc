@@ -63,7 +63,7 @@ void GenerationFlags::add_to(CLI::App& cmd) {
               return e.what();
             }
           },
-          "off|lookup|auto|draft:PATH|draft-all:PATH"));
+          "off|lookup|auto|draft:PATH|draft-all:PATH|lookup+draft:PATH"));
   });
   cmd.add_option("-c,--ctx", ctx, "Context length (0 = the model's)")->capture_default_str();
   cmd.add_option("--chunks", chunks, "Split the layers into this many programs (0 = the bundle's, else 1)")->capture_default_str();

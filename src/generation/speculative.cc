@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "generation/lookup_drafter.h"
+#include "generation/lookup_then_model_drafter.h"
 #include "generation/model_drafter.h"
 
 namespace tessera {
@@ -16,22 +17,29 @@ const char* speculative_mode_name(SpeculativeMode mode) {
     case SpeculativeMode::Auto: return "auto";
     case SpeculativeMode::Draft: return "draft";
     case SpeculativeMode::DraftAll: return "draft-all";
+    case SpeculativeMode::LookupDraft: return "lookup+draft";
   }
   return "?";
+}
+
+bool uses_draft_model(SpeculativeMode mode) {
+  return mode == SpeculativeMode::Draft || mode == SpeculativeMode::DraftAll || mode == SpeculativeMode::LookupDraft;
 }
 
 SpeculativeMode parse_speculative_mode(const std::string& name, std::string* draft_path) {
   if (name == "off") return SpeculativeMode::Off;
   if (name == "lookup") return SpeculativeMode::Lookup;
   if (name == "auto") return SpeculativeMode::Auto;
-  for (const auto& [prefix, mode] : {std::pair{"draft:", SpeculativeMode::Draft}, {"draft-all:", SpeculativeMode::DraftAll}}) {
+  for (const auto& [prefix, mode] : {std::pair{"draft:", SpeculativeMode::Draft}, {"draft-all:", SpeculativeMode::DraftAll},
+                                     {"lookup+draft:", SpeculativeMode::LookupDraft}}) {
     const std::string p = prefix;
     if (name.starts_with(p) && name.size() > p.size() && draft_path) {
       *draft_path = name.substr(p.size());
       return mode;
     }
   }
-  fail("options", "speculative", "unknown mode '{}' (expected off, lookup, auto, draft:PATH or draft-all:PATH)", name);
+  fail("options", "speculative",
+       "unknown mode '{}' (expected off, lookup, auto, draft:PATH, draft-all:PATH or lookup+draft:PATH)", name);
 }
 
 int64_t accepted_prefix(std::span<const int32_t> draft, std::span<const int32_t> target) {
@@ -98,14 +106,16 @@ SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const
       controller_(control_options(options)) {
   if (options.max_draft < 1 || options.max_draft > 32)
     fail("options", "draft_max", "must be in 1..32, got {}", options.max_draft);
-  if (options.mode == SpeculativeMode::Draft || options.mode == SpeculativeMode::DraftAll) {
+  if (uses_draft_model(options.mode)) {
     if (!options.draft_model)
       fail("options", "speculative", "draft:{}: the draft model was not loaded before the generation "
                                      "(load/draft_models.h: load_draft_model)", options.draft_path);
     std::shared_ptr<const Model> draft = options.draft_model;
     const double size_ratio =
         static_cast<double>(draft->weight_bytes()) / static_cast<double>(std::max<uint64_t>(1, session.model().weight_bytes()));
-    drafter_ = std::make_unique<ModelDrafter>(std::move(draft), session.context_length(), size_ratio);
+    auto model = std::make_unique<ModelDrafter>(std::move(draft), session.context_length(), size_ratio);
+    if (options.mode == SpeculativeMode::LookupDraft) drafter_ = std::make_unique<LookupThenModelDrafter>(std::move(model));
+    else drafter_ = std::move(model);
   } else {
     drafter_ = std::make_unique<LookupDrafter>();
   }
@@ -138,7 +148,7 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
       drafting_s = seconds_since(drafting_start);
     }
     k = static_cast<int64_t>(draft_.size());
-  } else {  // Lookup and DraftAll verify every proposal; Auto asks the controller
+  } else {  // Lookup, DraftAll and LookupDraft verify every proposal; Auto asks the controller
     if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
     k = options_.mode == SpeculativeMode::Auto ? controller_.draft_length(static_cast<int64_t>(draft_.size()))
                                                : static_cast<int64_t>(draft_.size());

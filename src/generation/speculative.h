@@ -60,11 +60,16 @@ enum class SpeculativeMode {
   Auto,    // prompt lookup under adaptive control (generation/draft_controller.h)
   Draft,   // a draft model's greedy guesses (generation/model_drafter.h), under adaptive control
   DraftAll,  // a draft model's guesses, max_draft at every step, all verified (measuring a drafter)
+  // Prompt lookup's guesses where it has some, else a draft model's
+  // (generation/lookup_then_model_drafter.h), every proposal verified.
+  LookupDraft,
 };
 
 const char* speculative_mode_name(SpeculativeMode mode);
-// "off", "lookup", "auto", "draft:PATH" or "draft-all:PATH" (then
-// *draft_path = PATH); throws
+// Whether the mode runs a draft model (draft_path names it).
+bool uses_draft_model(SpeculativeMode mode);
+// "off", "lookup", "auto", "draft:PATH", "draft-all:PATH" or
+// "lookup+draft:PATH" (then *draft_path = PATH); throws
 // Error ("options", "speculative") otherwise.
 SpeculativeMode parse_speculative_mode(const std::string& name, std::string* draft_path = nullptr);
 

@@ -58,7 +58,7 @@ std::shared_ptr<const Model> shared_draft_model(const std::string& path, const M
 
 void load_draft_model(GenerateOptions& options, const Model& target) {
   SpeculativeOptions& s = options.speculative;
-  if ((s.mode == SpeculativeMode::Draft || s.mode == SpeculativeMode::DraftAll) && !s.draft_model)
+  if (uses_draft_model(s.mode) && !s.draft_model)
     s.draft_model = shared_draft_model(s.draft_path, target);
 }
 

@@ -9,6 +9,7 @@
 #include "load/model_loader.h"
 #include "generation/draft_controller.h"
 #include "generation/generate.h"
+#include "generation/lookup_then_model_drafter.h"
 #include "generation/model_drafter.h"
 #include "sources/tiny_chat_model_for_tests.h"
 
@@ -109,14 +110,36 @@ TEST_F(ModelDrafterTest, PreparedDrafterCatchesUpOnOnlyTheNewToken) {
   EXPECT_EQ(prepared.positions_run(), static_cast<int64_t>(kPrompt.size()) + 1 + 3);
 }
 
+// Lookup first: a context whose last tokens occurred before gets prompt
+// lookup's guess (the draft model does not run); one without gets the draft
+// model's, as the draft model alone proposes it.
+TEST_F(ModelDrafterTest, LookupThenModelTakesLookupsGuessWhereItHasOne) {
+  auto model = shared_draft_model(target_dir, *target_of(target_dir));
+  LookupThenModelDrafter both(std::make_unique<ModelDrafter>(model, 256, 0.25));
+  ModelDrafter alone(model, 256, 0.25);
+  const std::vector<int32_t> fresh = {104, 101, 108, 111, 32};  // "helo ": no token occurs twice
+  std::vector<int32_t> got, want;
+  both.propose(fresh, 4, got);
+  alone.propose(fresh, 4, want);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(both.model_proposals(), 1);
+  std::vector<int32_t> repeated = fresh;
+  repeated.insert(repeated.end(), {104, 101});  // "he" again: lookup proposes what followed it
+  both.propose(repeated, 4, got);
+  EXPECT_EQ(got, (std::vector<int32_t>{108, 111, 32, 104}));
+  EXPECT_EQ(both.lookup_proposals(), 1);
+  EXPECT_EQ(both.model_proposals(), 1);
+}
+
 TEST_F(ModelDrafterTest, GreedyOutputIsPlainGreedyWhateverTheDraftModel) {
   const auto target = target_of(target_dir);
   const GenerateResult plain = run(*target, kPrompt, "off");
-  for (const std::string& draft : {target_dir, other_dir}) {
-    const GenerateResult spec = run(*target, kPrompt, "draft-all:" + draft);
-    EXPECT_EQ(spec.ids, plain.ids) << draft;
-    EXPECT_GT(spec.speculative.verify_calls, 5) << draft;
-  }
+  for (const std::string& draft : {target_dir, other_dir})
+    for (const std::string mode : {"draft-all:", "lookup+draft:"}) {
+      const GenerateResult spec = run(*target, kPrompt, mode + draft);
+      EXPECT_EQ(spec.ids, plain.ids) << mode << draft;
+      EXPECT_GT(spec.speculative.verify_calls, 5) << mode << draft;
+    }
   // The target drafting for itself is accepted (nearly) always; an unrelated
   // random model far less.
   const GenerateResult self = run(*target, kPrompt, "draft-all:" + target_dir);

@@ -174,10 +174,10 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   s.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   if (const json* v = field(body, "speculative")) {
     if (!v->is_string())
-      throw wrong_type("speculative", "a string (\"off\", \"lookup\", \"auto\" or \"draft\")");
+      throw wrong_type("speculative", "a string (\"off\", \"lookup\", \"auto\", \"draft\" or \"lookup+draft\")");
     s.speculative = v->get<std::string>();  // checked with the other settings by make_generate_options
-    // Clients name no files: "draft" is the server's own draft model (--draft).
-    if (s.speculative.starts_with("draft:") || s.speculative.starts_with("draft-all:"))
+    // Clients name no files: "draft" and "lookup+draft" use the server's own draft model (--draft).
+    if (s.speculative.find(':') != std::string::npos)
       throw bad_request("\"speculative\": \"draft\" uses the server's draft model (tessera serve --draft PATH); "
                         "clients cannot name one",
                         "speculative");

@@ -11,8 +11,9 @@
 // (clamped to the server's cap; absent: the cap), temperature (absent: 1, as
 // OpenAI's), top_p, seed (absent: a random one) and stop (a string or up to
 // 4), and Tessera's extensions top_k, min_p, repeat_penalty, repeat_last_n,
-// ignore_eos, speculative ("off" | "lookup" | "auto" | "draft": the
-// server's --draft model, generation/speculative.h) and draft_max.
+// ignore_eos, speculative ("off" | "lookup" | "auto" | "draft" |
+// "lookup+draft": the server's --draft model, generation/speculative.h)
+// and draft_max.
 #pragma once
 
 #include <cstdint>

@@ -165,10 +165,10 @@ struct Server::Impl {
       throw ApiError(404, fmt::format("model '{}' does not exist; this server serves '{}'", c.model, options.model_name),
                      "invalid_request_error", "model", "model_not_found");
 
-    if (c.request.settings.speculative == "draft") {
+    if (c.request.settings.speculative == "draft" || c.request.settings.speculative == "lookup+draft") {
       if (options.draft_model.empty())
         throw bad_request("this server has no draft model (start it with --draft PATH)", "speculative");
-      c.request.settings.speculative = "draft:" + options.draft_model;
+      c.request.settings.speculative += ":" + options.draft_model;
     }
     auto channel = std::make_shared<engine::GenerationChannel>();
     engine::GenerationChannel::attach(channel, c.request);
