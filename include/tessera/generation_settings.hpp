@@ -50,7 +50,7 @@
     "Speculative decoding: off, lookup (verify every prompt-lookup draft), auto (prompt lookup, draft length and " \
     "on/off adapted to the measured acceptance and verify cost) or draft:PATH (a draft model sharing the "         \
     "tokenizer, adapted as auto; draft-all:PATH verifies its every proposal, to measure a drafter; "               \
-    "lookup+draft:PATH: prompt lookup's proposal where it has one, else the draft model's, every one verified); "  \
+    "lookup+draft:PATH: prompt lookup's proposal where it has one, else the draft model's, adapted as auto); "     \
     "greedy output is identical to plain decoding")                                                                \
   X(int64_t, draft_max, 8, "Speculative decoding: drafted tokens per verify call at most (1-32)")
 

@@ -29,7 +29,15 @@ class LookupThenModelDrafter : public Drafter {
   DraftingCost predicted_cost(std::span<const int32_t> context, double target_decode_s) const override {
     return model_->predicted_cost(context, target_decode_s);
   }
+  // Lookup's proposal if it has one of min_lookup tokens or more (true),
+  // else the draft model's.
   void propose(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& draft) override;
+  // The two halves, for a caller that decides between them
+  // (SpeculativeDecoder: lookup's proposals always, the draft model's when
+  // the controller affords them). propose_lookup: true when `draft` holds
+  // a proposal to take.
+  bool propose_lookup(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& draft);
+  void propose_model(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& draft);
 
   // Proposals each drafter made.
   int64_t lookup_proposals() const { return lookup_proposals_; }

@@ -89,7 +89,7 @@ DraftControlOptions control_options(const SpeculativeOptions& o) {
   DraftControlOptions c;
   c.max_draft = o.max_draft;
   c.probes = o.mode != SpeculativeMode::Auto;  // auto: shadow drafts instead (lookup proposes every step)
-  c.probe_first = o.mode == SpeculativeMode::Draft;
+  c.probe_first = o.mode == SpeculativeMode::Draft || o.mode == SpeculativeMode::LookupDraft;
   return c;
 }
 
@@ -148,7 +148,26 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
       drafting_s = seconds_since(drafting_start);
     }
     k = static_cast<int64_t>(draft_.size());
-  } else {  // Lookup, DraftAll and LookupDraft verify every proposal; Auto asks the controller
+  } else if (options_.mode == SpeculativeMode::LookupDraft) {
+    // Prompt lookup's proposal, when it has one, as in Auto (it costs
+    // nothing to make: the controller picks how much of it to verify);
+    // otherwise the draft model's, as in Draft: when the controller
+    // affords its drafting.
+    auto& both = static_cast<LookupThenModelDrafter&>(*drafter_);
+    if (max_draft > 0 && both.propose_lookup(context, max_draft, draft_)) {
+      draft_.resize(static_cast<size_t>(controller_.draft_length(static_cast<int64_t>(draft_.size()))));
+    } else {
+      const int64_t want =
+          max_draft > 0 ? controller_.draft_length(max_draft, both.predicted_cost(context, controller_.decode_seconds()))
+                        : 0;
+      if (want > 0) {
+        const auto drafting_start = Clock::now();
+        both.propose_model(context, want, draft_);
+        drafting_s = seconds_since(drafting_start);
+      }
+    }
+    k = static_cast<int64_t>(draft_.size());
+  } else {  // Lookup and DraftAll verify every proposal; Auto asks the controller
     if (max_draft > 0) drafter_->propose(context, max_draft, draft_);
     k = options_.mode == SpeculativeMode::Auto ? controller_.draft_length(static_cast<int64_t>(draft_.size()))
                                                : static_cast<int64_t>(draft_.size());

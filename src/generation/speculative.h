@@ -60,8 +60,8 @@ enum class SpeculativeMode {
   Auto,    // prompt lookup under adaptive control (generation/draft_controller.h)
   Draft,   // a draft model's greedy guesses (generation/model_drafter.h), under adaptive control
   DraftAll,  // a draft model's guesses, max_draft at every step, all verified (measuring a drafter)
-  // Prompt lookup's guesses where it has some, else a draft model's
-  // (generation/lookup_then_model_drafter.h), every proposal verified.
+  // Prompt lookup's guesses where it has some, else a draft model's, both
+  // under adaptive control (generation/lookup_then_model_drafter.h).
   LookupDraft,
 };
 
