@@ -80,6 +80,10 @@ struct Tile {
           const int64_t at = B4 ? Fm::nibble_vector(k) : 2 * k;
           if (kPrefetchVectors > 0)
             _mm_prefetch(reinterpret_cast<const char*>(wd[r] + at + kPrefetchVectors), _MM_HINT_T0);
+          // Every line of the stream: 8-bit codes take two vectors a group, 5 / 6 bits a plane vector a unit.
+          if (kPrefetchVectors > 0 && (!B4 || (Fm::HB > 0 && kk % Fm::Unit == 0)))
+            _mm_prefetch(reinterpret_cast<const char*>(wd[r] + (B4 ? Fm::plane_vector(k) : at + 1) + kPrefetchVectors),
+                         _MM_HINT_T0);
           if constexpr (B4) {
             const __m512i v = _mm512_load_si512(wd[r] + at);
             w0[r] = _mm512_and_si512(v, nibble);
