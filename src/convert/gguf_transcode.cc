@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "convert/palettize.h"
 #include "core/error.h"
 #include "core/ggml_dequant.h"
 #include "core/half.h"
@@ -23,7 +24,7 @@ constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1
 // One ggml block split into its parts: per element a code (blk4 / blk5 /
 // blk6: the index into the codebook; blk8: the int8 value), per sub-block a
 // scale and an offset. x[e] = f32(scale[e / sub] · value(e)) (+ offset).
-// The k-quants' scales and offsets are also kept as their factors: an f16
+// The k-quants' scales and offsets come as their factors instead: an f16
 // multiplier per block of 256 (d; −dmin for the offsets) times a small
 // integer per sub-block, whose f32 product is the value.
 struct BlockParts {
@@ -82,18 +83,16 @@ void five_bit(const uint8_t* qh_bytes, const uint8_t* qs, uint8_t* code) {
   }
 }
 
-// The k-quants' factored scales: scale[s] = f32(d) · sf[s], offset[s] =
-// −(f32(dmin) · of[s]) = f32(−dmin) · of[s] (the same bits: IEEE products
-// are sign-symmetric), each exact in f32.
+// The k-quants' factored scales: the value is f32(d) · sf[s] for a scale
+// and −(f32(dmin) · of[s]) = f32(−dmin) · of[s] for an offset (the same
+// bits: IEEE products are sign-symmetric), each exact in f32, which is
+// how decode_row forms them from the stored factors.
 void k_scales(BlockParts& p, uint16_t d, uint16_t dmin, const int* sf, const int* of, int n) {
   p.scale_multiplier = d;
   p.offset_multiplier = static_cast<uint16_t>(dmin ^ 0x8000u);
   for (int s = 0; s < n; ++s) {
     p.scale_factor[s] = static_cast<int8_t>(sf[s]);
-    p.scale[s] = f16_to_f32(d) * static_cast<float>(sf[s]);
-    if (!of) continue;
-    p.offset_factor[s] = static_cast<int8_t>(of[s]);
-    p.offset[s] = -(f16_to_f32(dmin) * static_cast<float>(of[s]));
+    if (of) p.offset_factor[s] = static_cast<int8_t>(of[s]);
   }
 }
 
@@ -241,11 +240,14 @@ QuantizedWeight transcode_ggml_blocks(const TensorView& v, const std::vector<int
   q.block_super = l.super ? info.block_elems : 0;
   q.data.assign(static_cast<size_t>(weight_data_bytes(l.format, rows, cols)), 0);
   if (bits < 8) q.palette.assign(l.codebook, l.codebook + (1 << bits));
-  std::vector<float> scales(static_cast<size_t>(rows * blocks_per_row)), offsets(l.offsets ? scales.size() : 0);
+  // A value per block (the simple formats), or the factors below (k-quants).
+  std::vector<float> scales(l.super ? 0 : static_cast<size_t>(rows * blocks_per_row)),
+      offsets(l.offsets ? scales.size() : 0);
   // Super-block scales: each section's factors [rows][blocks], then its multipliers [rows][supers].
   const int64_t section = rows * (blocks_per_row + 2 * supers_per_row);
   if (l.super) q.block_params.assign(static_cast<size_t>(section * (l.offsets ? 2 : 1)), 0);
   BlockParts parts;
+  std::vector<uint8_t> row_codes(bits < 8 ? static_cast<size_t>(cols) : 0);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t src_row = row_source.empty() ? r : row_source[static_cast<size_t>(r)];
     if (src_row < 0 || src_row >= rows) fail(v.name, "transcode", "row order names row {}", src_row);
@@ -253,24 +255,15 @@ QuantizedWeight transcode_ggml_blocks(const TensorView& v, const std::vector<int
     uint8_t* dst = q.data.data() + r * static_cast<int64_t>(weight_data_bytes(l.format, 1, cols));
     for (int64_t c0 = 0; c0 < cols; c0 += info.block_elems, src += info.block_bytes) {
       split_block(v.dtype, src, parts);
-      for (int e = 0; e < parts.elems; ++e) {
-        const int64_t c = c0 + e;
-        if (bits == 8) {
-          dst[c] = parts.code[e];
-          continue;
-        }
-        // Bits [c·bits, (c+1)·bits) of the row's bit string (at most two bytes).
-        const int64_t bit = c * bits;
-        const unsigned shifted = static_cast<unsigned>(parts.code[e]) << (bit % 8);
-        dst[bit / 8] |= static_cast<uint8_t>(shifted);
-        if (shifted >> 8) dst[bit / 8 + 1] |= static_cast<uint8_t>(shifted >> 8);
-      }
+      std::memcpy(bits < 8 ? row_codes.data() + c0 : dst + c0, parts.code, static_cast<size_t>(parts.elems));
       for (int s = 0; s < parts.elems / l.sub; ++s) {
         const int64_t b = c0 / l.sub + s;
-        const size_t i = static_cast<size_t>(r * blocks_per_row + b);
-        scales[i] = parts.scale[s];
-        if (l.offsets) offsets[i] = parts.offset[s];
-        if (!l.super) continue;
+        if (!l.super) {
+          const size_t i = static_cast<size_t>(r * blocks_per_row + b);
+          scales[i] = parts.scale[s];
+          if (l.offsets) offsets[i] = parts.offset[s];
+          continue;
+        }
         uint8_t* p = q.block_params.data();
         p[r * blocks_per_row + b] = static_cast<uint8_t>(parts.scale_factor[s]);
         if (l.offsets) p[section + r * blocks_per_row + b] = static_cast<uint8_t>(parts.offset_factor[s]);
@@ -281,6 +274,7 @@ QuantizedWeight transcode_ggml_blocks(const TensorView& v, const std::vector<int
         if (l.offsets) std::memcpy(m + section, &parts.offset_multiplier, 2);
       }
     }
+    if (bits < 8) pack_indices(row_codes.data(), cols, bits, dst);  // lut's bit strings (core/weight_format.h)
   }
   if (l.super) return q;
   bool f16 = true;

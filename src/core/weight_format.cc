@@ -98,8 +98,8 @@ uint64_t block_section_bytes(int64_t rows, int64_t cols, int64_t block_cols, boo
 
 namespace {
 
-// Value `index` (= row · blocks + block) of section `section` (0 scales, 1
-// offsets) of w's block section.
+// Block b of row r's value in section `section` (0 scales, 1 offsets) of
+// w's block section.
 float block_param(const WeightView& w, int section, int64_t r, int64_t b) {
   const auto* p = static_cast<const uint8_t*>(w.block_params);
   const int64_t rows = w.rows(), blocks = w.blocks_per_row();

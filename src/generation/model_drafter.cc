@@ -20,24 +20,25 @@ void follow(double& mean, double sample) { mean = mean == 0 ? sample : 0.75 * me
 
 }  // namespace
 
-int64_t ModelDrafter::common_prefix(std::span<const int32_t> context) const {
-  // What the session shares with the context, minus one token: the last
-  // token of the context must run to give the first guess's logits.
+int64_t ModelDrafter::common_prefix(std::span<const int32_t> context, int64_t limit) const {
   const std::vector<int32_t>& held = session_.history();
   int64_t common = 0;
-  const int64_t limit = std::min<int64_t>(static_cast<int64_t>(held.size()), static_cast<int64_t>(context.size()) - 1);
+  limit = std::min<int64_t>(limit, static_cast<int64_t>(held.size()));
   while (common < limit && held[static_cast<size_t>(common)] == context[static_cast<size_t>(common)]) ++common;
   return common;
 }
 
+int64_t ModelDrafter::common_prefix(std::span<const int32_t> context) const {
+  // Minus one token: the last token of the context must run to give the
+  // first guess's logits.
+  return common_prefix(context, static_cast<int64_t>(context.size()) - 1);
+}
+
 void ModelDrafter::prepare(std::span<const int32_t> context) {
   if (context.empty() || static_cast<int64_t>(context.size()) >= session_.context_length()) return;
-  // As propose() keeps the session's common prefix: all of it but the last
-  // token is what common_prefix() can keep, so the whole context runs here.
-  const std::vector<int32_t>& held = session_.history();
-  int64_t common = 0;
-  const int64_t limit = std::min<int64_t>(static_cast<int64_t>(held.size()), static_cast<int64_t>(context.size()));
-  while (common < limit && held[static_cast<size_t>(common)] == context[static_cast<size_t>(common)]) ++common;
+  // As propose() keeps the session's common prefix, but all of the context:
+  // the first proposal then runs only the token that follows it.
+  int64_t common = common_prefix(context, static_cast<int64_t>(context.size()));
   if (!session_.truncate(common)) common = 0;
   if (common == static_cast<int64_t>(context.size())) return;
   const auto start = Clock::now();

@@ -51,6 +51,8 @@ class ModelDrafter : public Drafter {
  private:
   // Context positions the session already holds (what propose() keeps).
   int64_t common_prefix(std::span<const int32_t> context) const;
+  // The held tokens that equal the context's, at most `limit` of them.
+  int64_t common_prefix(std::span<const int32_t> context, int64_t limit) const;
 
   std::shared_ptr<const Model> model_;
   Session session_;

@@ -94,12 +94,7 @@ class QLinearWeights {
   int64_t group_size() const { return group_size_; }
   // The palette index of column c of row n (lut formats): bits [c·bits,
   // (c+1)·bits) of the row's little-endian bit string (core/weight_format.h).
-  int index(int64_t n, int64_t c) const {
-    const uint8_t* r = row(n);
-    const int64_t bit = c * bits_, byte = bit / 8;
-    const uint32_t word = r[byte] | (byte + 1 < row_bytes_ ? static_cast<uint32_t>(r[byte + 1]) << 8 : 0u);
-    return static_cast<int>((word >> (bit % 8)) & ((1u << bits_) - 1));
-  }
+  int index(int64_t n, int64_t c) const { return packed_code(row(n), bits_, c); }
   // The int8 weight value w_q[n][c] the kernels multiply (scalar twins, tests).
   int8_t value(int64_t n, int64_t c) const {
     if (data_ == nullptr) return static_cast<int8_t>(view_.block_value(n, c));
