@@ -12,31 +12,32 @@
 
 namespace tessera::kernels {
 
-void act_lane_terms(const int8_t* natural, const float* block_scale, ActLayout layout, float* sr16, int32_t* br16) {
+void act_lane_terms(const int8_t* natural, const float* block_scale, ActLayout layout, float* sr16, int32_t* br16,
+                    int64_t block_cols) {
   const int per_lane = layout == ActLayout::Natural ? 4 : 8;
   for (int j = 0; j < 16; ++j) {
     int32_t sum = 0;
     for (int k = 0; k < per_lane; ++k) sum += natural[j * per_lane + k];
     br16[j] = -128 * sum;
-    sr16[j] = block_scale[(j * per_lane) / kActBlock];
+    sr16[j] = block_scale[(j * per_lane) / block_cols];
   }
 }
 
 void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
-                             float* sr, int32_t* br, float* residual) {
+                             float* sr, int32_t* br, float* residual, int64_t block_cols) {
   const float q = static_cast<float>(qmax);
-  const int64_t cc = act_chunk_cols(layout);
-  const int64_t blocks = (cols + kActBlock - 1) / kActBlock;
+  const int64_t cc = act_chunk_cols(layout), B = block_cols;
+  const int64_t blocks = (cols + B - 1) / B;
   int8_t natural[128];
   float block_scale[128 / kActBlock];
   for (int64_t m = 0; m < chunks; ++m) {
     // Quantize this chunk's blocks in column order.
     std::memset(natural, 0, sizeof(natural));
-    for (int64_t b = 0; b < cc / kActBlock; ++b) {
-      const int64_t block = m * (cc / kActBlock) + b;
+    for (int64_t b = 0; b < cc / B; ++b) {
+      const int64_t block = m * (cc / B) + b;
       block_scale[b] = 0.0f;
       if (block >= blocks) continue;
-      const int64_t c0 = block * kActBlock, c1 = std::min(cols, c0 + kActBlock);
+      const int64_t c0 = block * B, c1 = std::min(cols, c0 + B);
       float amax = 0.0f;
       bool nan = false;
       for (int64_t c = c0; c < c1; ++c) {
@@ -54,26 +55,31 @@ void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, in
         const float inv = q / amax;
         block_scale[b] = amax / q;
         for (int64_t c = c0; c < c1; ++c)
-          natural[b * kActBlock + (c - c0)] = static_cast<int8_t>(std::lrint(xr[c] * inv));
+          natural[b * B + (c - c0)] = static_cast<int8_t>(std::lrint(xr[c] * inv));
       }
       if (residual)
         for (int64_t c = c0; c < c1; ++c)
-          residual[c] = xr[c] - block_scale[b] * static_cast<float>(natural[b * kActBlock + (c - c0)]);
+          residual[c] = xr[c] - block_scale[b] * static_cast<float>(natural[b * B + (c - c0)]);
     }
     int8_t* dst = qr + m * cc;
     for (int64_t k = 0; k < cc; ++k) dst[act_position(layout, k)] = natural[k];
-    act_lane_terms(natural, block_scale, layout, sr + m * 16, br + m * 16);
+    act_lane_terms(natural, block_scale, layout, sr + m * 16, br + m * 16, B);
   }
 }
 
 namespace {
 
 void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
-                  float* sr, int32_t* br, float* residual) {
+                  float* sr, int32_t* br, float* residual, int64_t block_cols) {
 #if TESSERA_X86
   if ((isa == Isa::Avx512 || isa == Isa::Amx) && qmax == kActQmax &&
-      quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual))
+      quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual, block_cols))
     return;
+#endif
+  // The other vector rows take a scale per 8 columns.
+  if (block_cols != kActBlock)
+    return quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols);
+#if TESSERA_X86
   if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
 #endif
 #if TESSERA_ARM64
@@ -96,17 +102,21 @@ void activation_residual(Isa isa, const float* x, int64_t cols, float* residual)
     scales.resize(static_cast<size_t>(chunks * 16));
     bias.resize(static_cast<size_t>(chunks * 16));
   }
-  quantize_row(isa, x, cols, ActLayout::Natural, chunks, kActQmax, q.data(), scales.data(), bias.data(), residual);
+  quantize_row(isa, x, cols, ActLayout::Natural, chunks, kActQmax, q.data(), scales.data(), bias.data(), residual,
+               kActBlock);
 }
 
 void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
-                          Int8Activations& out, int qmax) {
+                          Int8Activations& out, int qmax, int64_t block_cols) {
+  if (block_cols != kActBlock && block_cols != kActBlockCoarse)
+    fail("", "int8 activations", "{} columns per scale ({} or {} allowed)", block_cols, kActBlock, kActBlockCoarse);
   if (passes < 1 || passes > kMaxActPasses) fail("", "int8 activations", "{} passes (1 or 2 allowed)", passes);
   if (qmax < 1 || qmax > kActQmax) fail("", "int8 activations", "qmax {} (1..127 allowed)", qmax);
   static std::atomic<uint64_t> versions{0};
   out.version = ++versions;
   out.passes = passes;
   out.qmax = qmax;
+  out.block_cols = block_cols;
   const int64_t cc = act_chunk_cols(layout);
   out.layout = layout;
   out.rows = rows;
@@ -125,7 +135,7 @@ void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, A
       quantize_row(isa, pass == 0 ? x + t * cols : residual.data(), cols, layout, out.chunks, qmax,
                    out.q.data() + i * row_bytes,
                    out.scale16.data() + i * out.chunks * 16, out.bias16.data() + i * out.chunks * 16,
-                   pass + 1 < passes ? residual.data() : nullptr);
+                   pass + 1 < passes ? residual.data() : nullptr, block_cols);
     }
 }
 

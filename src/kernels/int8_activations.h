@@ -65,6 +65,10 @@ namespace tessera::kernels {
 enum class ActLayout { Natural, Lut4Pairs, BlockHalves };
 
 constexpr int64_t kActBlock = 8;  // columns per activation scale (one lane of a lut4 chunk)
+// The coarser scale block the fast level's interleaved layers take
+// (kernels/interleaved_linear.h): one scale per 32 columns, as llama.cpp's
+// Q8_0 / Q8_1 activations; quality in docs/QUANTIZATION.md.
+constexpr int64_t kActBlockCoarse = 32;
 constexpr int kMaxActPasses = 2;  // x, then its rounding residual
 constexpr int kActQmax = 127;      // the full int8 range
 constexpr int kActQmaxNarrow = 63;  // the AVX2 kernels' unsigned-weight range (above)
@@ -88,6 +92,7 @@ struct Int8Activations {
   int64_t chunks = 0;             // per row: ceil(cols / chunk_cols)
   int passes = 1;                 // 1 or 2 (x, then its residual)
   int qmax = kActQmax;            // |q| ≤ qmax in every pass
+  int64_t block_cols = kActBlock; // columns per scale: kActBlock or kActBlockCoarse
   AlignedVector<int8_t> q;        // [rows][passes][chunks · chunk_cols]
   AlignedVector<float> scale16;   // [rows][passes][chunks][16]
   AlignedVector<int32_t> bias16;  // [rows][passes][chunks][16]
@@ -115,27 +120,32 @@ void activation_residual(Isa isa, const float* x, int64_t cols, float* residual)
 // same bits on every machine and at every level; `isa` only picks the
 // implementation (Isa::Scalar: the plain one, the twin the others are tested
 // against; avx2, avx512 / amx, neon: vector ones).
+// block_cols: columns per scale, kActBlock (8) or kActBlockCoarse (32);
+// scale16 then holds each lane's block scale (a 32-column block's in each
+// of its lanes).
 void quantize_activations(Isa isa, const float* x, int64_t rows, int64_t cols, ActLayout layout, int passes,
-                          Int8Activations& out, int qmax = kActQmax);
+                          Int8Activations& out, int qmax = kActQmax, int64_t block_cols = kActBlock);
 
 // A chunk's 16 lane scales and -128·Σq corrections (scale16 / bias16) from
 // its quantized bytes in column order and its block scales (the scalar and
 // NEON rows share it).
-void act_lane_terms(const int8_t* natural, const float* block_scale, ActLayout layout, float* sr16, int32_t* br16);
+void act_lane_terms(const int8_t* natural, const float* block_scale, ActLayout layout, float* sr16, int32_t* br16,
+                    int64_t block_cols = kActBlock);
 
 // One pass over one row (the unit both implementations share): the row's
 // q bytes (`chunks` chunks of `layout`), scale16 and bias16 into qr / sr /
 // br, and x − s·q per column into `residual` when it is set.
 void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
-                             float* sr, int32_t* br, float* residual);
-// The same bits with AVX2 (any qmax) / AVX-512 (VNNI, VBMI; qmax 127); false
+                             float* sr, int32_t* br, float* residual, int64_t block_cols = kActBlock);
+// The same bits with AVX2 (any qmax) / AVX-512 (VNNI, VBMI; qmax 127; a
+// scale per 8 columns, or per 32 in the Natural layout); false
 // for a row they leave to the scalar row (outputs then unspecified): one
 // holding a NaN or an infinity, and for AVX2 one with a block max so small
 // that qmax / max overflows.
 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
                            float* sr, int32_t* br, float* residual);
 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
-                             int32_t* br, float* residual);
+                             int32_t* br, float* residual, int64_t block_cols = kActBlock);
 // The same bits with NEON (AArch64 builds only; any qmax); false for a row
 // holding a NaN or an infinity, or a block max so small that qmax / max
 // overflows.

@@ -46,8 +46,64 @@ constexpr SplitIndex kPairIndex(true), kHalvesIndex(false);
 
 }  // namespace
 
+namespace {
+
+// A scale per 32 columns (kActBlockCoarse), Natural layout: per block two
+// vectors, their max|x| reduced across all 16 lanes (four swap-and-max
+// steps), then the arithmetic above; each of the block's 8 lanes holds its
+// scale.
+TESSERA_AVX512 bool quantize_row_coarse(const float* xr, int64_t cols, int64_t chunks, int8_t* qr, float* sr,
+                                        int32_t* br, float* residual) {
+  const __m512 inf = _mm512_set1_ps(INFINITY);
+  const __m512 k127 = _mm512_set1_ps(127.0f);
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512i ones = _mm512_set1_epi8(1);
+  auto live = [&](int64_t c0) {
+    const int64_t left = cols - c0;
+    return left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : static_cast<__mmask16>((1u << left) - 1);
+  };
+  for (int64_t m = 0; m < chunks; ++m) {
+    alignas(64) int8_t natural[64];
+    for (int h = 0; h < 2; ++h) {
+      const int64_t c0 = m * 64 + 32 * h;
+      const __mmask16 l0 = live(c0), l1 = live(c0 + 16);
+      const __m512 x0 = _mm512_maskz_loadu_ps(l0, xr + c0), x1 = _mm512_maskz_loadu_ps(l1, xr + c0 + 16);
+      __m512 mx = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
+      if (_mm512_cmp_ps_mask(mx, inf, _CMP_NLT_UQ) != 0) return false;  // NaN or ±inf
+      mx = _mm512_max_ps(mx, _mm512_shuffle_f32x4(mx, mx, _MM_SHUFFLE(2, 3, 0, 1)));
+      mx = _mm512_max_ps(mx, _mm512_shuffle_f32x4(mx, mx, _MM_SHUFFLE(1, 0, 3, 2)));
+      mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));
+      mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __mmask16 nonzero = _mm512_cmp_ps_mask(mx, zero, _CMP_NEQ_OQ);
+      const __m512 inv = _mm512_maskz_div_ps(nonzero, k127, mx);
+      const __m512 s = _mm512_maskz_div_ps(nonzero, mx, k127);
+      const __m512 xs[2] = {x0, x1};
+      const __mmask16 ls[2] = {l0, l1};
+      for (int k = 0; k < 2; ++k) {
+        const __m128i q8 = _mm512_cvtepi32_epi8(_mm512_maskz_cvtps_epi32(nonzero, _mm512_mul_ps(xs[k], inv)));
+        _mm_store_si128(reinterpret_cast<__m128i*>(natural + 32 * h + 16 * k), q8);
+        if (residual)
+          _mm512_mask_storeu_ps(residual + c0 + 16 * k, ls[k],
+                                _mm512_sub_ps(xs[k], _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)))));
+      }
+      _mm256_storeu_ps(sr + m * 16 + 8 * h, _mm512_castps512_ps256(s));
+    }
+    const __m512i v = _mm512_load_si512(natural);
+    _mm512_storeu_si512(qr + m * 64, v);
+    const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, v);
+    _mm512_storeu_si512(br + m * 16, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7)));
+  }
+  return true;
+}
+
+}  // namespace
+
 TESSERA_AVX512 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks,
-                                            int8_t* qr, float* sr, int32_t* br, float* residual) {
+                                            int8_t* qr, float* sr, int32_t* br, float* residual, int64_t block_cols) {
+  if (block_cols != kActBlock) {
+    if (layout != ActLayout::Natural || block_cols != kActBlockCoarse) return false;
+    return quantize_row_coarse(xr, cols, chunks, qr, sr, br, residual);
+  }
   const bool block_lanes = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
   const SplitIndex& split = layout == ActLayout::Lut4Pairs ? kPairIndex : kHalvesIndex;
   const int64_t cc = act_chunk_cols(layout);

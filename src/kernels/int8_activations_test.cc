@@ -56,21 +56,22 @@ TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
   for (int64_t cols : {64, 128, 100, 129, 576, 1536, 4864, 8, 3}) {
     for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
       for (int passes : {1, 2}) {
-        for (int flavour = 0; flavour < 8; ++flavour) {
+        for (int flavour = 0; flavour < 12; ++flavour) {
           const int64_t rows = 3;
-          const int qmax = flavour < 4 ? kActQmax : kActQmaxNarrow;
+          const int qmax = flavour < 4 || flavour >= 8 ? kActQmax : kActQmaxNarrow;
+          const int64_t block = flavour >= 8 ? kActBlockCoarse : kActBlock;
           const std::vector<float> x = random_row_set(rng, rows, cols, flavour % 4);
           Int8Activations a;
-          quantize_activations(Isa::Scalar, x.data(), rows, cols, layout, passes, a, qmax);
+          quantize_activations(Isa::Scalar, x.data(), rows, cols, layout, passes, a, qmax, block);
           std::vector<float> ra(static_cast<size_t>(cols));
           activation_residual(Isa::Scalar, x.data(), cols, ra.data());
           for (Isa isa : vector_levels()) {
             const std::string at = std::string(isa_name(isa)) + " cols " + std::to_string(cols) + " passes " +
                                    std::to_string(passes) + " flavour " + std::to_string(flavour) +
-                                   " qmax " + std::to_string(qmax) +
+                                   " qmax " + std::to_string(qmax) + " block " + std::to_string(block) +
                                    (layout == ActLayout::Natural ? " natural" : layout == ActLayout::Lut4Pairs ? " pairs" : " halves");
             Int8Activations b;
-            quantize_activations(isa, x.data(), rows, cols, layout, passes, b, qmax);
+            quantize_activations(isa, x.data(), rows, cols, layout, passes, b, qmax, block);
             EXPECT_TRUE(same_bytes(a.q, b.q)) << at;
             EXPECT_TRUE(same_bytes(a.scale16, b.scale16)) << at;
             EXPECT_TRUE(same_bytes(a.bias16, b.bias16)) << at;
@@ -82,6 +83,30 @@ TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
       }
     }
   }
+}
+
+// A scale per 32 columns: every lane of a block holds the block's max|x| /
+// 127, its largest |q| is 127, and other block sizes are refused.
+TEST(Int8Activations, CoarseBlocksShareOneScale) {
+  std::mt19937 rng(13);
+  const int64_t cols = 200;
+  const std::vector<float> x = random_row_set(rng, 2, cols, 0);
+  Int8Activations a;
+  quantize_activations(Isa::Scalar, x.data(), 2, cols, ActLayout::Natural, 1, a, kActQmax, kActBlockCoarse);
+  EXPECT_EQ(a.block_cols, kActBlockCoarse);
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t c0 = 0; c0 < cols; c0 += kActBlockCoarse) {
+      float amax = 0;
+      int qmax = 0;
+      for (int64_t c = c0; c < std::min(cols, c0 + kActBlockCoarse); ++c) {
+        amax = std::max(amax, std::fabs(x[t * cols + c]));
+        qmax = std::max(qmax, std::abs(static_cast<int>(a.q_row(t)[c])));
+      }
+      for (int64_t lane = c0 / 4; lane < std::min(cols, c0 + kActBlockCoarse) / 4; ++lane)
+        EXPECT_EQ(a.scale_row(t)[lane], amax / 127.0f) << "row " << t << " lane " << lane;
+      EXPECT_EQ(qmax, amax > 0 ? 127 : 0) << "row " << t << " block at " << c0;
+    }
+  EXPECT_THROW(quantize_activations(Isa::Scalar, x.data(), 2, cols, ActLayout::Natural, 1, a, kActQmax, 16), Error);
 }
 
 // The narrow range (the AVX2 kernels' unsigned-weight dot relies on it):

@@ -235,27 +235,38 @@ void InterleavedWeights::restore_rows(int64_t n0, int64_t n1, StoredRows& out) c
   out.view.palette = four ? out.codebook.data() : nullptr;
 }
 
+int64_t segment_cols(const InterleavedWeights& w, int64_t act_block_cols) {
+  const int64_t a = act_block_cols, b = w.block_cols();
+  if (a % kActGroup != 0 || b % kActGroup != 0 || (a % b != 0 && b % a != 0))
+    fail("", "interleaved linear", "activation blocks of {} columns do not nest with weight blocks of {}", a, b);
+  return std::min(a, b);
+}
+
 void TokenTerms::build(const InterleavedWeights& w, const Int8Activations& acts, int64_t t0, int64_t t1) {
-  groups = w.cols() / kActGroup;
+  const int64_t seg = segment_cols(w, acts.block_cols), lanes = seg / 4;
+  segments = w.cols() / seg;
   blocks = w.blocks();
-  const int64_t T = t1 - t0, per_block = w.block_cols() / kActGroup;
-  s.resize(static_cast<size_t>(T * groups));
+  const int64_t T = t1 - t0, per_block = w.block_cols() / seg;
+  s.resize(static_cast<size_t>(T * segments));
   start.assign(s.size(), 0);  // stays 0 for unsigned values (weight_offset 0)
   qsum.resize(s.size());
   u.resize(static_cast<size_t>(T * blocks));
   for (int64_t t = 0; t < T; ++t) {
-    // Natural layout: lane i of the flattened scale16 / bias16 covers columns 4i..4i+3.
+    // Natural layout: lane i of the flattened scale16 / bias16 covers
+    // columns 4i..4i+3 (each lane holds its activation block's scale).
     const float* sr = acts.scale_row(t0 + t);
     const int32_t* br = acts.bias_row(t0 + t);
-    for (int64_t k = 0; k < groups; ++k) {
-      s[t * groups + k] = sr[2 * k];
-      qsum[t * groups + k] = -(br[2 * k] + br[2 * k + 1]) / 128;
+    for (int64_t k = 0; k < segments; ++k) {
+      int32_t bias = 0;
+      for (int64_t i = 0; i < lanes; ++i) bias += br[lanes * k + i];
+      s[t * segments + k] = sr[lanes * k];
+      qsum[t * segments + k] = -bias / 128;
     }
     if (w.weight_offset() != 0)
-      for (int64_t k = 0; k < groups; ++k) start[t * groups + k] = -w.weight_offset() * qsum[t * groups + k];
+      for (int64_t k = 0; k < segments; ++k) start[t * segments + k] = -w.weight_offset() * qsum[t * segments + k];
     if (!w.block_offsets()) continue;
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t k0 = t * groups + b * per_block;
+      const int64_t k0 = t * segments + b * per_block;
       float v = static_cast<float>(qsum[k0]) * s[k0];
       for (int64_t k = 1; k < per_block; ++k) v = std::fma(static_cast<float>(qsum[k0 + k]), s[k0 + k], v);
       u[t * blocks + b] = v;
@@ -268,6 +279,7 @@ void interleaved_linear(Isa isa, const InterleavedWeights& w, const Int8Activati
   if (acts.cols != w.cols() || acts.layout != ActLayout::Natural || acts.passes != 1)
     fail("", "interleaved linear", "needs one-pass natural activations of {} columns, got {} columns in {} passes",
          w.cols(), acts.cols, acts.passes);
+  segment_cols(w, acts.block_cols);  // Error unless the blocks nest
   switch (isa) {
 #if TESSERA_X86
     case Isa::Amx:
@@ -299,18 +311,18 @@ void interleaved_linear_scalar(const InterleavedWeights& w, const Int8Activation
                                int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
   TokenTerms terms;
   terms.build(w, acts, 0, acts.rows);
-  const int64_t per_block = w.block_cols() / kActGroup;
+  const int64_t seg = segment_cols(w, acts.block_cols), per_block = w.block_cols() / seg;
   const int64_t n_end = std::min(w.rows(), g_end * kInterleavedRows);
   for (int64_t t = 0; t < acts.rows; ++t) {
     const int8_t* q = acts.q_row(t);
-    const float* s = terms.s.data() + t * terms.groups;
+    const float* s = terms.s.data() + t * terms.segments;
     for (int64_t n = g_begin * kInterleavedRows; n < n_end; ++n) {
       float acc = 0.0f;
       for (int64_t b = 0; b < w.blocks(); ++b) {
         float tb = 0.0f;
         for (int64_t k = b * per_block; k < (b + 1) * per_block; ++k) {
           int32_t d = 0;
-          for (int64_t c = k * kActGroup; c < (k + 1) * kActGroup; ++c) d += w.value(n, c) * q[c];
+          for (int64_t c = k * seg; c < (k + 1) * seg; ++c) d += w.value(n, c) * q[c];
           tb = k == b * per_block ? static_cast<float>(d) * s[k] : std::fma(static_cast<float>(d), s[k], tb);
         }
         acc = std::fma(w.scale(n, b), tb, acc);

@@ -6,18 +6,24 @@
 // the call holds or which rows a thread takes.
 //
 // Contract. Activations are the one-pass int8 rows of kernels/
-// int8_activations.h (Natural layout, kActQmax): per 8-column group k of
-// token t a scale s[t,k] and codes q[t,c]. For output row n, with v[n,c]
-// the weight's int8 value (blk8: the stored byte; blk4: the codebook entry
-// of the code), ws / wo the block's scale / offset:
-//   d[k]  = exact int32 Σ_{c in group k} v[n,c] · q[t,c]
-//   tb[b] = float(d[k0]) · s[t,k0], then tb = fma(float(d[k]), s[t,k], tb)
-//           for the block's further groups, in column order
-//   u[b]  = float(Σq[k0]) · s[t,k0], then u = fma(float(Σq[k]), s[t,k], u)
+// int8_activations.h (Natural layout, kActQmax) with a scale per A = 8 or
+// 32 columns (acts.block_cols): per block a of token t a scale s[t,a] and
+// codes q[t,c]. A weight block of B columns (16 or 32) is cut into
+// segments of min(A, B) columns, each inside one activation block. For
+// output row n, with v[n,c] the weight's int8 value (blk8: the stored byte;
+// blk4: the codebook entry of the code), ws / wo the block's scale /
+// offset, and a(k) the activation block of segment k:
+//   d[k]  = exact int32 Σ_{c in segment k} v[n,c] · q[t,c]
+//   tb[b] = float(d[k0]) · s[t,a(k0)], then tb = fma(float(d[k]), s[t,a(k)], tb)
+//           for the block's further segments, in column order
+//   u[b]  = float(Σq[k0]) · s[t,a(k0)], then u = fma(float(Σq[k]), s[t,a(k)], u)
 //           (blocks with offsets; the same for every row)
 //   acc   = fma(ws[n,b], tb[b], acc), then acc = fma(wo[n,b], u[b], acc),
 //           over the blocks in column order from acc = 0
 //   y[t,n] = acc (+ bias[n])
+// A = 32 (the fast level's layers) makes every block one segment: per
+// block one convert and one multiply where A = 8 (the head, whose
+// refinement bounds 8-column residuals) takes one per 8 columns.
 // Integer sums are exact and every f32 operation is specified, so the
 // scalar twin, AVX2, AVX-512 and NEON give identical bits for any row split
 // and any number of tokens per call.
@@ -67,7 +73,7 @@
 namespace tessera::kernels {
 
 constexpr int64_t kInterleavedRows = 16;  // rows per group (one int32 lane each in 64 bytes)
-constexpr int64_t kActGroup = 8;          // columns per activation scale (kActBlock)
+constexpr int64_t kActGroup = 8;          // columns per 4-byte activation word pair (one step of the kernels)
 
 class InterleavedWeights {
  public:
@@ -149,7 +155,7 @@ class InterleavedWeights {
   // within 2⁻²⁴ of the running magnitude, itself ≤ W · ‖x̃‖₁ (the int32
   // sums, their conversion and a super-block value's product are exact).
   static bool fits_refine_bound(const WeightView& w) {
-    const int64_t roundings = w.block_cols / kActGroup + (w.block_offsets ? 2 : 1) * w.blocks_per_row();
+    const int64_t roundings = w.block_cols / kActBlock + (w.block_offsets ? 2 : 1) * w.blocks_per_row();
     return static_cast<double>(roundings) * 0x1p-24 * 1.01 <= 1e-5;
   }
   // Bytes held (weights and block parameters).
@@ -191,21 +197,25 @@ class InterleavedWeights {
   int code(int64_t n, int64_t c) const;
 };
 
-// Per token, what every row of a call shares: the 8-column groups' scales,
-// their Σq, and per block the offsets' u (contract above). Built once per
-// tile of tokens by the kernels' walk.
+// Columns per segment (contract above) of w against activations with
+// `act_block_cols` columns per scale; Error unless one divides the other.
+int64_t segment_cols(const InterleavedWeights& w, int64_t act_block_cols);
+
+// Per token, what every row of a call shares: the segments' activation
+// scales, their Σq, and per block the offsets' u (contract above). Built
+// once per call and thread by the kernels' walk.
 struct TokenTerms {
-  int64_t groups = 0, blocks = 0;
-  std::vector<float> s;        // [tokens][groups]
-  std::vector<int32_t> start;  // [tokens][groups]: −weight_offset · Σq, the dot's starting value
-  std::vector<int32_t> qsum;   // [tokens][groups]: Σq
+  int64_t segments = 0, blocks = 0;
+  std::vector<float> s;        // [tokens][segments]: s[t, a(k)]
+  std::vector<int32_t> start;  // [tokens][segments]: −weight_offset · Σq, the dot's starting value
+  std::vector<int32_t> qsum;   // [tokens][segments]: Σq
   std::vector<float> u;        // [tokens][blocks] (offsets only)
   void build(const InterleavedWeights& w, const Int8Activations& acts, int64_t t0, int64_t t1);
 };
 
 // y[t * ldy + n] for t < acts.rows and rows n of groups [g_begin, g_end)
 // (rows past w.rows() are not written). acts: one pass, Natural layout,
-// acts.cols == w.cols().
+// acts.cols == w.cols(), a scale per 8 or 32 columns.
 void interleaved_linear(Isa isa, const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                         int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
 

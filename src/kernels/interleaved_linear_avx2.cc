@@ -11,7 +11,9 @@
 //   else (weight_offset 128, any int8 value v = u − 128): |v| times q with
 //     v's sign (vpsignb), |v| ≤ 128, so pairs stay below 2·128·127, and the
 //     sum starts from 0.
-// Either way the int32 group sums are the exact ones the contract names.
+// Either way the int32 group sums are the exact ones the contract names;
+// with one segment per block (Whole: a scale per 32 activation columns)
+// they are added in int32 over the block before one convert and multiply.
 #include <immintrin.h>
 
 #include "kernels/interleaved_linear.h"
@@ -46,7 +48,7 @@ TESSERA_AVX2 inline __m256i plane_bits(__m256i plane, int shift) {
 
 enum class Dot { Small, SmallPairs, Signed };
 
-template <class Fm, Dot D>
+template <class Fm, Dot D, bool Whole>
 struct Tile {
   static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, Off = Fm::Off;
   static constexpr int PB = Fm::PB;
@@ -67,6 +69,7 @@ struct Tile {
     const int64_t blocks = w.blocks();
     for (int64_t b = 0; b < blocks; ++b) {
       __m256 part[RG][2][TT];
+      __m256i dsum[RG][2][TT];  // Whole: the block's int32 sums
 #pragma GCC unroll 4
       for (int kk = 0; kk < PB; ++kk) {
         const int64_t k = b * PB + kk;
@@ -106,8 +109,10 @@ struct Tile {
           }
         for (int t = 0; t < TT; ++t) {
           const __m256i a0 = _mm256_set1_epi32(tk.q4[t][2 * k]), a1 = _mm256_set1_epi32(tk.q4[t][2 * k + 1]);
-          const __m256i start = D == Dot::Signed ? _mm256_setzero_si256() : _mm256_set1_epi32(tk.start[t][k]);
-          const __m256 s = _mm256_set1_ps(tk.s[t][k]);
+          const int64_t seg = Whole ? b : k;
+          const __m256i start = D == Dot::Signed || (Whole && kk > 0) ? _mm256_setzero_si256()
+                                                                        : _mm256_set1_epi32(tk.start[t][seg]);
+          const __m256 s = _mm256_set1_ps(tk.s[t][seg]);
           for (int r = 0; r < RG; ++r)
             for (int h = 0; h < 2; ++h) {
               __m256i d;
@@ -124,8 +129,13 @@ struct Tile {
                                      _mm256_madd_epi16(_mm256_maddubs_epi16(w1[r][h], a1), ones));
                 d = _mm256_add_epi32(start, d);
               }
-              const __m256 f = _mm256_cvtepi32_ps(d);
-              part[r][h][t] = kk == 0 ? _mm256_mul_ps(f, s) : _mm256_fmadd_ps(f, s, part[r][h][t]);
+              if constexpr (Whole) {
+                dsum[r][h][t] = kk == 0 ? d : _mm256_add_epi32(dsum[r][h][t], d);
+                if (kk == PB - 1) part[r][h][t] = _mm256_mul_ps(_mm256_cvtepi32_ps(dsum[r][h][t]), s);
+              } else {
+                const __m256 f = _mm256_cvtepi32_ps(d);
+                part[r][h][t] = kk == 0 ? _mm256_mul_ps(f, s) : _mm256_fmadd_ps(f, s, part[r][h][t]);
+              }
             }
         }
       }
@@ -172,9 +182,14 @@ void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations&
   with_form(w, [&](auto form) {
     using Fm = decltype(form);
     auto go = [&](auto tile) { interleaved_walk<2, 2, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
-    if (!w.small_unsigned()) go(Tile<Fm, Dot::Signed>{w, bias});
-    else if (u_within_64(w)) go(Tile<Fm, Dot::SmallPairs>{w, bias});
-    else go(Tile<Fm, Dot::Small>{w, bias});
+    auto dot = [&](auto whole) {
+      constexpr bool W = decltype(whole)::value;
+      if (!w.small_unsigned()) go(Tile<Fm, Dot::Signed, W>{w, bias});
+      else if (u_within_64(w)) go(Tile<Fm, Dot::SmallPairs, W>{w, bias});
+      else go(Tile<Fm, Dot::Small, W>{w, bias});
+    };
+    if (segment_cols(w, acts.block_cols) == w.block_cols()) dot(std::true_type{});
+    else dot(std::false_type{});
   });
 }
 

@@ -9,7 +9,9 @@
 // vpdpbusd against the
 // token's two 4-byte activation words broadcast, starting from
 // −weight_offset · Σq, a convert and one multiply-add with the group's
-// scale. Per block the 16 rows' scales (and offsets, against the token's u)
+// scale — or, with a scale per 32 activation columns (Whole: one segment
+// per block), the block's vpdpbusd chained in int32 and one convert and
+// multiply per block. Per block the 16 rows' scales (and offsets, against the token's u)
 // fold the block into the accumulators: no reduction across lanes, and one
 // weight vector serves TT tokens.
 // GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands "may
@@ -49,8 +51,9 @@ TESSERA_AVX512 inline __m512i with_plane_bits(__m512i nib, __m512i plane, int sh
   return _mm512_ternarylogic_epi32(nib, moved, _mm512_set1_epi8(static_cast<char>(((1 << HB) - 1) << 4)), 0xF8);
 }
 
-// Fm: the weight's form (kernels/interleaved_walk.h).
-template <class Fm, bool Start>
+// Fm: the weight's form (kernels/interleaved_walk.h); Whole: every block
+// is one segment (kernels/interleaved_linear.h).
+template <class Fm, bool Start, bool Whole>
 struct Tile {
   static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, F32 = Fm::F32, Off = Fm::Off;
   static constexpr int PB = Fm::PB;
@@ -70,6 +73,7 @@ struct Tile {
     const int64_t blocks = w.blocks();
     for (int64_t b = 0; b < blocks; ++b) {
       __m512 part[RG][TT];
+      __m512i d[RG][TT];  // Whole: the block's int32 sums
 #pragma GCC unroll 4
       for (int kk = 0; kk < PB; ++kk) {
         const int64_t k = b * PB + kk;
@@ -105,16 +109,28 @@ struct Tile {
 #pragma GCC unroll 8
         for (int t = 0; t < TT; ++t) {
           const __m512i a0 = _mm512_set1_epi32(tk.q4[t][2 * k]), a1 = _mm512_set1_epi32(tk.q4[t][2 * k + 1]);
-          const __m512i start = Start ? _mm512_set1_epi32(tk.start[t][k]) : _mm512_setzero_si512();
-          const __m512 s = _mm512_set1_ps(tk.s[t][k]);
-          for (int r = 0; r < RG; ++r) {
-            __m512i d = _mm512_dpbusd_epi32(start, w0[r], a0);
-            d = _mm512_dpbusd_epi32(d, w1[r], a1);
-            const __m512 f = _mm512_cvtepi32_ps(d);
-            part[r][t] = kk == 0 ? _mm512_mul_ps(f, s) : _mm512_fmadd_ps(f, s, part[r][t]);
+          if constexpr (Whole) {
+            for (int r = 0; r < RG; ++r) {
+              const __m512i from = kk > 0 ? d[r][t] : Start ? _mm512_set1_epi32(tk.start[t][b]) : _mm512_setzero_si512();
+              d[r][t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(from, w0[r], a0), w1[r], a1);
+            }
+          } else {
+            const __m512i start = Start ? _mm512_set1_epi32(tk.start[t][k]) : _mm512_setzero_si512();
+            const __m512 s = _mm512_set1_ps(tk.s[t][k]);
+            for (int r = 0; r < RG; ++r) {
+              __m512i dk = _mm512_dpbusd_epi32(start, w0[r], a0);
+              dk = _mm512_dpbusd_epi32(dk, w1[r], a1);
+              const __m512 f = _mm512_cvtepi32_ps(dk);
+              part[r][t] = kk == 0 ? _mm512_mul_ps(f, s) : _mm512_fmadd_ps(f, s, part[r][t]);
+            }
           }
         }
       }
+      if constexpr (Whole)
+        for (int t = 0; t < TT; ++t) {
+          const __m512 s = _mm512_set1_ps(tk.s[t][b]);
+          for (int r = 0; r < RG; ++r) part[r][t] = _mm512_mul_ps(_mm512_cvtepi32_ps(d[r][t]), s);
+        }
       for (int r = 0; r < RG; ++r) {
         const __m512 ws = load16<Fm>(w.group_scales(g + r, b), Fm::Super ? w.group_scale_multipliers(g + r, b) : nullptr);
         for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(ws, part[r][t], acc[r][t]);
@@ -147,8 +163,13 @@ void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activation
     auto go = [&](auto tile) { interleaved_walk<8, 8, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
     // The dot's starting value −weight_offset · Σq is 0 for unsigned values
     // (Q4_1, Q4_K, Q5_1, Q5_K: the codes themselves).
-    if (w.weight_offset() == 0) go(Tile<Fm, false>{w, bias});
-    else go(Tile<Fm, true>{w, bias});
+    auto start = [&](auto whole) {
+      constexpr bool W = decltype(whole)::value;
+      if (w.weight_offset() == 0) go(Tile<Fm, false, W>{w, bias});
+      else go(Tile<Fm, true, W>{w, bias});
+    };
+    if (segment_cols(w, acts.block_cols) == w.block_cols()) start(std::true_type{});
+    else start(std::false_type{});
   });
 }
 

@@ -45,7 +45,9 @@ inline uint8x16_t plane_bits(uint8x16_t plane, int shift) {
   return vandq_u8(vshlq_u8(plane, vdupq_n_s8(static_cast<int8_t>(shift))), vdupq_n_u8(((1 << HB) - 1) << 4));
 }
 
-template <class Fm, bool Signed>
+// Whole: one segment per block (a scale per 32 activation columns): the
+// block's SDOTs chain in int32 before one convert and multiply.
+template <class Fm, bool Signed, bool Whole>
 struct Tile {
   static constexpr bool B4 = Fm::B4, Lookup = Fm::Lookup, Off = Fm::Off;
   static constexpr int PB = Fm::PB;
@@ -66,6 +68,7 @@ struct Tile {
     const int64_t blocks = w.blocks();
     for (int64_t b = 0; b < blocks; ++b) {
       float32x4_t part[RG][4][TT];
+      int32x4_t dsum[RG][4][TT];  // Whole: the block's int32 sums
       for (int kk = 0; kk < PB; ++kk) {
         const int64_t k = b * PB + kk;
         int8x16_t w0[RG][4], w1[RG][4];
@@ -99,13 +102,20 @@ struct Tile {
         for (int t = 0; t < TT; ++t) {
           const int8x16_t a0 = vreinterpretq_s8_s32(vdupq_n_s32(tk.q4[t][2 * k]));
           const int8x16_t a1 = vreinterpretq_s8_s32(vdupq_n_s32(tk.q4[t][2 * k + 1]));
-          const int32x4_t start = vdupq_n_s32(Signed ? 0 : tk.start[t][k]);
-          const float32x4_t s = vdupq_n_f32(tk.s[t][k]);
+          const int64_t seg = Whole ? b : k;
+          const int32x4_t start = vdupq_n_s32(Signed ? 0 : tk.start[t][seg]);
+          const float32x4_t s = vdupq_n_f32(tk.s[t][seg]);
           for (int r = 0; r < RG; ++r)
             for (int h = 0; h < 4; ++h) {
-              const int32x4_t d = vdotq_s32(vdotq_s32(start, w0[r][h], a0), w1[r][h], a1);
-              const float32x4_t f = vcvtq_f32_s32(d);
-              part[r][h][t] = kk == 0 ? vmulq_f32(f, s) : vfmaq_f32(part[r][h][t], f, s);
+              if constexpr (Whole) {
+                const int32x4_t from = kk > 0 ? dsum[r][h][t] : start;
+                dsum[r][h][t] = vdotq_s32(vdotq_s32(from, w0[r][h], a0), w1[r][h], a1);
+                if (kk == PB - 1) part[r][h][t] = vmulq_f32(vcvtq_f32_s32(dsum[r][h][t]), s);
+              } else {
+                const int32x4_t d = vdotq_s32(vdotq_s32(start, w0[r][h], a0), w1[r][h], a1);
+                const float32x4_t f = vcvtq_f32_s32(d);
+                part[r][h][t] = kk == 0 ? vmulq_f32(f, s) : vfmaq_f32(part[r][h][t], f, s);
+              }
             }
         }
       }
@@ -141,8 +151,13 @@ void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations&
   with_form(w, [&](auto form) {
     using Fm = decltype(form);
     auto go = [&](auto tile) { interleaved_walk<2, 1, 1>(w, acts, g_begin, g_end, y, ldy, tile); };
-    if (w.small_unsigned()) go(Tile<Fm, false>{w, bias});
-    else go(Tile<Fm, true>{w, bias});
+    auto sign = [&](auto whole) {
+      constexpr bool W = decltype(whole)::value;
+      if (w.small_unsigned()) go(Tile<Fm, false, W>{w, bias});
+      else go(Tile<Fm, true, W>{w, bias});
+    };
+    if (segment_cols(w, acts.block_cols) == w.block_cols()) sign(std::true_type{});
+    else sign(std::false_type{});
   });
 }
 

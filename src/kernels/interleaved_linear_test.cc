@@ -104,11 +104,15 @@ std::vector<float> run(Isa isa, const InterleavedWeights& w, const Int8Activatio
   return y;
 }
 
-Int8Activations quantize(const std::vector<float>& x, int64_t tokens, int64_t cols) {
+// One-pass activations with a scale per act_block columns: 8 (the head's)
+// or 32 (the fast level's layers: one segment per weight block).
+Int8Activations quantize(const std::vector<float>& x, int64_t tokens, int64_t cols, int64_t act_block = kActBlock) {
   Int8Activations a;
-  quantize_activations(Isa::Scalar, x.data(), tokens, cols, ActLayout::Natural, 1, a);
+  quantize_activations(Isa::Scalar, x.data(), tokens, cols, ActLayout::Natural, 1, a, kActQmax, act_block);
   return a;
 }
+
+constexpr int64_t kActBlocks[] = {kActBlock, kActBlockCoarse};
 
 TEST(InterleavedLinear, LayoutHoldsTheStoredValuesScalesAndOffsets) {
   std::mt19937 rng(1);
@@ -178,15 +182,18 @@ TEST(InterleavedLinear, EveryIsaGivesTheScalarTwinsBitsForAnySplitAndTokenCount)
     const InterleavedWeights w(c.rw.view);
     std::vector<float> bias(s.rows);
     for (float& b : bias) b = std::uniform_real_distribution<float>(-1, 1)(rng);
-    for (int64_t tokens : {1, 2, 3, 7, 8, 9, 16, 17, 40}) {
+    for (int64_t tokens : {1, 2, 3, 7, 8, 9, 16, 17, 31, 40}) {
       const std::vector<float> x = random_acts(rng, tokens, s.cols);
-      const Int8Activations a = quantize(x, tokens, s.cols);
-      for (const float* bp : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
-        const std::vector<float> want = run(Isa::Scalar, w, a, bp, 0);
-        for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}))
-          for (int64_t split : {int64_t{0}, int64_t{1}, w.groups() / 2, w.groups() - 1})
-            EXPECT_TRUE(same_bits(run(level.isa, w, a, bp, split), want))
-                << name(s) << " " << level.name() << " tokens " << tokens << " split " << split;
+      for (int64_t act_block : kActBlocks) {
+        const Int8Activations a = quantize(x, tokens, s.cols, act_block);
+        for (const float* bp : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+          const std::vector<float> want = run(Isa::Scalar, w, a, bp, 0);
+          for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}))
+            for (int64_t split : {int64_t{0}, int64_t{1}, w.groups() / 2, w.groups() - 1})
+              EXPECT_TRUE(same_bits(run(level.isa, w, a, bp, split), want))
+                  << name(s) << " " << level.name() << " tokens " << tokens << " split " << split << " act block "
+                  << act_block;
+        }
       }
     }
   }
@@ -211,10 +218,13 @@ TEST(InterleavedLinear, ExtremeValuesNeverSaturateTheVectorDots) {
     for (float sign : {1.0f, -1.0f}) {
       std::vector<float> x(19 * s.cols);  // a tile of 16 (AMX) and 3 more
       for (int64_t i = 0; i < 19 * s.cols; ++i) x[i] = (i % 5 == 2 ? -sign : sign) * 3.0f;  // |q| = 127 everywhere
-      const Int8Activations a = quantize(x, 19, s.cols);
-      const std::vector<float> want = run(Isa::Scalar, w, a, nullptr, 0);
-      for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}))
-        EXPECT_TRUE(same_bits(run(level.isa, w, a, nullptr, 0), want)) << name(s) << " " << level.name();
+      for (int64_t act_block : kActBlocks) {
+        const Int8Activations a = quantize(x, 19, s.cols, act_block);
+        const std::vector<float> want = run(Isa::Scalar, w, a, nullptr, 0);
+        for (const KernelLevel& level : supported_levels({Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon}))
+          EXPECT_TRUE(same_bits(run(level.isa, w, a, nullptr, 0), want))
+              << name(s) << " " << level.name() << " act block " << act_block;
+      }
     }
   }
 }
@@ -228,26 +238,27 @@ TEST(InterleavedLinear, EveryTokenOfAnMTokenCallMatchesItsOneTokenCall) {
     const QLinearWeights q(c.rw.view);
     const InterleavedWeights w(c.rw.view);
     const std::vector<float> x = random_acts(rng, 64, s.cols);
-    for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})) {
-      std::vector<std::vector<float>> single(64);
-      for (int64_t t = 0; t < 64; ++t) {
-        const std::vector<float> xt(x.begin() + t * s.cols, x.begin() + (t + 1) * s.cols);
-        single[t] = run(level.isa, w, quantize(xt, 1, s.cols), nullptr, 0);
+    for (int64_t act_block : kActBlocks)
+      for (const KernelLevel& level : supported_levels({Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon})) {
+        std::vector<std::vector<float>> single(64);
+        for (int64_t t = 0; t < 64; ++t) {
+          const std::vector<float> xt(x.begin() + t * s.cols, x.begin() + (t + 1) * s.cols);
+          single[t] = run(level.isa, w, quantize(xt, 1, s.cols, act_block), nullptr, 0);
+        }
+        for (int64_t m = 1; m <= 64; ++m) {
+          const std::vector<float> xm(x.begin(), x.begin() + m * s.cols);
+          const std::vector<float> y = run(level.isa, w, quantize(xm, m, s.cols, act_block), nullptr, 0);
+          for (int64_t t = 0; t < m; ++t)
+            ASSERT_EQ(std::memcmp(y.data() + t * s.rows, single[t].data(), s.rows * sizeof(float)), 0)
+                << name(s) << " " << level.name() << " M " << m << " token " << t << " act block " << act_block;
+        }
       }
-      for (int64_t m = 1; m <= 64; ++m) {
-        const std::vector<float> xm(x.begin(), x.begin() + m * s.cols);
-        const std::vector<float> y = run(level.isa, w, quantize(xm, m, s.cols), nullptr, 0);
-        for (int64_t t = 0; t < m; ++t)
-          ASSERT_EQ(std::memcmp(y.data() + t * s.rows, single[t].data(), s.rows * sizeof(float)), 0)
-              << name(s) << " " << level.name() << " M " << m << " token " << t;
-      }
-    }
   }
 }
 
 // The twin against the f32 reference on the same stored weight: they differ
 // by each activation's rounding (at most half a step, amax / 254, of its
-// 8-column block) and f32 summation noise (test_fixtures::expect_within_rounding_bound).
+// 8- or 32-column block) and f32 summation noise (test_fixtures::expect_within_rounding_bound).
 TEST(InterleavedLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
   std::mt19937 rng(5);
   for (const Shape& s : kShapes) {
@@ -256,14 +267,17 @@ TEST(InterleavedLinear, ScalarTwinIsWithinTheRoundingBoundOfTheReference) {
     const InterleavedWeights w(c.rw.view);
     const int64_t tokens = 3;
     const std::vector<float> x = random_acts(rng, tokens, s.cols);
-    auto act_error = [&](int64_t t, int64_t col) {
-      const int64_t b0 = col / kActGroup * kActGroup;
-      float amax = 0;
-      for (int64_t k = b0; k < b0 + kActGroup; ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
-      return amax / (2.0 * kActQmax);
-    };
-    test_fixtures::expect_within_rounding_bound(c.rw, x, tokens, run(Isa::Scalar, w, quantize(x, tokens, s.cols), nullptr, 0),
-                                                act_error, name(s));
+    for (int64_t act_block : kActBlocks) {
+      auto act_error = [&](int64_t t, int64_t col) {
+        const int64_t b0 = col / act_block * act_block;
+        float amax = 0;
+        for (int64_t k = b0; k < b0 + act_block; ++k) amax = std::max(amax, std::fabs(x[t * s.cols + k]));
+        return amax / (2.0 * kActQmax);
+      };
+      test_fixtures::expect_within_rounding_bound(
+          c.rw, x, tokens, run(Isa::Scalar, w, quantize(x, tokens, s.cols, act_block), nullptr, 0), act_error,
+          name(s) + " act block " + std::to_string(act_block));
+    }
   }
 }
 

@@ -123,7 +123,7 @@ void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, 
     int64_t cols = 0, block_cols = 0;
     int weight_offset = 0;
     bool offsets = false;
-  } built;
+  } built;  // acts.block_cols is the version's
   if (acts.version == 0 || built.version != acts.version || built.cols != w.cols() ||
       built.block_cols != w.block_cols() || built.weight_offset != w.weight_offset() ||
       built.offsets != w.block_offsets()) {
@@ -139,8 +139,8 @@ void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, 
     for (int i = 0; i < TT; ++i) {
       const int64_t t = ts + i;
       tb.q4[i] = reinterpret_cast<const int32_t*>(acts.q_row(t));
-      tb.s[i] = terms.s.data() + t * terms.groups;
-      tb.start[i] = terms.start.data() + t * terms.groups;
+      tb.s[i] = terms.s.data() + t * terms.segments;
+      tb.start[i] = terms.start.data() + t * terms.segments;
       tb.u[i] = terms.u.data() + t * terms.blocks;
       tb.y[i] = y + t * ldy;
     }

@@ -169,6 +169,10 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
           b.act_layout = b.iw ? kernels::ActLayout::Natural : entry.weights->layout();
           b.act_passes = head ? 1 : act_passes;
           b.act_qmax = head ? kernels::kActQmax : kernels::layer_act_qmax(isa, b.act_passes);
+          // The fast level's interleaved layers take one activation scale
+          // per 32 columns (kernels/interleaved_linear.h); the head keeps 8,
+          // which its refinement's residual bound is computed for.
+          b.act_block = b.iw && !head ? kernels::kActBlockCoarse : kernels::kActBlock;
           b.refine_top = head;
           if (head) b.refine = entry.refine;
         } else if (kernels::float_linear_vectorized(isa) && kernels::float_linear_supported(t)) {
@@ -242,13 +246,15 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
   // A Linear whose input was quantized by the previous integer Linear, with
   // no op writing that value in between (q/k/v, gate/up), reuses it.
   int quantized = -1, passes = 0, qmax = 0;
+  int64_t act_block = 0;
   kernels::ActLayout layout = kernels::ActLayout::Natural;
   for (BoundOp& b : ops_) {
     const Op& op = *b.op;
     if (b.qw) {
       b.reuse_acts = quantized == op.inputs[0] && layout == b.act_layout && passes == b.act_passes &&
-                     qmax == b.act_qmax;
+                     qmax == b.act_qmax && act_block == b.act_block;
       quantized = op.inputs[0];
+      act_block = b.act_block;
       layout = b.act_layout;
       passes = b.act_passes;
       qmax = b.act_qmax;

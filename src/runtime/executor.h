@@ -163,6 +163,7 @@ class BoundProgram {
     bool reuse_acts = false;         // the input is already quantized in ws.acts (or ws.bf16_acts, ws.i16_acts)
     int act_passes = 2;              // int8 activation passes (kernels/int8_activations.h)
     int act_qmax = 127;              // their range (kernels::layer_act_qmax; the head: full)
+    int64_t act_block = kernels::kActBlock;  // columns per activation scale (the fast level's interleaved layers: 32)
     bool refine_top = false;         // output head: one pass, top candidates redone with two
     std::shared_ptr<const kernels::RefineHead> refine;  // refine_top: the head's row norms
     // Weights rearranged at bind time: ShortConv / CausalConv taps tap-major

@@ -32,7 +32,8 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
   if (ctx.on_linear_input)
     for (size_t m = first; m < first + count; ++m) (*ctx.on_linear_input)(ops_[m].op->weights[0], x, rows, k);
   if (!lead.reuse_acts)
-    kernels::quantize_activations(isa_, x, rows, k, lead.act_layout, lead.act_passes, ws.acts, lead.act_qmax);
+    kernels::quantize_activations(isa_, x, rows, k, lead.act_layout, lead.act_passes, ws.acts, lead.act_qmax,
+                                  lead.act_block);
   // The members' units of work end to end — blocks of 4 output features,
   // or of 16 for an interleaved weight (its row groups) — in one
   // parallel_for over all of them (one hand-off to the pool instead of one
@@ -108,7 +109,8 @@ void BoundProgram::run_linear(const BoundOp& b, Workspace& ws, const CallContext
         });
       } else if (path == LinearPath::IntegerDot) {
         if (!b.reuse_acts)
-          kernels::quantize_activations(isa_, x, rows, k, b.act_layout, b.act_passes, ws.acts, b.act_qmax);
+          kernels::quantize_activations(isa_, x, rows, k, b.act_layout, b.act_passes, ws.acts, b.act_qmax,
+                                        b.act_block);
         // Units of work: blocks of 4 output features (the lane kernels'),
         // or row groups of 16 (an interleaved weight's), 16 or 4 per grain.
         // The output head's refinement scans each range's outputs right
