@@ -283,6 +283,8 @@ void interleaved_linear(Isa isa, const InterleavedWeights& w, const Int8Activati
   switch (isa) {
 #if TESSERA_X86
     case Isa::Amx:
+      if (interleaved_amx_applies(w, acts)) return interleaved_linear_amx(w, acts, bias, g_begin, g_end, y, ldy);
+      return interleaved_linear_avx512(w, acts, bias, g_begin, g_end, y, ldy);
     case Isa::Avx512: return interleaved_linear_avx512(w, acts, bias, g_begin, g_end, y, ldy);
     case Isa::Avx2: return interleaved_linear_avx2(w, acts, bias, g_begin, g_end, y, ldy);
 #endif

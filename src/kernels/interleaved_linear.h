@@ -235,8 +235,15 @@ void interleaved_linear_scalar(const InterleavedWeights& w, const Int8Activation
                                int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
 void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
+// t_begin: tokens [t_begin, acts.rows) only (the AMX kernel's last tokens).
 void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
-                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
+                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy, int64_t t_begin = 0);
+// AMX int8 tiles (TDPBSUD) for whole tiles of 16 tokens, AVX-512 for the
+// rest: activations with a scale per 32 columns only (one segment per
+// block, so a tile product's depth is a whole block).
+bool interleaved_amx_applies(const InterleavedWeights& w, const Int8Activations& acts);
+void interleaved_linear_amx(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
+                            int64_t g_begin, int64_t g_end, float* y, int64_t ldy);
 void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy);  // AArch64 builds only
 

@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include "kernels/interleaved_linear.h"
+#include "kernels/interleaved_unpack_avx512.h"
 #include "kernels/interleaved_walk.h"
 
 #define TESSERA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")))
@@ -29,27 +30,10 @@ namespace tessera::kernels {
 
 namespace {
 
+using avx512::load16;
+using avx512::unpack_group;
+
 constexpr int kPrefetchVectors = 48;  // 1 KB ahead of a row group's weight stream
-
-// The 16 rows' values of a block: f32, f16, or int8 factors (p) times f16
-// super-block multipliers (m), the product exact.
-template <class Fm>
-TESSERA_AVX512 inline __m512 load16(const uint8_t* p, const uint8_t* m) {
-  if constexpr (Fm::Super)
-    return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m))),
-                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
-  else if constexpr (Fm::F32) return _mm512_load_ps(reinterpret_cast<const float*>(p));
-  else return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// nib | (the high bits of one half of a group's nibbles, moved from the
-// plane to bit 4): a shift and one vpternlogd (A | (B & C), imm 0xF8).
-template <int HB>
-TESSERA_AVX512 inline __m512i with_plane_bits(__m512i nib, __m512i plane, int shift) {
-  const __m512i moved = shift >= 0 ? _mm512_slli_epi16(plane, static_cast<unsigned>(shift))
-                                   : _mm512_srli_epi16(plane, static_cast<unsigned>(-shift));
-  return _mm512_ternarylogic_epi32(nib, moved, _mm512_set1_epi8(static_cast<char>(((1 << HB) - 1) << 4)), 0xF8);
-}
 
 // Fm: the weight's form (kernels/interleaved_walk.h); Whole: every block
 // is one segment (kernels/interleaved_linear.h).
@@ -63,7 +47,6 @@ struct Tile {
   template <int RG, int TT>
   TESSERA_AVX512 void operator()(std::integral_constant<int, RG>, std::integral_constant<int, TT>, int64_t g,
                                  const TokenBlock<TT>& tk) const {
-    const __m512i nibble = _mm512_set1_epi8(0x0f);
     const __m512i table = _mm512_load_si512(w.table());
     const __m512i* wd[RG];
     for (int r = 0; r < RG; ++r) wd[r] = reinterpret_cast<const __m512i*>(w.group_data(g + r));
@@ -88,23 +71,7 @@ struct Tile {
           if (kPrefetchVectors > 0 && (!B4 || (Fm::HB > 0 && kk % Fm::Unit == 0)))
             _mm_prefetch(reinterpret_cast<const char*>(wd[r] + (B4 ? Fm::plane_vector(k) : at + 1) + kPrefetchVectors),
                          _MM_HINT_T0);
-          if constexpr (B4) {
-            const __m512i v = _mm512_load_si512(wd[r] + at);
-            w0[r] = _mm512_and_si512(v, nibble);
-            w1[r] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-            if constexpr (Fm::HB > 0) {
-              const __m512i plane = _mm512_load_si512(wd[r] + Fm::plane_vector(k));
-              w0[r] = with_plane_bits<Fm::HB>(w0[r], plane, Fm::plane_shift(kk, 0));
-              w1[r] = with_plane_bits<Fm::HB>(w1[r], plane, Fm::plane_shift(kk, 1));
-            }
-            if constexpr (Lookup) {
-              w0[r] = _mm512_shuffle_epi8(table, w0[r]);
-              w1[r] = _mm512_shuffle_epi8(table, w1[r]);
-            }
-          } else {
-            w0[r] = _mm512_load_si512(wd[r] + 2 * k);
-            w1[r] = _mm512_load_si512(wd[r] + 2 * k + 1);
-          }
+          unpack_group<Fm>(wd[r], k, table, w0[r], w1[r]);
         }
 #pragma GCC unroll 8
         for (int t = 0; t < TT; ++t) {
@@ -157,10 +124,10 @@ struct Tile {
 }  // namespace
 
 void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,
-                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
+                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy, int64_t t_begin) {
   with_form(w, [&](auto form) {
     using Fm = decltype(form);
-    auto go = [&](auto tile) { interleaved_walk<8, 8, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
+    auto go = [&](auto tile) { interleaved_walk<8, 8, 2>(w, acts, g_begin, g_end, y, ldy, tile, t_begin); };
     // The dot's starting value −weight_offset · Σq is 0 for unsigned values
     // (Q4_1, Q4_K, Q5_1, Q5_K: the codes themselves).
     auto start = [&](auto whole) {

@@ -97,26 +97,12 @@ void rest_block(int64_t rest, int64_t ts, Block& block) {
   }
 }
 
-// tile(std::integral_constant<int, RG>{}, std::integral_constant<int, TT>{}, g, block)
-// for every block of RG row groups (from g_begin) and TT tokens: tokens in
-// blocks of TMax (then one block of the rest), row groups RG = Chains / TT
-// at a time (at least 1, at most RGMax; the rest one at a time), so about
-// Chains accumulator chains run side by side; a lone token (decode, which
-// reads the weights from memory) takes them one at a time, so that each
-// thread reads one sequential stream (SmolLM2's decode lost 5-17% with 4-8
-// groups in flight, as many streams a few kilobytes apart, against the lane
-// kernels' one; in cache one group at a time costs 10-15%). Row groups go
-// RGMax at a time through every token block of a tile, so each group's
-// weights are read from memory once per tile and reused from L1 by the
-// tile's other blocks (a verify call of 9 rows otherwise streamed a 168 MB
-// head three times).
-template <int TMax, int Chains, int RGMax, class Tile>
-void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, int64_t g_begin, int64_t g_end,
-                      float* y, int64_t ldy, Tile&& tile) {
-  // The terms of every token of the call, built once per thread for the
-  // rows and the weight's form: a Linear's row groups come in several
-  // calls (the pool's grains), each of which would otherwise build them
-  // again (7% of a 0.5B model's prefill). Its buffers are kept from call to call.
+// The terms of every token of the call, built once per thread for the rows
+// and the weight's form: a Linear's row groups come in several calls (the
+// pool's grains), each of which would otherwise build them again (7% of a
+// 0.5B model's prefill). Its buffers are kept from call to call; the
+// reference is valid until the thread's next call.
+inline const TokenTerms& call_terms(const InterleavedWeights& w, const Int8Activations& acts) {
   thread_local TokenTerms terms;
   thread_local struct {
     uint64_t version = 0;
@@ -130,7 +116,27 @@ void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, 
     terms.build(w, acts, 0, acts.rows);
     built = {acts.version, w.cols(), w.block_cols(), w.weight_offset(), w.block_offsets()};
   }
-  int64_t t0 = 0;
+  return terms;
+}
+
+// tile(std::integral_constant<int, RG>{}, std::integral_constant<int, TT>{}, g, block)
+// for every block of RG row groups (from g_begin) and TT tokens (from
+// t_begin): tokens in
+// blocks of TMax (then one block of the rest), row groups RG = Chains / TT
+// at a time (at least 1, at most RGMax; the rest one at a time), so about
+// Chains accumulator chains run side by side; a lone token (decode, which
+// reads the weights from memory) takes them one at a time, so that each
+// thread reads one sequential stream (SmolLM2's decode lost 5-17% with 4-8
+// groups in flight, as many streams a few kilobytes apart, against the lane
+// kernels' one; in cache one group at a time costs 10-15%). Row groups go
+// RGMax at a time through every token block of a tile, so each group's
+// weights are read from memory once per tile and reused from L1 by the
+// tile's other blocks (a verify call of 9 rows otherwise streamed a 168 MB
+// head three times).
+template <int TMax, int Chains, int RGMax, class Tile>
+void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, int64_t g_begin, int64_t g_end,
+                      float* y, int64_t ldy, Tile&& tile, int64_t t_begin = 0) {
+  const TokenTerms& terms = call_terms(w, acts);
   // TT tokens from ts over row groups [gs, ge).
   auto block = [&](auto tt, int64_t ts, int64_t gs, int64_t ge) {
     constexpr int TT = decltype(tt)::value;
@@ -148,7 +154,7 @@ void interleaved_walk(const InterleavedWeights& w, const Int8Activations& acts, 
     for (; g + RG <= ge; g += RG) tile(std::integral_constant<int, RG>{}, tt, g, tb);
     for (; g < ge; ++g) tile(std::integral_constant<int, 1>{}, tt, g, tb);
   };
-  for (; t0 < acts.rows; t0 += kTokenTile) {
+  for (int64_t t0 = t_begin; t0 < acts.rows; t0 += kTokenTile) {
     const int64_t t1 = std::min(acts.rows, t0 + kTokenTile);
     const int64_t full_end = t0 + (t1 - t0) / TMax * TMax;
     for (int64_t gs = g_begin; gs < g_end; gs += RGMax) {

@@ -5,11 +5,7 @@
 // panel, 32 columns), B0/B1 = tmm6/7 (bf16 activation pairs, token blocks
 // b / b+1). Per 32-column step: 4 tile loads, 4 TDPBF16PS.
 //
-// The tile instructions are written as inline asm with a "memory" clobber
-// rather than GCC's _tile_* macros, which pass only addresses: the compiler
-// could then drop or move the stores that fill the panel or the tile
-// configuration (GCC 12 does drop the configuration's stores in some builds,
-// which kills the process with SIGILL at the first tile instruction).
+// The tile instructions: kernels/amx_tiles.h.
 // GCC 12 warns that the intrinsics headers' _mm512_undefined_* operands (in
 // the widening and conversion intrinsics) are used uninitialized; they are
 // don't-care inputs.
@@ -34,18 +30,11 @@ void qlinear_amx(const QLinearWeights&, const Bf16Activations&, const float*, in
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/amx_tiles.h"
 #include "kernels/lut_unpack_avx512.h"
 #include "kernels/transpose16_avx512.h"
 
 #define TESSERA_AMX_HOST __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vbmi")))
-
-#define TILE_LOAD(tmm, base, stride) \
-  asm volatile("tileloadd (%0,%1,1), %%tmm" #tmm ::"r"(base), "r"(static_cast<long>(stride)) : "memory")
-#define TILE_STORE(tmm, base, stride) \
-  asm volatile("tilestored %%tmm" #tmm ", (%0,%1,1)" ::"r"(base), "r"(static_cast<long>(stride)) : "memory")
-#define TILE_ZERO(tmm) asm volatile("tilezero %%tmm" #tmm ::)
-// C += A · B (AT&T operand order: B, A, C).
-#define TILE_DPBF16PS(c, a, b) asm volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
 
 namespace tessera::kernels {
 
@@ -53,22 +42,11 @@ namespace {
 
 constexpr int64_t kPanelRows = 32;  // weight rows expanded per pass (two A tiles)
 
-// The 64-byte tile configuration (palette 1): every tile 16 rows × 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
+// Every tile 16 rows × 64 bytes.
 void load_tile_config() {
   TileConfig cfg;
-  for (int i = 0; i < 8; ++i) {
-    cfg.colsb[i] = 64;
-    cfg.rows[i] = 16;
-  }
-  asm volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
+  for (int i = 0; i < 8; ++i) cfg.set(i, 16, 64);
+  cfg.load();
 }
 
 // 32 int8 weights (lo16: the first 16, hi16: the next 16) stored as bf16,
@@ -212,7 +190,7 @@ void qlinear_amx(const QLinearWeights& w, const Bf16Activations& acts, const flo
         std::fill(panel.begin() + s * chunk_stride + (n1 - n0) * 32, panel.begin() + (s + 1) * chunk_stride, uint16_t{0});
     panel_times_tokens(w, panel.data(), acts, bias, n0, n1, y, ldy);
   }
-  asm volatile("tilerelease" ::: "memory");
+  TILE_RELEASE();
 }
 
 }  // namespace tessera::kernels
