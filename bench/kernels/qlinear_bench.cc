@@ -190,8 +190,10 @@ BENCHMARK_CAPTURE(run, int8_avx2, WeightFormat::Int8, Isa::Avx2) SHAPES;
 
 // The fast level's blocked linear: a Q4_1-like blk4 weight (codes 0..15,
 // f16 scale and offset per 32 columns) at one activation pass, on today's
-// lanes (qlinear) and interleaved 16 rows at a time (interleaved_linear).
-void run_blocked(benchmark::State& state, Isa isa, bool interleaved) {
+// lanes (qlinear) and interleaved 16 rows at a time (interleaved_linear),
+// with an activation scale per 8 columns (the head's) or per 32 (the
+// layers'; at amx, calls of 16+ tokens take the AMX tile kernel).
+void run_blocked(benchmark::State& state, Isa isa, bool interleaved, int64_t act_block = kActBlock) {
   if (!isa_supported(isa)) {
     state.SkipWithError("ISA not supported");
     return;
@@ -217,7 +219,8 @@ void run_blocked(benchmark::State& state, Isa isa, bool interleaved) {
   std::vector<float> x(tokens * cols), y(tokens * rows);
   for (auto& v : x) v = std::normal_distribution<float>()(rng);
   Int8Activations acts;
-  quantize_activations(Isa::Scalar, x.data(), tokens, cols, interleaved ? ActLayout::Natural : w.layout(), 1, acts);
+  quantize_activations(Isa::Scalar, x.data(), tokens, cols, interleaved ? ActLayout::Natural : w.layout(), 1, acts,
+                       kActQmax, act_block);
   for (auto _ : state) {
     if (interleaved) interleaved_linear(isa, iw, acts, nullptr, 0, iw.groups(), y.data(), rows);
     else qlinear(isa, w, acts, nullptr, 0, rows, y.data(), rows);
@@ -231,6 +234,9 @@ BENCHMARK_CAPTURE(run_blocked, blk4_lanes_avx512, Isa::Avx512, false) BLOCKED_SH
 BENCHMARK_CAPTURE(run_blocked, blk4_interleaved_avx512, Isa::Avx512, true) BLOCKED_SHAPES;
 BENCHMARK_CAPTURE(run_blocked, blk4_lanes_avx2, Isa::Avx2, false) BLOCKED_SHAPES;
 BENCHMARK_CAPTURE(run_blocked, blk4_interleaved_avx2, Isa::Avx2, true) BLOCKED_SHAPES;
+BENCHMARK_CAPTURE(run_blocked, blk4_interleaved32_avx512, Isa::Avx512, true, kActBlockCoarse) BLOCKED_SHAPES;
+BENCHMARK_CAPTURE(run_blocked, blk4_interleaved32_amx, Isa::Amx, true, kActBlockCoarse) BLOCKED_SHAPES;
+BENCHMARK_CAPTURE(run_blocked, blk4_interleaved32_avx2, Isa::Avx2, true, kActBlockCoarse) BLOCKED_SHAPES;
 
 // Palette lookup in registers (shipped) against T-MAC activation tables, one
 // token: SmolLM2 gate/up (L2), Qwen2.5 gate/up (L2 / L3), 56 MB (DRAM).

@@ -14,10 +14,15 @@
 // through the contract's f32 steps in the same order as the AVX-512
 // kernel: convert, times the token's block scale, fma with the rows' block
 // scales (and offsets) into the token's accumulator, so every output has
-// the vector kernels' bits. Blocks go in pairs, the next pair's products
-// running while this pair's C tiles are folded (tiles: C = tmm0-3, two
-// pairs; A0, A1 = tmm4/5; B0, B1 = tmm6/7). Tokens past the last whole
-// tile take the AVX-512 kernel.
+// the vector kernels' bits. Blocks go in pairs (tiles: C0, C1 = tmm0/1;
+// A0, A1 = tmm4/5; B0, B1 = tmm6/7). Tokens past the last whole tile take
+// the AVX-512 kernel.
+//
+// Cost (docs/BENCHMARKING.md): per block and token tile the tile work
+// alone runs at about 725 GMAC/s per thread here and the fold alone at
+// about 510; they do not overlap (pipelining the next blocks' products
+// behind the fold did not pay, docs/REJECTED_APPROACHES.md), so the kernel
+// runs at about 300, against 221 for the vpdpbusd kernel.
 #include "kernels/interleaved_linear.h"
 
 #include "core/error.h"
@@ -65,25 +70,25 @@ template <class Fm, bool Start>
 struct Groups {
   const InterleavedWeights& w;
   const Int8Activations& acts;
-  const TokenTerms& terms;
+  const TokenTerms& terms;  // every segment is a block: terms.segments == w.blocks()
   const float* bias;
 
   // The contract's f32 steps for block b of one token tile, from its C tile
-  // (c[i]: token t0 + i's 16 rows).
-  TESSERA_AMX_HOST inline void fold(const int32_t (*c)[16], int64_t g, int64_t b, int64_t t0, __m512* acc) const {
+  // (c[i]: token t0 + i's 16 rows) and the tile's terms of the block
+  // (s, start, u: 16 values each, one per token).
+  TESSERA_AMX_HOST inline void fold(const int32_t (*c)[16], int64_t g, int64_t b, const float* s, const int32_t* start,
+                                    const float* u, __m512* acc) const {
     const __m512 ws = avx512::load16<Fm>(w.group_scales(g, b), Fm::Super ? w.group_scale_multipliers(g, b) : nullptr);
     __m512 wo = _mm512_setzero_ps();
     if constexpr (Fm::Off)
       wo = avx512::load16<Fm>(w.group_offsets(g, b), Fm::Super ? w.group_offset_multipliers(g, b) : nullptr);
-    const int64_t segments = terms.segments, blocks = terms.blocks;
 #pragma GCC unroll 16
     for (int i = 0; i < kTileTokens; ++i) {
-      const int64_t t = t0 + i;
       __m512i d = _mm512_load_si512(c[i]);
-      if constexpr (Start) d = _mm512_add_epi32(d, _mm512_set1_epi32(terms.start[t * segments + b]));
-      const __m512 part = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(terms.s[t * segments + b]));
+      if constexpr (Start) d = _mm512_add_epi32(d, _mm512_set1_epi32(start[i]));
+      const __m512 part = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(s[i]));
       acc[i] = _mm512_fmadd_ps(ws, part, acc[i]);
-      if constexpr (Fm::Off) acc[i] = _mm512_fmadd_ps(wo, _mm512_set1_ps(terms.u[t * blocks + b]), acc[i]);
+      if constexpr (Fm::Off) acc[i] = _mm512_fmadd_ps(wo, _mm512_set1_ps(u[i]), acc[i]);
     }
   }
 
@@ -95,8 +100,28 @@ struct Groups {
     if (Fm::B4 && unpacked.size() < static_cast<size_t>(cols * 16)) unpacked.resize(static_cast<size_t>(cols * 16));
     const __m512i table = _mm512_load_si512(w.table());
     alignas(64) int32_t c[2][16][16];
+    // The chunk's token terms, block-major per tile ([tile][block][token]),
+    // so a fold reads each block's 16 values from one place.
+    thread_local AlignedVector<float> s_tiles, u_tiles;
+    thread_local AlignedVector<int32_t> start_tiles;
+    const size_t chunk_terms = static_cast<size_t>(kChunkTiles * blocks * kTileTokens);
+    if (s_tiles.size() < chunk_terms) {
+      s_tiles.resize(chunk_terms);
+      u_tiles.resize(chunk_terms);
+      start_tiles.resize(chunk_terms);
+    }
     for (int64_t tc = 0; tc < tiles; tc += kChunkTiles) {
       const int64_t tc_end = std::min(tiles, tc + kChunkTiles);
+      for (int64_t tile = tc; tile < tc_end; ++tile)
+        for (int64_t i = 0; i < kTileTokens; ++i) {
+          const int64_t t = tile * kTileTokens + i;
+          for (int64_t b = 0; b < blocks; ++b) {
+            const size_t at = static_cast<size_t>(((tile - tc) * blocks + b) * kTileTokens + i);
+            s_tiles[at] = terms.s[t * terms.segments + b];
+            start_tiles[at] = terms.start[t * terms.segments + b];
+            if (Fm::Off) u_tiles[at] = terms.u[t * terms.blocks + b];
+          }
+        }
       for (int64_t g = g_begin; g < g_end; ++g) {
         const uint8_t* bw = w.group_data(g);
         if constexpr (Fm::B4) {
@@ -119,6 +144,14 @@ struct Groups {
           const int8_t* a = acts.q_row(t0);
           __m512 acc[kTileTokens];
           for (__m512& v : acc) v = _mm512_setzero_ps();
+          const int64_t at = (tile - tc) * blocks * kTileTokens;
+          const float* st = s_tiles.data() + at;
+          const float* ut = u_tiles.data() + at;
+          const int32_t* zt = start_tiles.data() + at;
+          auto fold_block = [&](const int32_t (*cb)[16], int64_t b) {
+            fold(cb, g, b, st + b * kTileTokens, zt + b * kTileTokens, ut + b * kTileTokens, acc);
+          };
+
           int64_t b = 0;
           for (; b + 2 <= blocks; b += 2) {
             TILE_LOAD(4, a + b * bc, lda);
@@ -131,8 +164,8 @@ struct Groups {
             TILE_DPBSUD(1, 5, 7);
             TILE_STORE(0, &c[0][0][0], 64);
             TILE_STORE(1, &c[1][0][0], 64);
-            fold(c[0], g, b, t0, acc);
-            fold(c[1], g, b + 1, t0, acc);
+            fold_block(c[0], b);
+            fold_block(c[1], b + 1);
           }
           if (b < blocks) {
             TILE_LOAD(4, a + b * bc, lda);
@@ -140,7 +173,7 @@ struct Groups {
             TILE_ZERO(0);
             TILE_DPBSUD(0, 4, 6);
             TILE_STORE(0, &c[0][0][0], 64);
-            fold(c[0], g, b, t0, acc);
+            fold_block(c[0], b);
           }
           for (int i = 0; i < kTileTokens; ++i)
             _mm512_mask_storeu_ps(y + (t0 + i) * ldy + n0, live, bias ? _mm512_add_ps(acc[i], bv) : acc[i]);
@@ -166,7 +199,7 @@ void interleaved_linear_amx(const InterleavedWeights& w, const Int8Activations& 
     const TokenTerms& terms = call_terms(w, acts);
     const int bc = static_cast<int>(w.block_cols());
     TileConfig cfg;
-    for (int i = 0; i < 4; ++i) cfg.set(i, 16, 64);  // C
+    for (int i = 0; i < 2; ++i) cfg.set(i, 16, 64);  // C
     cfg.set(4, 16, bc);                               // A
     cfg.set(5, 16, bc);
     cfg.set(6, bc / 4, 64);                           // B
