@@ -76,12 +76,13 @@ void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int6
       quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual, block_cols))
     return;
 #endif
-  // The other vector rows take a scale per 8 columns.
+#if TESSERA_X86
+  if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols))
+    return;
+#endif
+  // NEON takes a scale per 8 columns.
   if (block_cols != kActBlock)
     return quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols);
-#if TESSERA_X86
-  if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
-#endif
 #if TESSERA_ARM64
   if (isa == Isa::Neon && quantize_act_row_neon(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
 #endif

@@ -137,13 +137,13 @@ void act_lane_terms(const int8_t* natural, const float* block_scale, ActLayout l
 // br, and x − s·q per column into `residual` when it is set.
 void quantize_act_row_scalar(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
                              float* sr, int32_t* br, float* residual, int64_t block_cols = kActBlock);
-// The same bits with AVX2 (any qmax) / AVX-512 (VNNI, VBMI; qmax 127; a
-// scale per 8 columns, or per 32 in the Natural layout); false
+// The same bits with AVX2 (any qmax) / AVX-512 (VNNI, VBMI; qmax 127); a
+// scale per 8 columns, or per 32 in the Natural layout; false
 // for a row they leave to the scalar row (outputs then unspecified): one
 // holding a NaN or an infinity, and for AVX2 one with a block max so small
 // that qmax / max overflows.
 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
-                           float* sr, int32_t* br, float* residual);
+                           float* sr, int32_t* br, float* residual, int64_t block_cols = kActBlock);
 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
                              int32_t* br, float* residual, int64_t block_cols = kActBlock);
 // The same bits with NEON (AArch64 builds only; any qmax); false for a row

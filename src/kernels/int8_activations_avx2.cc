@@ -8,7 +8,8 @@
 // and q = 0. Rows with a NaN or an infinity, and rows whose qmax / max
 // overflows (a subnormal max, where the scalar row keeps the low byte of the
 // "integer indefinite" and saturating packs would not), are left to the
-// scalar row. Lane sums of q come from vpmaddubsw against ones (pairs of
+// scalar row. A scale per 32 columns (Natural layout only) has its own
+// row below. Lane sums of q come from vpmaddubsw against ones (pairs of
 // bytes) and vpmaddwd (pairs of those): 4 bytes per 32-bit lane, and one
 // vphaddd more for the 8 columns of a Lut4Pairs / BlockHalves lane. The
 // pairs layout gathers even and odd bytes with vpshufb + vpermq, the halves
@@ -32,8 +33,71 @@ TESSERA_AVX2 inline __m256i sums_of_4(__m256i v) {
 
 }  // namespace
 
+namespace {
+
+// A scale per 32 columns (kActBlockCoarse), Natural layout: per block four
+// vectors, their max|x| reduced across all 8 lanes, then the arithmetic
+// above. The four vectors' int32 q go to bytes by two saturating packs
+// (exact) and one vpermd that undoes the packs' lane interleave; each of
+// the block's 8 lanes holds its scale.
+TESSERA_AVX2 bool quantize_row_coarse(const float* xr, int64_t cols, int64_t chunks, int qmax, int8_t* qr, float* sr,
+                                      int32_t* br, float* residual) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 inf = _mm256_set1_ps(INFINITY);
+  const __m256 kq = _mm256_set1_ps(static_cast<float>(qmax));
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256i lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  // After packs_epi32(q0, q1), packs_epi32(q2, q3) and packs_epi16 of the
+  // two, dword i holds columns 4·order[i]..+3.
+  const __m256i unpack_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t m = 0; m < chunks; ++m) {
+    for (int h = 0; h < 2; ++h) {
+      const int64_t b0 = m * 64 + 32 * h;
+      __m256 x[4], live[4];
+      __m256 mx = zero;
+      for (int k = 0; k < 4; ++k) {
+        const int64_t c0 = b0 + 8 * k;
+        const int64_t left = std::min<int64_t>(std::max<int64_t>(cols - c0, 0), 8);
+        const __m256i lv = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), lane_index);
+        live[k] = _mm256_castsi256_ps(lv);
+        x[k] = _mm256_maskload_ps(xr + std::min(c0, cols), lv);  // an empty mask reads nothing
+        mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, x[k]));
+      }
+      if (_mm256_movemask_ps(_mm256_cmp_ps(mx, inf, _CMP_NLT_UQ)) != 0) return false;  // NaN or ±inf
+      mx = _mm256_max_ps(mx, _mm256_permute2f128_ps(mx, mx, 1));
+      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));
+      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __m256 nonzero = _mm256_cmp_ps(mx, zero, _CMP_NEQ_OQ);
+      const __m256 inv = _mm256_and_ps(_mm256_div_ps(kq, mx), nonzero);
+      if (_mm256_movemask_ps(_mm256_cmp_ps(inv, inf, _CMP_EQ_OQ)) != 0) return false;  // subnormal max
+      const __m256 s = _mm256_and_ps(_mm256_div_ps(mx, kq), nonzero);
+      __m256i q[4];
+      for (int k = 0; k < 4; ++k) {
+        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(x[k], inv));  // |q| <= qmax
+        if (residual)
+          _mm256_maskstore_ps(residual + std::min(b0 + 8 * k, cols), _mm256_castps_si256(live[k]),
+                              _mm256_sub_ps(x[k], _mm256_mul_ps(s, _mm256_cvtepi32_ps(q[k]))));
+      }
+      const __m256i v = _mm256_permutevar8x32_epi32(
+          _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])), unpack_order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + b0), v);
+      _mm256_storeu_ps(sr + m * 16 + 8 * h, s);
+      // -128 · Σq per 4 columns, exactly.
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(br + m * 16 + 8 * h),
+                          _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums_of_4(v), 7)));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax,
-                                        int8_t* qr, float* sr, int32_t* br, float* residual) {
+                                        int8_t* qr, float* sr, int32_t* br, float* residual, int64_t block_cols) {
+  if (block_cols != kActBlock) {
+    if (layout != ActLayout::Natural || block_cols != kActBlockCoarse) return false;
+    return quantize_row_coarse(xr, cols, chunks, qmax, qr, sr, br, residual);
+  }
   const bool block_lanes = layout != ActLayout::Natural;  // 128-column chunks, a block per lane
   const bool halves = layout == ActLayout::BlockHalves;
   // BlockHalves: each 8-byte block's first dword, then its second.

@@ -56,9 +56,9 @@ TEST(Int8Activations, VectorLevelsGiveTheScalarTwinsBits) {
   for (int64_t cols : {64, 128, 100, 129, 576, 1536, 4864, 8, 3}) {
     for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
       for (int passes : {1, 2}) {
-        for (int flavour = 0; flavour < 12; ++flavour) {
+        for (int flavour = 0; flavour < 16; ++flavour) {
           const int64_t rows = 3;
-          const int qmax = flavour < 4 || flavour >= 8 ? kActQmax : kActQmaxNarrow;
+          const int qmax = flavour / 4 % 2 == 0 ? kActQmax : kActQmaxNarrow;
           const int64_t block = flavour >= 8 ? kActBlockCoarse : kActBlock;
           const std::vector<float> x = random_row_set(rng, rows, cols, flavour % 4);
           Int8Activations a;
