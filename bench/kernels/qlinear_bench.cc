@@ -193,25 +193,31 @@ BENCHMARK_CAPTURE(run, int8_avx2, WeightFormat::Int8, Isa::Avx2) SHAPES;
 // lanes (qlinear) and interleaved 16 rows at a time (interleaved_linear),
 // with an activation scale per 8 columns (the head's) or per 32 (the
 // layers'; at amx, calls of 16+ tokens take the AMX tile kernel).
-void run_blocked(benchmark::State& state, Isa isa, bool interleaved, int64_t act_block = kActBlock) {
+// format: Blk4 (Q4_1-like, above), Blk5 (Q5_0-like: codes 0..31 standing
+// for -16..15, a scale per block) or Blk8 (Q8_0-like: signed bytes, a scale
+// per block).
+void run_blocked(benchmark::State& state, Isa isa, bool interleaved, int64_t act_block = kActBlock,
+                 WeightFormat format = WeightFormat::Blk4) {
   if (!isa_supported(isa)) {
     state.SkipWithError("ISA not supported");
     return;
   }
   const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  const bool offsets = format == WeightFormat::Blk4;
   std::mt19937 rng(1);
-  std::vector<uint8_t> data(weight_data_bytes(WeightFormat::Blk4, rows, cols));
+  std::vector<uint8_t> data(weight_data_bytes(format, rows, cols));
   for (auto& b : data) b = static_cast<uint8_t>(rng());
-  std::vector<uint16_t> params(static_cast<size_t>(2 * rows * (cols / 32)));
+  std::vector<uint16_t> params(static_cast<size_t>((offsets ? 2 : 1) * rows * (cols / 32)));
   for (auto& p : params) p = f32_to_f16(std::uniform_real_distribution<float>(-0.01f, 0.01f)(rng));
-  std::vector<float> codebook(16);
-  for (int i = 0; i < 16; ++i) codebook[i] = static_cast<float>(i);
+  const int codes = format == WeightFormat::Blk5 ? 32 : 16;
+  std::vector<float> codebook(static_cast<size_t>(codes));
+  for (int i = 0; i < codes; ++i) codebook[i] = static_cast<float>(format == WeightFormat::Blk5 ? i - 16 : i);
   WeightView view;
-  view.format = WeightFormat::Blk4;
+  view.format = format;
   view.shape = {rows, cols};
   view.data = data.data();
   view.block_cols = 32;
-  view.block_offsets = true;
+  view.block_offsets = offsets;
   view.block_params = params.data();
   view.palette = codebook.data();
   const QLinearWeights w(view);
@@ -237,6 +243,10 @@ BENCHMARK_CAPTURE(run_blocked, blk4_interleaved_avx2, Isa::Avx2, true) BLOCKED_S
 BENCHMARK_CAPTURE(run_blocked, blk4_interleaved32_avx512, Isa::Avx512, true, kActBlockCoarse) BLOCKED_SHAPES;
 BENCHMARK_CAPTURE(run_blocked, blk4_interleaved32_amx, Isa::Amx, true, kActBlockCoarse) BLOCKED_SHAPES;
 BENCHMARK_CAPTURE(run_blocked, blk4_interleaved32_avx2, Isa::Avx2, true, kActBlockCoarse) BLOCKED_SHAPES;
+BENCHMARK_CAPTURE(run_blocked, blk5_interleaved32_avx2, Isa::Avx2, true, kActBlockCoarse, WeightFormat::Blk5) BLOCKED_SHAPES;
+BENCHMARK_CAPTURE(run_blocked, blk8_interleaved32_avx2, Isa::Avx2, true, kActBlockCoarse, WeightFormat::Blk8) BLOCKED_SHAPES;
+BENCHMARK_CAPTURE(run_blocked, blk5_interleaved32_avx512, Isa::Avx512, true, kActBlockCoarse, WeightFormat::Blk5) BLOCKED_SHAPES;
+BENCHMARK_CAPTURE(run_blocked, blk8_interleaved32_avx512, Isa::Avx512, true, kActBlockCoarse, WeightFormat::Blk8) BLOCKED_SHAPES;
 
 // Palette lookup in registers (shipped) against T-MAC activation tables, one
 // token: SmolLM2 gate/up (L2), Qwen2.5 gate/up (L2 / L3), 56 MB (DRAM).

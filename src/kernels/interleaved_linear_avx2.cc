@@ -181,7 +181,7 @@ void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations&
                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
   with_form(w, [&](auto form) {
     using Fm = decltype(form);
-    auto go = [&](auto tile) { interleaved_walk<2, 2, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
+    auto go = [&](auto tile) { interleaved_walk<4, 4, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
     auto dot = [&](auto whole) {
       constexpr bool W = decltype(whole)::value;
       if (!w.small_unsigned()) go(Tile<Fm, Dot::Signed, W>{w, bias});
