@@ -31,6 +31,31 @@ TESSERA_AVX2 inline __m256i sums_of_4(__m256i v) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
 }
 
+// Columns c0 .. c0 + 7 of a row of `cols` (those past its end read as 0);
+// live: the lanes inside the row.
+TESSERA_AVX2 inline __m256 load_live(const float* xr, int64_t cols, int64_t c0, __m256i& live) {
+  const int64_t left = std::min<int64_t>(std::max<int64_t>(cols - c0, 0), 8);
+  live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_maskload_ps(xr + std::min(c0, cols), live);  // an empty mask reads nothing
+}
+
+// Whether any lane of |x| is a NaN or an infinity.
+TESSERA_AVX2 inline __m256 not_finite(__m256 a) { return _mm256_cmp_ps(a, _mm256_set1_ps(INFINITY), _CMP_NLT_UQ); }
+
+// A block's inv = qmax / max and s = max / qmax in every lane, from its
+// lanes' max|x| (finite): the scalar row's divisions; all-zero blocks get
+// 0 for both. False for a max so small that qmax / max overflows.
+TESSERA_AVX2 inline bool block_scale(__m256 mx, __m256 kq, __m256& inv, __m256& s) {
+  mx = _mm256_max_ps(mx, _mm256_permute2f128_ps(mx, mx, 1));
+  mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));
+  mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m256 nonzero = _mm256_cmp_ps(mx, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+  inv = _mm256_and_ps(_mm256_div_ps(kq, mx), nonzero);
+  if (_mm256_movemask_ps(_mm256_cmp_ps(inv, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ)) != 0) return false;
+  s = _mm256_and_ps(_mm256_div_ps(mx, kq), nonzero);
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -43,39 +68,30 @@ namespace {
 TESSERA_AVX2 bool quantize_row_coarse(const float* xr, int64_t cols, int64_t chunks, int qmax, int8_t* qr, float* sr,
                                       int32_t* br, float* residual) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256 inf = _mm256_set1_ps(INFINITY);
   const __m256 kq = _mm256_set1_ps(static_cast<float>(qmax));
-  const __m256 zero = _mm256_setzero_ps();
-  const __m256i lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   // After packs_epi32(q0, q1), packs_epi32(q2, q3) and packs_epi16 of the
   // two, dword i holds columns 4·order[i]..+3.
   const __m256i unpack_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int64_t m = 0; m < chunks; ++m) {
     for (int h = 0; h < 2; ++h) {
       const int64_t b0 = m * 64 + 32 * h;
-      __m256 x[4], live[4];
-      __m256 mx = zero;
+      __m256 x[4];
+      __m256i live[4];
+      __m256 mx = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
       for (int k = 0; k < 4; ++k) {
-        const int64_t c0 = b0 + 8 * k;
-        const int64_t left = std::min<int64_t>(std::max<int64_t>(cols - c0, 0), 8);
-        const __m256i lv = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), lane_index);
-        live[k] = _mm256_castsi256_ps(lv);
-        x[k] = _mm256_maskload_ps(xr + std::min(c0, cols), lv);  // an empty mask reads nothing
-        mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, x[k]));
+        x[k] = load_live(xr, cols, b0 + 8 * k, live[k]);
+        const __m256 a = _mm256_andnot_ps(sign, x[k]);
+        bad = _mm256_or_ps(bad, not_finite(a));  // vmaxps drops a NaN in its first operand: test each vector
+        mx = _mm256_max_ps(mx, a);
       }
-      if (_mm256_movemask_ps(_mm256_cmp_ps(mx, inf, _CMP_NLT_UQ)) != 0) return false;  // NaN or ±inf
-      mx = _mm256_max_ps(mx, _mm256_permute2f128_ps(mx, mx, 1));
-      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));
-      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(2, 3, 0, 1)));
-      const __m256 nonzero = _mm256_cmp_ps(mx, zero, _CMP_NEQ_OQ);
-      const __m256 inv = _mm256_and_ps(_mm256_div_ps(kq, mx), nonzero);
-      if (_mm256_movemask_ps(_mm256_cmp_ps(inv, inf, _CMP_EQ_OQ)) != 0) return false;  // subnormal max
-      const __m256 s = _mm256_and_ps(_mm256_div_ps(mx, kq), nonzero);
+      if (_mm256_movemask_ps(bad) != 0) return false;  // NaN or ±inf
+      __m256 inv, s;
+      if (!block_scale(mx, kq, inv, s)) return false;  // subnormal max
       __m256i q[4];
       for (int k = 0; k < 4; ++k) {
         q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(x[k], inv));  // |q| <= qmax
         if (residual)
-          _mm256_maskstore_ps(residual + std::min(b0 + 8 * k, cols), _mm256_castps_si256(live[k]),
+          _mm256_maskstore_ps(residual + std::min(b0 + 8 * k, cols), live[k],
                               _mm256_sub_ps(x[k], _mm256_mul_ps(s, _mm256_cvtepi32_ps(q[k]))));
       }
       const __m256i v = _mm256_permutevar8x32_epi32(
@@ -105,10 +121,7 @@ TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout
   const int64_t cc = act_chunk_cols(layout);
   const int blocks = static_cast<int>(cc / kActBlock);
   const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256 inf = _mm256_set1_ps(INFINITY);
   const __m256 kq = _mm256_set1_ps(static_cast<float>(qmax));
-  const __m256 zero = _mm256_setzero_ps();
-  const __m256i lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i first_dwords = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
   // Per 128-bit lane: the 8 even bytes, then the 8 odd ones.
   const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
@@ -117,18 +130,13 @@ TESSERA_AVX2 bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout
   for (int64_t m = 0; m < chunks; ++m) {
     for (int b = 0; b < blocks; ++b) {
       const int64_t c0 = m * cc + b * kActBlock;
+      __m256i live;
+      const __m256 x = load_live(xr, cols, c0, live);
       const int64_t left = std::min<int64_t>(std::max<int64_t>(cols - c0, 0), kActBlock);
-      const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), lane_index);
-      const __m256 x = _mm256_maskload_ps(xr + std::min(c0, cols), live);  // an empty mask reads nothing
       const __m256 a = _mm256_andnot_ps(sign, x);
-      if (_mm256_movemask_ps(_mm256_cmp_ps(a, inf, _CMP_NLT_UQ)) != 0) return false;  // NaN or ±inf
-      __m256 mx = _mm256_max_ps(a, _mm256_permute2f128_ps(a, a, 1));
-      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));
-      mx = _mm256_max_ps(mx, _mm256_permute_ps(mx, _MM_SHUFFLE(2, 3, 0, 1)));
-      const __m256 nonzero = _mm256_cmp_ps(mx, zero, _CMP_NEQ_OQ);
-      const __m256 inv = _mm256_and_ps(_mm256_div_ps(kq, mx), nonzero);
-      if (_mm256_movemask_ps(_mm256_cmp_ps(inv, inf, _CMP_EQ_OQ)) != 0) return false;  // subnormal max
-      const __m256 s = _mm256_and_ps(_mm256_div_ps(mx, kq), nonzero);
+      if (_mm256_movemask_ps(not_finite(a)) != 0) return false;  // NaN or ±inf
+      __m256 inv, s;
+      if (!block_scale(a, kq, inv, s)) return false;  // subnormal max
       const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(x, inv));  // |q| <= qmax
       // int32 -> int8: saturating packs (exact here) leave the block's bytes
       // as dwords 0 and 4; gather them into the low 8 bytes.

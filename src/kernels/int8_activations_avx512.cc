@@ -68,8 +68,10 @@ TESSERA_AVX512 bool quantize_row_coarse(const float* xr, int64_t cols, int64_t c
       const int64_t c0 = m * 64 + 32 * h;
       const __mmask16 l0 = live(c0), l1 = live(c0 + 16);
       const __m512 x0 = _mm512_maskz_loadu_ps(l0, xr + c0), x1 = _mm512_maskz_loadu_ps(l1, xr + c0 + 16);
-      __m512 mx = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
-      if (_mm512_cmp_ps_mask(mx, inf, _CMP_NLT_UQ) != 0) return false;  // NaN or ±inf
+      const __m512 a0 = _mm512_abs_ps(x0), a1 = _mm512_abs_ps(x1);
+      // NaN or ±inf; each vector on its own, since vmaxps drops a NaN in its first operand.
+      if ((_mm512_cmp_ps_mask(a0, inf, _CMP_NLT_UQ) | _mm512_cmp_ps_mask(a1, inf, _CMP_NLT_UQ)) != 0) return false;
+      __m512 mx = _mm512_max_ps(a0, a1);
       mx = _mm512_max_ps(mx, _mm512_shuffle_f32x4(mx, mx, _MM_SHUFFLE(2, 3, 0, 1)));
       mx = _mm512_max_ps(mx, _mm512_shuffle_f32x4(mx, mx, _MM_SHUFFLE(1, 0, 3, 2)));
       mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, _MM_SHUFFLE(1, 0, 3, 2)));

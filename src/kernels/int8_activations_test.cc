@@ -150,19 +150,27 @@ TEST(Int8Activations, NonFiniteRowsTakeTheScalarRowsResult) {
   std::mt19937 rng(12);
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {
-    std::vector<float> x = random_row_set(rng, 2, 300, 0);
-    x[137] = bad;  // row 0, mid-row; row 1 stays finite
-    for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
-      Int8Activations a;
-      quantize_activations(Isa::Scalar, x.data(), 2, 300, layout, 2, a);
-      // The block holding it has a non-finite scale, so outputs become NaN.
-      EXPECT_FALSE(std::isfinite(a.scale_row(0)[137 / (layout == ActLayout::Natural ? 4 : 8)]));
-      for (Isa isa : vector_levels()) {
-        Int8Activations b;
-        quantize_activations(isa, x.data(), 2, 300, layout, 2, b);
-        EXPECT_TRUE(same_bytes(a.q, b.q)) << isa_name(isa);
-        EXPECT_TRUE(same_bytes(a.bias16, b.bias16)) << isa_name(isa);
-        EXPECT_TRUE(same_bytes(a.scale16, b.scale16)) << isa_name(isa);  // NaN scales compared as bits
+    // First, second and last 8 columns of a 32-column block: a vector max
+    // that drops a NaN met before finite values would miss the middle one.
+    for (int64_t at : {128, 137, 159}) {
+      std::vector<float> x = random_row_set(rng, 2, 300, 0);
+      x[static_cast<size_t>(at)] = bad;  // row 0, mid-row; row 1 stays finite
+      for (int64_t block : {kActBlock, kActBlockCoarse}) {
+        for (ActLayout layout : {ActLayout::Natural, ActLayout::Lut4Pairs, ActLayout::BlockHalves}) {
+          Int8Activations a;
+          quantize_activations(Isa::Scalar, x.data(), 2, 300, layout, 2, a, kActQmax, block);
+          // The block holding it has a non-finite scale, so outputs become NaN.
+          EXPECT_FALSE(std::isfinite(a.scale_row(0)[at / (layout == ActLayout::Natural ? 4 : 8)]));
+          for (Isa isa : vector_levels()) {
+            const std::string where = std::string(isa_name(isa)) + " at " + std::to_string(at) + " block " +
+                                      std::to_string(block);
+            Int8Activations b;
+            quantize_activations(isa, x.data(), 2, 300, layout, 2, b, kActQmax, block);
+            EXPECT_TRUE(same_bytes(a.q, b.q)) << where;
+            EXPECT_TRUE(same_bytes(a.bias16, b.bias16)) << where;
+            EXPECT_TRUE(same_bytes(a.scale16, b.scale16)) << where;  // NaN scales compared as bits
+          }
+        }
       }
     }
   }
