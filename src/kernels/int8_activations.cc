@@ -80,13 +80,11 @@ void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int6
   if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols))
     return;
 #endif
-  // NEON takes a scale per 8 columns.
-  if (block_cols != kActBlock)
-    return quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols);
 #if TESSERA_ARM64
-  if (isa == Isa::Neon && quantize_act_row_neon(xr, cols, layout, chunks, qmax, qr, sr, br, residual)) return;
+  if (isa == Isa::Neon && quantize_act_row_neon(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols))
+    return;
 #endif
-  quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual);
+  quantize_act_row_scalar(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols);
 }
 
 }  // namespace

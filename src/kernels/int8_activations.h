@@ -7,8 +7,12 @@
 // or 63 for the narrow range below. Blocks this
 // small keep an outlier channel from flattening its neighbours (with 64-column
 // blocks the SmolLM2 lut4 logits moved 10x further from the f32 kernels,
-// docs/REJECTED_APPROACHES.md), and cost the kernels nothing: the scale is
-// applied per int32 lane, and a lane never spans two blocks. Rows are zero-padded to a
+// docs/REJECTED_APPROACHES.md), and cost the lane kernels nothing: the scale is
+// applied per int32 lane, and a lane never spans two blocks. The fast
+// level's interleaved layers take kActBlockCoarse = 32 columns per block
+// instead (Natural layout only), so that a 32-column weight block is one
+// int32 dot (kernels/interleaved_linear.h; quality in docs/QUANTIZATION.md).
+// Rows are zero-padded to a
 // whole number of chunks, and the bytes of a chunk are laid out for the
 // weight format the kernel reads:
 //
@@ -146,10 +150,10 @@ bool quantize_act_row_avx2(const float* xr, int64_t cols, ActLayout layout, int6
                            float* sr, int32_t* br, float* residual, int64_t block_cols = kActBlock);
 bool quantize_act_row_avx512(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int8_t* qr, float* sr,
                              int32_t* br, float* residual, int64_t block_cols = kActBlock);
-// The same bits with NEON (AArch64 builds only; any qmax); false for a row
-// holding a NaN or an infinity, or a block max so small that qmax / max
-// overflows.
+// The same bits with NEON (AArch64 builds only; any qmax; a scale per 8
+// columns, or per 32 in the Natural layout); false for a row holding a NaN
+// or an infinity, or a block max so small that qmax / max overflows.
 bool quantize_act_row_neon(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
-                           float* sr, int32_t* br, float* residual);
+                           float* sr, int32_t* br, float* residual, int64_t block_cols = kActBlock);
 
 }  // namespace tessera::kernels

@@ -1,5 +1,6 @@
 // The NEON row of the int8 activation quantizer (kernels/int8_activations.h):
-// quantize_act_row_scalar's bits, eight columns (one block) per step.
+// quantize_act_row_scalar's bits, one block (8 columns, or 32 in the
+// Natural layout) per step.
 //
 // Per block: max |x| with FMAXV (a NaN propagates, and an infinity is not
 // finite: such rows go back to the scalar row, whose outputs are then the
@@ -21,40 +22,48 @@
 namespace tessera::kernels {
 
 bool quantize_act_row_neon(const float* xr, int64_t cols, ActLayout layout, int64_t chunks, int qmax, int8_t* qr,
-                           float* sr, int32_t* br, float* residual) {
+                           float* sr, int32_t* br, float* residual, int64_t block_cols) {
+  const int64_t B = block_cols, nv = B / 4;
+  if (B != kActBlock && (B != kActBlockCoarse || layout != ActLayout::Natural)) return false;
   const float q = static_cast<float>(qmax);
   const int64_t cc = act_chunk_cols(layout);
   alignas(16) int8_t natural[128];
   float block_scale[128 / kActBlock];
   for (int64_t m = 0; m < chunks; ++m) {
     std::memset(natural, 0, sizeof(natural));
-    for (int64_t b = 0; b < cc / kActBlock; ++b) {
+    for (int64_t b = 0; b < cc / B; ++b) {
       block_scale[b] = 0.0f;
-      const int64_t c0 = (m * (cc / kActBlock) + b) * kActBlock;
+      const int64_t c0 = (m * (cc / B) + b) * B;
       if (c0 >= cols) continue;
-      const int64_t n = std::min<int64_t>(kActBlock, cols - c0);
-      alignas(16) float x8[kActBlock] = {};
-      std::memcpy(x8, xr + c0, static_cast<size_t>(n) * sizeof(float));  // a partial block: zeros after
-      const float32x4_t lo = vld1q_f32(x8), hi = vld1q_f32(x8 + 4);
-      const float amax = vmaxvq_f32(vmaxq_f32(vabsq_f32(lo), vabsq_f32(hi)));
+      const int64_t n = std::min<int64_t>(B, cols - c0);
+      alignas(16) float xb[kActBlockCoarse] = {};
+      std::memcpy(xb, xr + c0, static_cast<size_t>(n) * sizeof(float));  // a partial block: zeros after
+      float32x4_t x[kActBlockCoarse / 4];
+      float32x4_t mx = vdupq_n_f32(0.0f);
+      for (int64_t i = 0; i < nv; ++i) {
+        x[i] = vld1q_f32(xb + 4 * i);
+        mx = vmaxq_f32(mx, vabsq_f32(x[i]));  // FMAX: a NaN propagates
+      }
+      const float amax = vmaxvq_f32(mx);
       if (!std::isfinite(amax)) return false;
-      int32x4_t qlo = vdupq_n_s32(0), qhi = qlo;
+      int32x4_t qv[kActBlockCoarse / 4];
+      for (int64_t i = 0; i < nv; ++i) qv[i] = vdupq_n_s32(0);
       if (amax != 0.0f) {
         const float inv = q / amax;
         if (!std::isfinite(inv)) return false;  // a subnormal max: the scalar row's x · inf
         block_scale[b] = amax / q;
         const float32x4_t vinv = vdupq_n_f32(inv);
-        qlo = vcvtnq_s32_f32(vmulq_f32(lo, vinv));
-        qhi = vcvtnq_s32_f32(vmulq_f32(hi, vinv));
-        const int16x8_t q16 = vcombine_s16(vmovn_s32(qlo), vmovn_s32(qhi));
-        vst1_s8(natural + b * kActBlock, vmovn_s16(q16));
+        for (int64_t i = 0; i < nv; ++i) qv[i] = vcvtnq_s32_f32(vmulq_f32(x[i], vinv));
+        for (int64_t i = 0; i < nv; i += 2) {
+          const int16x8_t q16 = vcombine_s16(vmovn_s32(qv[i]), vmovn_s32(qv[i + 1]));
+          vst1_s8(natural + b * B + 4 * i, vmovn_s16(q16));
+        }
       }
       if (residual) {
         const float32x4_t s = vdupq_n_f32(block_scale[b]);
-        alignas(16) float r8[kActBlock];
-        vst1q_f32(r8, vsubq_f32(lo, vmulq_f32(s, vcvtq_f32_s32(qlo))));
-        vst1q_f32(r8 + 4, vsubq_f32(hi, vmulq_f32(s, vcvtq_f32_s32(qhi))));
-        std::memcpy(residual + c0, r8, static_cast<size_t>(n) * sizeof(float));
+        alignas(16) float rb[kActBlockCoarse];
+        for (int64_t i = 0; i < nv; ++i) vst1q_f32(rb + 4 * i, vsubq_f32(x[i], vmulq_f32(s, vcvtq_f32_s32(qv[i]))));
+        std::memcpy(residual + c0, rb, static_cast<size_t>(n) * sizeof(float));
       }
     }
     int8_t* dst = qr + m * cc;
@@ -77,7 +86,7 @@ bool quantize_act_row_neon(const float* xr, int64_t cols, ActLayout layout, int6
         }
         break;
     }
-    act_lane_terms(natural, block_scale, layout, sr + m * 16, br + m * 16);
+    act_lane_terms(natural, block_scale, layout, sr + m * 16, br + m * 16, B);
   }
   return true;
 }
