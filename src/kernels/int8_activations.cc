@@ -75,8 +75,6 @@ void quantize_row(Isa isa, const float* xr, int64_t cols, ActLayout layout, int6
   if ((isa == Isa::Avx512 || isa == Isa::Amx) && qmax == kActQmax &&
       quantize_act_row_avx512(xr, cols, layout, chunks, qr, sr, br, residual, block_cols))
     return;
-#endif
-#if TESSERA_X86
   if (isa == Isa::Avx2 && quantize_act_row_avx2(xr, cols, layout, chunks, qmax, qr, sr, br, residual, block_cols))
     return;
 #endif

@@ -56,10 +56,6 @@ TESSERA_AVX2 inline bool block_scale(__m256 mx, __m256 kq, __m256& inv, __m256& 
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // A scale per 32 columns (kActBlockCoarse), Natural layout: per block four
 // vectors, their max|x| reduced across all 8 lanes, then the arithmetic
 // above. The four vectors' int32 q go to bytes by two saturating packs

@@ -242,6 +242,10 @@ int64_t segment_cols(const InterleavedWeights& w, int64_t act_block_cols) {
   return std::min(a, b);
 }
 
+bool whole_block_segments(const InterleavedWeights& w, const Int8Activations& acts) {
+  return segment_cols(w, acts.block_cols) == w.block_cols();
+}
+
 void TokenTerms::build(const InterleavedWeights& w, const Int8Activations& acts, int64_t t0, int64_t t1) {
   const int64_t seg = segment_cols(w, acts.block_cols), lanes = seg / 4;
   segments = w.cols() / seg;

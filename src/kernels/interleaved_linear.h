@@ -200,6 +200,9 @@ class InterleavedWeights {
 // Columns per segment (contract above) of w against activations with
 // `act_block_cols` columns per scale; Error unless one divides the other.
 int64_t segment_cols(const InterleavedWeights& w, int64_t act_block_cols);
+// Whether each of w's blocks is one segment against acts (activation blocks
+// of whole weight blocks): the kernels' Whole path, one int32 dot per block.
+bool whole_block_segments(const InterleavedWeights& w, const Int8Activations& acts);
 
 // Per token, what every row of a call shares: the segments' activation
 // scales, their Σq, and per block the offsets' u (contract above). Built

@@ -187,7 +187,7 @@ struct Groups {
 
 bool interleaved_amx_applies(const InterleavedWeights& w, const Int8Activations& acts) {
   return acts.rows >= kTileTokens && (w.block_cols() == 16 || w.block_cols() == 32) &&
-         acts.block_cols % w.block_cols() == 0 && cpu_has_amx_int8();
+         whole_block_segments(w, acts) && cpu_has_amx_int8();
 }
 
 void interleaved_linear_amx(const InterleavedWeights& w, const Int8Activations& acts, const float* bias,

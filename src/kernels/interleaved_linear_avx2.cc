@@ -188,7 +188,7 @@ void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations&
       else if (u_within_64(w)) go(Tile<Fm, Dot::SmallPairs, W>{w, bias});
       else go(Tile<Fm, Dot::Small, W>{w, bias});
     };
-    if (segment_cols(w, acts.block_cols) == w.block_cols()) dot(std::true_type{});
+    if (whole_block_segments(w, acts)) dot(std::true_type{});
     else dot(std::false_type{});
   });
 }

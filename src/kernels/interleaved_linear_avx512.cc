@@ -135,7 +135,7 @@ void interleaved_linear_avx512(const InterleavedWeights& w, const Int8Activation
       if (w.weight_offset() == 0) go(Tile<Fm, false, W>{w, bias});
       else go(Tile<Fm, true, W>{w, bias});
     };
-    if (segment_cols(w, acts.block_cols) == w.block_cols()) start(std::true_type{});
+    if (whole_block_segments(w, acts)) start(std::true_type{});
     else start(std::false_type{});
   });
 }

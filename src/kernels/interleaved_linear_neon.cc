@@ -156,7 +156,7 @@ void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations&
       if (w.small_unsigned()) go(Tile<Fm, false, W>{w, bias});
       else go(Tile<Fm, true, W>{w, bias});
     };
-    if (segment_cols(w, acts.block_cols) == w.block_cols()) sign(std::true_type{});
+    if (whole_block_segments(w, acts)) sign(std::true_type{});
     else sign(std::false_type{});
   });
 }
