@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/ggml_dequant.h"
 #include "core/half.h"
+#include "kernels/interleaved_linear.h"
 
 namespace tessera {
 namespace {
@@ -92,6 +93,18 @@ TEST(GgufTranscode, ABundleTakesTheSourcesBytes) {
     const uint64_t extra = t == DType::Q4_K || t == DType::Q5_K ? rows * cols / 256 * 4 : 0;
     EXPECT_EQ(q.data.size() + q.block_params.size(), bytes.size() + extra) << dtype_name(t);
     EXPECT_EQ(q.palette.size(), t == DType::Q8_0 ? 0u : size_t{1} << block_code_bits(q.format)) << dtype_name(t);
+  }
+}
+
+// Every type a bundle can take from a GGUF runs on the fast level's
+// interleaved kernels: its transcoded form is one of the forms they are
+// compiled for (kernels/interleaved_walk.h, VectorForms).
+TEST(GgufTranscode, EveryTranscodedTypeHasInterleavedVectorKernels) {
+  std::mt19937 rng(6);
+  for (DType t : kTypes) {
+    const std::vector<uint8_t> bytes = random_blocks(rng, t, 16 * 512);
+    const QuantizedWeight q = transcode_ggml_blocks(view_of(t, bytes, 16, 512));
+    EXPECT_TRUE(kernels::InterleavedWeights::supported(q.view())) << dtype_name(t);
   }
 }
 

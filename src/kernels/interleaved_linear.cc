@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "kernels/interleaved_walk.h"
 
 namespace tessera::kernels {
 
@@ -21,9 +24,52 @@ int offset_for_range(int lo, int hi) {
   return lo >= 0 && hi <= 127 ? 0 : (hi - lo <= 127 ? -lo : 128);
 }
 
+// The 4-bit codebook's values' range: lo, hi.
+std::pair<int, int> codebook_range(const float* palette) {
+  int lo = 127, hi = -128;
+  for (int i = 0; i < 16; ++i) {
+    lo = std::min<int>(lo, static_cast<int>(palette[i]));
+    hi = std::max<int>(hi, static_cast<int>(palette[i]));
+  }
+  return {lo, hi};
+}
+
 }  // namespace
 
-bool InterleavedWeights::supported(const WeightView& w) { return is_blocked(w.format) && QLinearWeights::supported(w); }
+InterleavedForm InterleavedWeights::form_of(const WeightView& w) {
+  InterleavedForm f;
+  f.block_cols = w.block_cols;
+  f.params = w.block_super > 0 ? BlockParams::Super : w.block_f32 ? BlockParams::F32 : BlockParams::F16;
+  f.offsets = w.block_offsets;
+  const int stored_bits = block_code_bits(w.format);
+  if (stored_bits == 5 || stored_bits == 6) {
+    bool consecutive = w.palette[0] > -128;
+    for (int i = 1; i < 1 << stored_bits; ++i) consecutive = consecutive && w.palette[i] == w.palette[0] + i;
+    const int64_t unit_cols = 8 * (stored_bits == 5 ? 4 : 2);
+    if (consecutive && w.block_cols % unit_cols == 0) f.code_bits = stored_bits;
+  } else if (stored_bits == 4) {
+    f.code_bits = 4;
+    const auto [lo, hi] = codebook_range(w.palette);
+    const int offset = offset_for_range(lo, hi);
+    bool identity = offset < 128;
+    for (int i = 0; i < 16; ++i) identity = identity && static_cast<int>(w.palette[i]) + offset == i;
+    f.lookup = !identity;
+  }
+  return f;
+}
+
+InterleavedForm InterleavedWeights::form() const {
+  return {code_bits_, code_bits_ == 4 && !identity_, block_cols_,
+          super_blocks_ > 0 ? BlockParams::Super : block_f32_ ? BlockParams::F32 : BlockParams::F16, block_offsets_};
+}
+
+bool has_vector_kernels(const InterleavedForm& form) {
+  return with_form(form, [](auto) {});
+}
+
+bool InterleavedWeights::supported(const WeightView& w) {
+  return is_blocked(w.format) && QLinearWeights::supported(w) && has_vector_kernels(form_of(w));
+}
 
 InterleavedWeights::InterleavedWeights(const WeightView& w, std::shared_ptr<HugePageArena> arena, bool give_back)
     : rows_(w.rows()),
@@ -32,41 +78,29 @@ InterleavedWeights::InterleavedWeights(const WeightView& w, std::shared_ptr<Huge
       block_f32_(w.block_f32),
       block_offsets_(w.block_offsets),
       arena_(std::move(arena)) {
-  if (!supported(w)) fail("", "interleaved linear", "needs a blocked weight the integer kernels read");
+  if (!supported(w)) fail("", "interleaved linear", "needs a blocked weight of a form the vector kernels read");
   if (cols_ % 64 != 0 || block_cols_ % kActGroup != 0)
     fail("", "interleaved linear", "{} columns in blocks of {} do not fit 8-column groups", cols_, block_cols_);
   if (w.block_super > 0) {
     super_blocks_ = w.block_super / block_cols_;
     block_f32_ = false;
   }
-  // The values' range decides the offset that makes them unsigned bytes:
-  // 4 bits from the codebook; 5 and 6 bits keep their codes (u) when the
-  // codebook is consecutive integers and a unit of nibble vectors fits a
-  // block, else take a byte each, as 8 bits do (their range found while the
-  // values are copied, then applied to the copy).
+  // The values' range decides the offset that makes them unsigned bytes
+  // (form_of): 4 bits from the codebook; 5 and 6 bits as nibbles keep their
+  // codes (u); bytes (8 bits, and 5 / 6 bits otherwise) find theirs while
+  // the values are copied, then apply it to the copy.
   const int stored_bits = block_code_bits(w.format);
+  const InterleavedForm form = form_of(w);
+  code_bits_ = form.code_bits;
   int lo = 127, hi = -128;
-  if (stored_bits == 5 || stored_bits == 6) {
-    bool consecutive = true;
-    for (int i = 1; i < 1 << stored_bits; ++i) consecutive = consecutive && w.palette[i] == w.palette[0] + i;
-    const int64_t unit_cols = 8 * (stored_bits == 5 ? 4 : 2);
-    if (consecutive && block_cols_ % unit_cols == 0) {
-      code_bits_ = stored_bits;
-      weight_offset_ = -static_cast<int>(w.palette[0]);
-      identity_ = true;
-    }
-  } else if (stored_bits == 4) {
-    code_bits_ = 4;
-    for (int i = 0; i < 16; ++i) {
-      lo = std::min<int>(lo, static_cast<int>(w.palette[i]));
-      hi = std::max<int>(hi, static_cast<int>(w.palette[i]));
-    }
-    weight_offset_ = offset_for_range(lo, hi);
+  if (code_bits_ == 5 || code_bits_ == 6) {
+    weight_offset_ = -static_cast<int>(w.palette[0]);
     identity_ = true;
-    for (int j = 0; j < 64; ++j) {
-      table_[j] = static_cast<uint8_t>(static_cast<int>(w.palette[j % 16]) + weight_offset_);
-      identity_ = identity_ && table_[j] == j % 16;
-    }
+  } else if (code_bits_ == 4) {
+    std::tie(lo, hi) = codebook_range(w.palette);
+    weight_offset_ = offset_for_range(lo, hi);
+    identity_ = !form.lookup;
+    for (int j = 0; j < 64; ++j) table_[j] = static_cast<uint8_t>(static_cast<int>(w.palette[j % 16]) + weight_offset_);
   }
   const int64_t G = groups(), V = vectors_per_group();
   data_bytes_ = G * V * 64;

@@ -75,11 +75,39 @@ namespace tessera::kernels {
 constexpr int64_t kInterleavedRows = 16;  // rows per group (one int32 lane each in 64 bytes)
 constexpr int64_t kActGroup = 8;          // columns per 4-byte activation word pair (one step of the kernels)
 
+// How a block's scales and offsets are stored: a value per block in f16 or
+// f32, or an int8 factor per block times an f16 multiplier per super-block.
+enum class BlockParams { F16, F32, Super };
+
+// What the vector kernels specialize on: bits per code in the layout (4:
+// nibbles, through the table when `lookup`; 5 / 6: nibbles and a plane of
+// high bits, u the code; 8: bytes), columns per block, how block values
+// are stored, offsets.
+struct InterleavedForm {
+  int code_bits = 8;
+  bool lookup = false;
+  int64_t block_cols = 0;
+  BlockParams params = BlockParams::F16;
+  bool offsets = false;
+  bool operator==(const InterleavedForm&) const = default;
+};
+
+// Whether the vector kernels are compiled for the form
+// (kernels/interleaved_walk.h, VectorForms: the forms GGUF transcoding writes).
+bool has_vector_kernels(const InterleavedForm& form);
+
 class InterleavedWeights {
  public:
   // Blocked weights (blk4 ... blk8) the lane kernels could run
-  // (QLinearWeights::supported).
+  // (QLinearWeights::supported) whose layout has vector kernels
+  // (has_vector_kernels(form_of(w))); any other runs on the lane kernels.
   static bool supported(const WeightView& w);
+  // The layout's form for w: 4-bit codes through the table unless the
+  // codebook is 16 consecutive integers with weight_offset < 128; 5 / 6 bits
+  // as nibbles and planes when the codebook is consecutive integers from
+  // above −128 and a unit fits a block, else bytes; 8 bits bytes.
+  static InterleavedForm form_of(const WeightView& w);
+  InterleavedForm form() const;
   // Error if !supported(w). The layout's bytes come from `arena` (huge
   // pages; the model's weights), else from the heap (tests, benchmarks).
   // `give_back`: w's stored bytes are given back to the system as they are

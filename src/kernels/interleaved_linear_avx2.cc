@@ -184,7 +184,8 @@ void interleaved_linear_avx2(const InterleavedWeights& w, const Int8Activations&
     auto go = [&](auto tile) { interleaved_walk<4, 4, 2>(w, acts, g_begin, g_end, y, ldy, tile); };
     auto dot = [&](auto whole) {
       constexpr bool W = decltype(whole)::value;
-      if (!w.small_unsigned()) go(Tile<Fm, Dot::Signed, W>{w, bias});
+      if constexpr (Fm::SmallCodes) go(Tile<Fm, Dot::SmallPairs, W>{w, bias});
+      else if (!w.small_unsigned()) go(Tile<Fm, Dot::Signed, W>{w, bias});
       else if (u_within_64(w)) go(Tile<Fm, Dot::SmallPairs, W>{w, bias});
       else go(Tile<Fm, Dot::Small, W>{w, bias});
     };

@@ -153,7 +153,8 @@ void interleaved_linear_neon(const InterleavedWeights& w, const Int8Activations&
     auto go = [&](auto tile) { interleaved_walk<2, 1, 1>(w, acts, g_begin, g_end, y, ldy, tile); };
     auto sign = [&](auto whole) {
       constexpr bool W = decltype(whole)::value;
-      if (w.small_unsigned()) go(Tile<Fm, false, W>{w, bias});
+      if constexpr (Fm::SmallCodes) go(Tile<Fm, false, W>{w, bias});
+      else if (w.small_unsigned()) go(Tile<Fm, false, W>{w, bias});
       else go(Tile<Fm, true, W>{w, bias});
     };
     if (whole_block_segments(w, acts)) sign(std::true_type{});

@@ -38,33 +38,37 @@ enum class Values {
   Unsigned,  // blk4 ... blk6: the codes themselves (Q4_1, Q4_K, Q5_1, Q5_K)
   Shifted,   // blk4: code − 8 (Q4_0); blk5 / blk6: code − 16 / − 32 (Q5_0,
              // Q6_K); blk8: −32..31 (Q6_K before blk6)
+  Spaced,    // blk4: 4·code, 0..60 (a lookup whose pairs still add in int16)
+  Spaced8,   // blk4: 8·code, 0..120 (a lookup of unsigned values over 64)
 };
 
 struct Shape {
   WeightFormat format;
   int64_t rows, cols, block_cols;
-  int block;  // kBlockF32 | kBlockOffsets
+  int block;  // kBlockSuper | kBlockOffsets
   Values values;
 };
 
+// Every form the vector kernels are compiled for (kernels/interleaved_walk.h,
+// VectorForms), each with the value ranges that pick each level's dots.
 const Shape kShapes[] = {
-    {WeightFormat::Blk4, 16, 64, 32, 0, Values::Unsigned},
-    {WeightFormat::Blk4, 37, 576, 32, kBlockOffsets, Values::Unsigned},
-    {WeightFormat::Blk4, 19, 640, 32, kBlockF32 | kBlockOffsets, Values::Unsigned},
-    {WeightFormat::Blk4, 50, 192, 32, kBlockF32, Values::Shifted},
-    {WeightFormat::Blk4, 33, 256, 32, kBlockOffsets, Values::Wide},
-    {WeightFormat::Blk8, 13, 576, 32, 0, Values::Wide},
-    {WeightFormat::Blk8, 21, 640, 16, kBlockF32, Values::Shifted},
-    {WeightFormat::Blk8, 9, 128, 16, kBlockOffsets | kBlockF32, Values::Wide},
-    {WeightFormat::Blk8, 40, 64, 32, kBlockOffsets, Values::Shifted},
-    {WeightFormat::Blk4, 35, 512, 32, kBlockSuper | kBlockOffsets, Values::Unsigned},
-    {WeightFormat::Blk5, 21, 576, 32, 0, Values::Shifted},
-    {WeightFormat::Blk5, 17, 256, 32, kBlockSuper | kBlockOffsets, Values::Unsigned},
-    {WeightFormat::Blk5, 16, 128, 32, kBlockOffsets, Values::Wide},
-    {WeightFormat::Blk6, 29, 512, 16, kBlockSuper, Values::Shifted},
-    {WeightFormat::Blk6, 18, 192, 32, kBlockF32, Values::Shifted},
-    {WeightFormat::Blk6, 16, 128, 16, kBlockSuper | kBlockOffsets, Values::Wide},
-    {WeightFormat::Blk8, 20, 256, 16, kBlockSuper | kBlockOffsets, Values::Wide},
+    {WeightFormat::Blk4, 16, 64, 32, 0, Values::Unsigned},                     // Q4_0 form
+    {WeightFormat::Blk4, 37, 576, 32, kBlockOffsets, Values::Unsigned},        // Q4_1
+    {WeightFormat::Blk4, 19, 640, 32, kBlockOffsets, Values::Shifted},         // Q4_1, weight_offset 8
+    {WeightFormat::Blk4, 50, 192, 32, 0, Values::Wide},                        // IQ4_NL: signed dots
+    {WeightFormat::Blk4, 33, 256, 32, 0, Values::Spaced},                      // IQ4_NL: int16 pairs
+    {WeightFormat::Blk8, 13, 576, 32, 0, Values::Wide},                        // Q8_0: signed dots
+    {WeightFormat::Blk8, 21, 640, 16, kBlockSuper, Values::Shifted},           // Q3_K
+    {WeightFormat::Blk8, 9, 128, 16, kBlockOffsets | kBlockSuper, Values::Shifted},  // Q2_K
+    {WeightFormat::Blk8, 40, 64, 32, 0, Values::Shifted},                      // Q8_0: unsigned dots
+    {WeightFormat::Blk4, 35, 512, 32, kBlockSuper | kBlockOffsets, Values::Unsigned},  // Q4_K
+    {WeightFormat::Blk5, 21, 576, 32, 0, Values::Shifted},                     // Q5_0
+    {WeightFormat::Blk5, 17, 256, 32, kBlockSuper | kBlockOffsets, Values::Unsigned},  // Q5_K
+    {WeightFormat::Blk5, 16, 128, 32, kBlockOffsets, Values::Unsigned},        // Q5_1
+    {WeightFormat::Blk6, 29, 512, 16, kBlockSuper, Values::Shifted},           // Q6_K
+    {WeightFormat::Blk4, 18, 192, 32, 0, Values::Spaced8},                     // IQ4_NL: unsigned dots
+    {WeightFormat::Blk6, 16, 128, 16, kBlockSuper | kBlockOffsets, Values::Wide},  // bytes: Q2_K form
+    {WeightFormat::Blk8, 20, 256, 16, kBlockSuper | kBlockOffsets, Values::Wide},  // Q2_K: signed dots
 };
 
 std::string name(const Shape& s) {
@@ -82,6 +86,8 @@ struct Case {
       for (int i = 0; i < entries; ++i) {
         if (s.values == Values::Unsigned) rw.palette[i] = static_cast<float>(i);
         if (s.values == Values::Shifted) rw.palette[i] = static_cast<float>(i - entries / 2);
+        if (s.values == Values::Spaced) rw.palette[i] = static_cast<float>(4 * i);
+        if (s.values == Values::Spaced8) rw.palette[i] = static_cast<float>(8 * i);
         if (s.values == Values::Wide && s.format != WeightFormat::Blk4)
           rw.palette[i] = static_cast<float>((i * 37 + 11) % 256 - 128);  // not consecutive
       }
@@ -171,6 +177,21 @@ TEST(InterleavedLinear, RestoredRowsAreTheStoredValues) {
                   0)
             << name(s) << " section " << sec;
     }
+  }
+}
+
+// A form the vector kernels are not compiled for (no GGUF type transcodes
+// to it) is not interleaved: the lane kernels run it.
+TEST(InterleavedLinear, FormsWithoutVectorKernelsAreRefused) {
+  std::mt19937 rng(7);
+  for (const Shape& s : {Shape{WeightFormat::Blk4, 16, 64, 32, kBlockF32, Values::Unsigned},
+                         Shape{WeightFormat::Blk4, 16, 64, 32, kBlockOffsets, Values::Wide},
+                         Shape{WeightFormat::Blk8, 16, 64, 32, kBlockOffsets, Values::Shifted},
+                         Shape{WeightFormat::Blk8, 16, 64, 16, 0, Values::Shifted}}) {
+    Case c(rng, s);
+    EXPECT_TRUE(QLinearWeights::supported(c.rw.view)) << name(s);
+    EXPECT_FALSE(InterleavedWeights::supported(c.rw.view)) << name(s);
+    EXPECT_THROW(InterleavedWeights{c.rw.view}, Error) << name(s);
   }
 }
 
@@ -293,7 +314,7 @@ TEST(InterleavedLinear, RefinedHeadArgmaxIsTheTwoPassArgmax) {
     int one_pass_misses = 0;
     for (const Shape& s : {Shape{WeightFormat::Blk8, 512, 192, 32, 0, Values::Wide},
                            Shape{WeightFormat::Blk4, 512, 192, 32, kBlockOffsets, Values::Unsigned},
-                           Shape{WeightFormat::Blk8, 500, 256, 16, kBlockF32 | kBlockOffsets, Values::Shifted},
+                           Shape{WeightFormat::Blk8, 500, 256, 16, kBlockSuper | kBlockOffsets, Values::Shifted},
                            Shape{WeightFormat::Blk6, 500, 256, 16, kBlockSuper, Values::Shifted}}) {
       for (int trial = 0; trial < 20; ++trial) {
         const int64_t n = s.rows, cols = s.cols, rows = 3;

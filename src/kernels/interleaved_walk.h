@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/error.h"
 #include "kernels/interleaved_linear.h"
 
 namespace tessera::kernels {
@@ -25,21 +26,22 @@ struct TokenBlock {
   float* y[TT];
 };
 
-// How a block's scales and offsets are stored: a value per block in f16 or
-// f32, or an int8 factor per block times an f16 multiplier per super-block.
-enum class Params { F16, F32, Super };
-
-// The compile-time form of a weight the vector kernels specialize on: Bits
-// per code (4: nibbles, looked up through the table unless they are the
-// values; 5 / 6: nibbles and a plane of high bits; 8: bytes), 8-column
-// groups per block, how block values are stored, offsets.
-template <int Bits_, bool Lookup_, int PB_, Params P_, bool Off_>
+// The compile-time form of a weight the vector kernels specialize on
+// (InterleavedForm): Bits per code (4: nibbles, looked up through the
+// table unless they are the values; 5 / 6: nibbles and a plane of high
+// bits; 8: bytes), 8-column groups per block, how block values are stored,
+// offsets.
+template <int Bits_, bool Lookup_, int PB_, BlockParams P_, bool Off_>
 struct Form {
+  static constexpr InterleavedForm key{Bits_, Lookup_, 8 * PB_, P_, Off_};
   static constexpr int Bits = Bits_;
   static constexpr bool B4 = Bits_ < 8;                 // nibble vectors
   static constexpr int HB = Bits_ < 8 ? Bits_ - 4 : 0;  // bits per code in the plane
   static constexpr int Unit = HB == 1 ? 4 : 2;          // nibble vectors per plane vector
-  static constexpr bool Lookup = Lookup_, F32 = P_ == Params::F32, Super = P_ == Params::Super, Off = Off_;
+  static constexpr bool Lookup = Lookup_, F32 = P_ == BlockParams::F32, Super = P_ == BlockParams::Super, Off = Off_;
+  // u = the code, with weight_offset < 128 (InterleavedWeights::form_of):
+  // every u ≤ 63, so the AVX2 and NEON kernels need no signed dot.
+  static constexpr bool SmallCodes = B4 && !Lookup_;
   static constexpr int PB = PB_;
   static_assert(HB == 0 || PB % Unit == 0, "a unit of nibble vectors never spans two blocks");
   // Vector index, within a row group's stream, of group k's nibble vector
@@ -53,39 +55,43 @@ struct Form {
   static constexpr int plane_shift(int64_t k, int half) { return 4 - (2 * static_cast<int>(k % Unit) + half) * HB; }
 };
 
-// f(Form<...>{}) for w's form.
+template <class... Fs>
+struct FormList {};
+
+// The forms the vector kernels are compiled for: those GGUF transcoding
+// writes (convert/gguf_transcode.cc, layout_of), the only blocked weights a
+// bundle holds. Every level's kernel is instantiated per form, dot kind and
+// token count, so each form costs compile time (all 42 combinations of the
+// fields took 4 minutes per x86 file); a weight of any other form runs on
+// the lane kernels (InterleavedWeights::supported), and
+// gguf_transcode_test checks that every transcoded type is listed here.
+using VectorForms = FormList<Form<4, false, 4, BlockParams::F16, false>,    // Q4_0
+                             Form<4, false, 4, BlockParams::F16, true>,     // Q4_1
+                             Form<4, false, 4, BlockParams::Super, true>,   // Q4_K
+                             Form<4, true, 4, BlockParams::F16, false>,     // IQ4_NL
+                             Form<5, false, 4, BlockParams::F16, false>,    // Q5_0
+                             Form<5, false, 4, BlockParams::F16, true>,     // Q5_1
+                             Form<5, false, 4, BlockParams::Super, true>,   // Q5_K
+                             Form<6, false, 2, BlockParams::Super, false>,  // Q6_K
+                             Form<8, false, 2, BlockParams::Super, true>,   // Q2_K
+                             Form<8, false, 2, BlockParams::Super, false>,  // Q3_K
+                             Form<8, false, 4, BlockParams::F16, false>>;   // Q8_0
+
+template <class F, class... Fs>
+bool with_form_in(FormList<Fs...>, const InterleavedForm& form, F&& f) {
+  return ((form == Fs::key ? (f(Fs{}), true) : false) || ...);
+}
+
+// f(Form<...>{}) for `form` if it is one of VectorForms; whether it was.
+template <class F>
+bool with_form(const InterleavedForm& form, F&& f) {
+  return with_form_in(VectorForms{}, form, f);
+}
+
+// f(Form<...>{}) for w's form (InterleavedWeights::supported made sure it has one).
 template <class F>
 void with_form(const InterleavedWeights& w, F&& f) {
-  auto storage = [&](auto bits, auto lookup, auto pb) {
-    constexpr int B = decltype(bits)::value, PB = decltype(pb)::value;
-    constexpr bool L = decltype(lookup)::value;
-    auto offsets = [&](auto params) {
-      constexpr Params P = decltype(params)::value;
-      if (w.block_offsets()) f(Form<B, L, PB, P, true>{});
-      else f(Form<B, L, PB, P, false>{});
-    };
-    if (w.super_blocks() > 0) offsets(std::integral_constant<Params, Params::Super>{});
-    else if (w.block_f32()) offsets(std::integral_constant<Params, Params::F32>{});
-    else offsets(std::integral_constant<Params, Params::F16>{});
-  };
-  using Yes = std::true_type;
-  using No = std::false_type;
-  const bool two = w.block_cols() == 16;
-  switch (w.code_bits()) {
-    case 4:
-      if (w.identity_table()) storage(std::integral_constant<int, 4>{}, No{}, std::integral_constant<int, 4>{});
-      else storage(std::integral_constant<int, 4>{}, Yes{}, std::integral_constant<int, 4>{});
-      break;
-    case 5: storage(std::integral_constant<int, 5>{}, No{}, std::integral_constant<int, 4>{}); break;
-    case 6:
-      if (two) storage(std::integral_constant<int, 6>{}, No{}, std::integral_constant<int, 2>{});
-      else storage(std::integral_constant<int, 6>{}, No{}, std::integral_constant<int, 4>{});
-      break;
-    default:
-      if (two) storage(std::integral_constant<int, 8>{}, No{}, std::integral_constant<int, 2>{});
-      else storage(std::integral_constant<int, 8>{}, No{}, std::integral_constant<int, 4>{});
-      break;
-  }
+  if (!with_form(w.form(), f)) fail("", "interleaved linear", "no vector kernels for this weight's form");
 }
 
 // block(std::integral_constant<int, rest>{}, ts) for a rest of 1..N tokens.
