@@ -3,14 +3,17 @@
 // An OpenAI-compatible HTTP server (server/server.h) with a web chat page at /.
 // --parallel N keeps N conversations' KV states (session slots); requests take
 // turns on the model, one generation at a time, from a queue of --queue
-// requests (503 beyond it). Prints "listening on http://HOST:PORT" on stdout
-// once it accepts connections; SIGINT / SIGTERM stop it.
+// requests (503 beyond it). The port answers while the model loads (GET
+// /health: 503 "loading"); "listening on http://HOST:PORT" goes to stdout
+// once requests are served; SIGINT / SIGTERM stop it.
 #include <pthread.h>
 
 #include <csignal>
 #include <cstdio>
 #include <atomic>
+#include <exception>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -122,20 +125,39 @@ void register_serve(CLI::App& app) {
       }
     } wake_and_join{stopper};
 
-    auto engine = engine::Engine::load(model, engine_options);
-    server::Server server(*engine, options);
+    // The port is bound and served while the model loads: GET /health
+    // answers 503 {"status": "loading"} until it is ready. The engine outlives
+    // the server (declared first), which observes it for /metrics.
+    std::unique_ptr<engine::Engine> engine;
+    if (options.http_threads == 0) options.http_threads = engine_options.queue_capacity + engine_options.slots + 4;
+    server::Server server(options);
     const int port = server.bind();
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not a dead server
-    running_engine = engine.get();
-    running_server = &server;
-    const Model& served = engine->model();
-    fmt::print("tessera serve: {} threads ({} physical cores here), isa {}, arithmetic {}, {} slots\n",
-               served.pool().threads(), physical_core_count(), isa_name(served.isa()),
-               arithmetic_name(served.arithmetic()), engine_options.slots);
-    fmt::print("tessera serve: {} listening on http://{}:{}\n", options.model_name, options.host, port);
+    fmt::print("tessera serve: loading {} (GET /health on http://{}:{} answers 503 until it is ready)\n", model,
+               options.host, port);
     std::fflush(stdout);
+    std::exception_ptr load_error;
+    std::thread loader([&] {
+      try {
+        engine = engine::Engine::load(model, engine_options);
+        server.attach(*engine);
+        running_engine = engine.get();
+        running_server = &server;
+        const Model& served = engine->model();
+        fmt::print("tessera serve: {} threads ({} physical cores here), isa {}, arithmetic {}, {} slots\n",
+                   served.pool().threads(), physical_core_count(), isa_name(served.isa()),
+                   arithmetic_name(served.arithmetic()), engine_options.slots);
+        fmt::print("tessera serve: {} listening on http://{}:{}\n", options.model_name, options.host, port);
+        std::fflush(stdout);
+      } catch (...) {
+        load_error = std::current_exception();
+        server.stop();
+      }
+    });
     server.listen();
+    loader.join();
     running_server = nullptr;
+    if (load_error) std::rethrow_exception(load_error);
     fmt::print(stderr, "tessera serve: stopped\n");
   });
 }

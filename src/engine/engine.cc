@@ -56,6 +56,10 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options)
       return SequenceState(model_->spec(), context, model_->kv_type());  // the slots' shape, empty
     });
   }
+  const SequenceState& state = slots_[0].session->state();
+  for (int64_t layer = 0; layer < state.num_layers(); ++layer)
+    kv_capacity_ += state.layer_bytes(layer, state.context_length());
+  kv_capacity_ *= slots_.size();
   scheduler_ = std::thread([this] { scheduler_loop(); });
 }
 
@@ -88,8 +92,12 @@ std::future<Result> Engine::submit(Request request) {
     std::lock_guard lock(queue_mutex_);
     if (stopping_) fail("engine", "queue", "the engine is stopping");
     drop_cancelled_locked();
-    if (queue_.size() >= static_cast<size_t>(options_.queue_capacity)) throw QueueFull(queue_.size());
+    if (queue_.size() >= static_cast<size_t>(options_.queue_capacity)) {
+      if (observer_) observer_->refused();
+      throw QueueFull(queue_.size());
+    }
     queue_.push_back(std::move(job));
+    if (observer_) observer_->submitted();
   }
   queue_cv_.notify_one();
   return result;
@@ -106,6 +114,44 @@ void Engine::reset() {
   }
   if (prefix_cache_) prefix_cache_->clear_memory();  // the disk tier keeps its files
   publish_cache_usage();
+}
+
+void Engine::set_observer(EngineObserver* observer) {
+  std::scoped_lock lock(queue_mutex_, run_mutex_);
+  observer_ = observer;
+}
+
+void Engine::end_job(Job& job, Result result) {
+  if (observer_) observer_->ended(&result, (now_ms() - job.submitted_at) / 1000.0);
+  job.promise.set_value(std::move(result));
+}
+
+void Engine::end_job(Job& job, std::exception_ptr error) {
+  if (observer_) observer_->ended(nullptr, (now_ms() - job.submitted_at) / 1000.0);
+  job.promise.set_exception(std::move(error));
+}
+
+void Engine::tell_tokens(Running& run) {
+  if (!run.generation || !run.job) return;
+  const size_t tokens = run.generation->result().ids.size();
+  if (tokens <= run.tokens_told) return;
+  const double now = now_ms();
+  if (observer_) {
+    if (run.tokens_told == 0) observer_->first_token((now - run.job->submitted_at) / 1000.0);
+    else observer_->more_tokens(static_cast<int64_t>(tokens - run.tokens_told), (now - run.last_token_at) / 1000.0);
+  }
+  run.tokens_told = tokens;
+  run.last_token_at = now;
+}
+
+void Engine::publish_slot_usage() {
+  running_count_ = running_.size();
+  uint64_t used = 0;
+  for (const Slot& slot : slots_) {
+    const SequenceState& state = slot.session->state();
+    for (int64_t layer = 0; layer < state.num_layers(); ++layer) used += state.layer_bytes(layer, state.length());
+  }
+  kv_used_ = used;
 }
 
 void Engine::publish_cache_usage() {
@@ -134,7 +180,7 @@ void Engine::drop_cancelled_locked() {
       Result r;
       r.queue_ms = now_ms() - job.submitted_at;
       r.generation.finish_reason = "cancelled";
-      job.promise.set_value(std::move(r));
+      end_job(job, std::move(r));
       it = queue_.erase(it);
     } else {
       ++it;
@@ -156,7 +202,7 @@ void Engine::scheduler_loop() {
       queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
       if (stopping_) {
         for (auto& waiting : queue_)
-          waiting->promise.set_exception(std::make_exception_ptr(Error("engine", "queue", "the engine stopped")));
+          end_job(*waiting, std::make_exception_ptr(Error("engine", "queue", "the engine stopped")));
         queue_.clear();
       }
       // Every free slot takes a waiting request (slots are only taken here).
@@ -177,6 +223,7 @@ void Engine::scheduler_loop() {
       std::lock_guard lock(run_mutex_);
       advance_prefills();
       step_all();
+      publish_slot_usage();
     }
     idle_cv_.notify_all();
     bool stop = false;
@@ -201,7 +248,7 @@ void Engine::deliver(Running& run) {
   run.result.generation.prompt_tokens += run.prefilled_before;
   run.result.generation.prefill_seconds += run.early_prefill_seconds;
   slots_[run.slot].busy = false;
-  run.job->promise.set_value(std::move(run.result));
+  end_job(*run.job, std::move(run.result));
 }
 
 void Engine::fail_running(Running& run, std::exception_ptr error) {
@@ -209,7 +256,7 @@ void Engine::fail_running(Running& run, std::exception_ptr error) {
   slots_[run.slot].session->reset();
   slots_[run.slot].last_used = 0;
   slots_[run.slot].busy = false;
-  run.job->promise.set_exception(error);
+  end_job(*run.job, std::move(error));
 }
 
 void Engine::step_all() {
@@ -254,6 +301,7 @@ void Engine::step_all() {
       }
     }
   }
+  for (auto& run : running_) tell_tokens(*run);
   for (auto it = running_.begin(); it != running_.end();) {
     Running& run = **it;
     if (!run.job) {
@@ -393,7 +441,7 @@ bool Engine::admit(Running& run) {
   r.queue_ms = run.admitted_at - job.submitted_at;
   if (stop_requested(job.request)) {
     r.generation.finish_reason = "cancelled";
-    job.promise.set_value(std::move(r));
+    end_job(job, std::move(r));
     return false;
   }
   try {
@@ -430,7 +478,7 @@ bool Engine::admit(Running& run) {
     run.done = plan.reused;
     run.cache_at = system_end > run.done ? system_end : 0;
   } catch (...) {
-    job.promise.set_exception(std::current_exception());
+    end_job(job, std::current_exception());
     return false;
   }
   // With other requests generating, a long prompt goes in chunks between
@@ -474,6 +522,7 @@ bool Engine::start_generation(Running& run) {
     fail_running(run, std::current_exception());
     return false;
   }
+  tell_tokens(run);
   if (run.generation->finished()) {
     deliver(run);
     return false;

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/engine_observer.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "runtime/model.h"
@@ -109,6 +110,15 @@ class Engine {
   // Entries and bytes in the prefix cache (0, 0 when disabled), as of the
   // last request placed; never waits for the running one.
   std::pair<size_t, uint64_t> prefix_cache_usage() const { return {cache_entries_.load(), cache_bytes_.load()}; }
+  // Requests between admission and their last token, as of the last scheduler step.
+  size_t running() const { return running_count_.load(); }
+  // Bytes the slots' sequence states take at their current lengths, and at
+  // their full context (state/sequence_state.h, layer_bytes), as of the
+  // last scheduler step.
+  std::pair<uint64_t, uint64_t> kv_usage() const { return {kv_used_.load(), kv_capacity_}; }
+  // Tells `observer` (null: no one) of every request from now on; returns
+  // once no call to the previous observer is under way (engine_observer.h).
+  void set_observer(EngineObserver* observer);
 
  private:
   struct Job {
@@ -135,6 +145,8 @@ class Engine {
     int64_t prefilled_before = 0;  // prompt tokens prefilled before the generation's own prefill
     double early_prefill_seconds = 0;  // their compute time
     double admitted_at = 0, generation_at = 0;  // now_ms() at admission and at the generation's start
+    double last_token_at = 0;  // now_ms() at its latest generated token
+    size_t tokens_told = 0;    // generated tokens the observer has heard of
   };
   // Where a request runs and how much of its prompt the slot then holds.
   struct ReusePlan {
@@ -160,6 +172,12 @@ class Engine {
   bool start_generation(Running& run);
   void deliver(Running& run);
   void fail_running(Running& run, std::exception_ptr error);
+  // Sets the job's promise to its Result or its error, and tells the
+  // observer; every request ends through one of these.
+  void end_job(Job& job, Result result);
+  void end_job(Job& job, std::exception_ptr error);
+  // Tells the observer of run's tokens generated since it last heard.
+  void tell_tokens(Running& run);
   bool has_free_slot() const;
   std::vector<int32_t> prompt_ids(const Request& request) const;
   // Chooses the slot, puts the reusable state into it and says what it holds.
@@ -185,7 +203,13 @@ class Engine {
   std::condition_variable idle_cv_;  // running_ became empty (reset() waits for it)
   std::atomic<size_t> cache_entries_{0};
   std::atomic<uint64_t> cache_bytes_{0};
+  std::atomic<size_t> running_count_{0};
+  std::atomic<uint64_t> kv_used_{0};
+  uint64_t kv_capacity_ = 0;
+  EngineObserver* observer_ = nullptr;  // changed with both queue_mutex_ and run_mutex_ held
   void publish_cache_usage();
+  // running() and kv_usage() from the scheduler's state (scheduler thread).
+  void publish_slot_usage();
   void drop_cancelled_locked();
   // The request is cancelled, or the engine is stopping.
   bool stop_requested(const Request& r) const;

@@ -2,8 +2,11 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -14,6 +17,7 @@
 #include "server/client_connection.h"
 #include "server/completion_request.h"
 #include "server/completion_response.h"
+#include "server/metrics.h"
 
 namespace tessera::server {
 
@@ -58,16 +62,29 @@ ApiError request_error(std::exception_ptr e) {
 }  // namespace
 
 struct Server::Impl {
-  engine::Engine& engine;
+  std::atomic<engine::Engine*> attached{nullptr};  // null while the model loads
   ServerOptions options;
   httplib::Server http;
+  Metrics metrics;
   bool bound = false;
+  std::mutex stop_mutex;
+  bool stop_requested = false, listening = false;  // under stop_mutex
+  std::atomic<bool> listen_returned{false};
 
-  Impl(engine::Engine& e, ServerOptions o) : engine(e), options(std::move(o)) { configure(); }
+  explicit Impl(ServerOptions o) : options(std::move(o)) { configure(); }
+  ~Impl() {
+    if (engine::Engine* e = attached.load()) e->set_observer(nullptr);
+  }
+
+  // The engine; while the model loads, a 503 the client may retry.
+  engine::Engine& engine() const {
+    engine::Engine* e = attached.load();
+    if (!e) throw ApiError(503, "the model is still loading; try again shortly", "server_error", "", "model_loading");
+    return *e;
+  }
 
   void configure() {
-    const int threads = options.http_threads > 0 ? options.http_threads
-                                                 : engine.options().queue_capacity + engine.options().slots + 4;
+    const int threads = options.http_threads > 0 ? options.http_threads : kDefaultHttpThreads;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
     http.set_payload_max_length(options.max_body_bytes);
     http.set_read_timeout(options.io_timeout_s, 0);
@@ -97,14 +114,24 @@ struct Server::Impl {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(std::string(chat_page_html()), "text/html; charset=utf-8");
     });
+    // 503 {"status": "loading"} until the model is loaded, then 200 "ok".
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      const engine::Engine* e = attached.load();
+      if (!e) {
+        send_json(res, 503, {{"status", "loading"}, {"model", options.model_name}});
+        return;
+      }
       send_json(res, 200,
                 {{"status", "ok"},
                  {"model", options.model_name},
-                 {"slots", engine.options().slots},
-                 {"queued", engine.queued()},
-                 {"prefix_cache", {{"entries", engine.prefix_cache_usage().first},
-                                   {"bytes", engine.prefix_cache_usage().second}}}});
+                 {"slots", e->options().slots},
+                 {"queued", e->queued()},
+                 {"running", e->running()},
+                 {"prefix_cache", {{"entries", e->prefix_cache_usage().first},
+                                   {"bytes", e->prefix_cache_usage().second}}}});
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics.scrape(attached.load()), "text/plain; version=0.0.4; charset=utf-8");
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200,
@@ -172,14 +199,14 @@ struct Server::Impl {
     }
     auto channel = std::make_shared<engine::GenerationChannel>();
     engine::GenerationChannel::attach(channel, c.request);
-    channel->set_future(engine.submit(std::move(c.request)));  // QueueFull, Error: the exception handler
+    channel->set_future(engine().submit(std::move(c.request)));  // QueueFull, Error: the exception handler
     const ResponseHeader header = new_response_header(endpoint, options.model_name);
 
     // The status line goes out before the first token, so wait until the
     // prompt has been accepted (or refused: then a JSON error).
     ClientConnection client(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
     if (!channel->wait_started([&client] { return client.gone(); })) {
-      engine.drop_cancelled();  // if the client left while queued: its place goes to the next
+      engine().drop_cancelled();  // if the client left while queued: its place goes to the next
       // Refused, or cancelled before it started: either way it is over (the
       // result can be taken only once, so no response below may wait on it).
       ApiError error(503, "the request was cancelled before it started", "server_error", "", "cancelled");
@@ -250,8 +277,12 @@ struct Server::Impl {
   }
 };
 
-Server::Server(engine::Engine& engine, ServerOptions options)
-    : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+void Server::attach(engine::Engine& engine) {
+  engine.set_observer(&impl_->metrics);
+  impl_->attached = &engine;
+}
 
 Server::~Server() = default;
 
@@ -269,9 +300,24 @@ int Server::bind() {
 
 void Server::listen() {
   if (!impl_->bound) bind();
+  {
+    std::lock_guard lock(impl_->stop_mutex);
+    if (impl_->stop_requested) return;
+    impl_->listening = true;
+  }
   impl_->http.listen_after_bind();
+  impl_->listen_returned = true;
 }
 
-void Server::stop() { impl_->http.stop(); }
+void Server::stop() {
+  {
+    std::lock_guard lock(impl_->stop_mutex);
+    impl_->stop_requested = true;
+    if (!impl_->listening) return;  // listen() will return at once
+  }
+  // httplib's stop() does nothing until its loop runs: wait for it to start.
+  while (!impl_->http.is_running() && !impl_->listen_returned) std::this_thread::yield();
+  impl_->http.stop();
+}
 
 }  // namespace tessera::server

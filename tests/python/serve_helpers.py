@@ -29,27 +29,38 @@ class Server:
     """`tessera serve MODEL --port 0 ARGS...`; stop() ends it (SIGTERM) and
     returns its exit code."""
 
-    def __init__(self, model, *args, env=None, start_timeout=300):
+    def __init__(self, model, *args, env=None, start_timeout=300, wait_ready=True):
         self.proc = subprocess.Popen([tessera_bin(), "serve", str(model), "--port", "0", *map(str, args)],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                                      env={**os.environ, **(env or {})})
         self.stderr_lines = []
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         deadline = time.time() + start_timeout
-        line = ""
-        while time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if "listening on http://" in line:
-                break
-        if "listening on http://" not in line:
-            self.proc.kill()
-            raise AssertionError(f"tessera serve did not start:\n{''.join(self.stderr_lines)}")
-        self.url = line.strip().rsplit(" ", 1)[-1]
+        self.deadline = time.time() + start_timeout
+        # The port answers from the "loading" line on (GET /health: 503
+        # "loading"); requests are served from the "listening" line on.
+        line = self._read_until(" answers 503 until it is ready")
+        self.url = line.split("GET /health on ", 1)[1].split(" ", 1)[0]
         self.host, port = self.url.removeprefix("http://").split(":")
         self.port = int(port)
+        if wait_ready:
+            self.wait_ready()
+
+    def wait_ready(self):
+        """Waits for the "listening" line: the model is loaded."""
+        line = self._read_until("listening on http://")
         self.model_name = line.split("tessera serve: ", 1)[1].split(" listening", 1)[0]
+
+    def _read_until(self, marker):
+        line = ""
+        while time.time() < self.deadline:
+            line = self.proc.stdout.readline()
+            if not line or marker in line:
+                break
+        if marker not in line:
+            self.proc.kill()
+            raise AssertionError(f"tessera serve did not start:\n{''.join(self.stderr_lines)}")
+        return line
 
     def _drain_stderr(self):
         for line in self.proc.stderr:
@@ -146,3 +157,20 @@ def error_of(body: bytes) -> dict:
 
 def chat_body(content="hi", **fields) -> bytes:
     return json.dumps({"messages": [{"role": "user", "content": content}], **fields}).encode()
+
+
+def scrape(server: Server) -> dict:
+    """GET /metrics, read by the Prometheus project's own parser
+    (prometheus_client): {(sample name, sorted label pairs): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+    status, headers, body = raw_request(server, "GET", "/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain"), (status, headers)
+    samples = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def metric(samples: dict, name: str, **labels) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]

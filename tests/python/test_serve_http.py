@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 
 from conftest import tessera_bin
-from serve_helpers import Server, chat_body, error_of, make_tiny_chat_model, raw_request, read_response
+from serve_helpers import Server, chat_body, error_of, make_tiny_chat_model, metric, raw_request, read_response, scrape
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +266,7 @@ def check_full_queue(smollm2_server):
     status, _, reply = raw_request(smollm2_server, "POST", "/v1/chat/completions", chat_body(max_tokens=2))
     assert status == 503, reply
     assert error_of(reply)["code"] == "queue_full"
+    assert metric(scrape(smollm2_server), "tessera_requests_refused_total") >= 1
     a.close()
     b.close()
     deadline = time.monotonic() + 30
@@ -275,6 +276,35 @@ def check_full_queue(smollm2_server):
             break
         time.sleep(0.2)
     assert status == 200, reply
+
+
+def test_health_says_loading_until_the_model_is_ready(pulled_model_path):
+    # The port answers while the model loads; --reference dequantizes the
+    # GGUF to f32 on every start, a load long enough to be seen.
+    with Server(pulled_model_path("smollm2-135m-instruct"), "--reference", "--threads", 2, wait_ready=False) as s:
+        status, _, body = raw_request(s, "GET", "/health")
+        assert status == 503 and json.loads(body)["status"] == "loading", body
+        status, _, reply = raw_request(s, "POST", "/v1/chat/completions", chat_body(max_tokens=2))
+        assert status == 503 and error_of(reply)["code"] == "model_loading", reply
+        assert metric(scrape(s), "tessera_ready") == 0
+        s.wait_ready()
+        status, _, body = raw_request(s, "GET", "/health")
+        assert status == 200 and json.loads(body)["status"] == "ok", body
+        status, _, reply = raw_request(s, "POST", "/v1/chat/completions", chat_body(max_tokens=2))
+        assert status == 200, reply
+        m = scrape(s)
+        assert metric(m, "tessera_ready") == 1
+        assert metric(m, "tessera_requests_submitted_total") == 1  # the refused one never reached the engine
+        assert metric(m, "tessera_generation_tokens_total") == json.loads(reply)["usage"]["completion_tokens"]
+
+
+def test_a_model_that_fails_to_load_ends_the_server(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    proc = subprocess.run([tessera_bin(), "serve", str(bad), "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "answers 503 until it is ready" in proc.stdout and "listening on" not in proc.stdout
+    assert "bad.gguf" in proc.stderr, proc.stderr
 
 
 def queued(server) -> int:
