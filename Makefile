@@ -12,7 +12,8 @@ DEMO_PROMPT ?= Explain in two sentences why the sky is blue.
 FUZZ_SECONDS ?= 60
 
 PYBIND11_DIR := $(shell $(PYTHON) -m pybind11 --cmakedir 2>/dev/null)
-CMAKE_FLAGS  := -DCMAKE_BUILD_TYPE=Release $(if $(PYBIND11_DIR),-DTESSERA_BUILD_PYTHON=ON -Dpybind11_DIR=$(PYBIND11_DIR) -DPython_EXECUTABLE=$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
+# TESSERA_BUILD_TESTS named: a `pip install .` into $(BUILD) (.ci/run) turns it off in the cache.
+CMAKE_FLAGS  := -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=ON $(if $(PYBIND11_DIR),-DTESSERA_BUILD_PYTHON=ON -Dpybind11_DIR=$(PYBIND11_DIR) -DPython_EXECUTABLE=$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
 
 .PHONY: all build test test-cpp test-python test-asan test-arm64 demo setup setup-arm64 fuzz clean
 
