@@ -58,11 +58,6 @@ InterleavedForm InterleavedWeights::form_of(const WeightView& w) {
   return f;
 }
 
-InterleavedForm InterleavedWeights::form() const {
-  return {code_bits_, code_bits_ == 4 && !identity_, block_cols_,
-          super_blocks_ > 0 ? BlockParams::Super : block_f32_ ? BlockParams::F32 : BlockParams::F16, block_offsets_};
-}
-
 bool has_vector_kernels(const InterleavedForm& form) {
   return with_form(form, [](auto) {});
 }
@@ -90,8 +85,8 @@ InterleavedWeights::InterleavedWeights(const WeightView& w, std::shared_ptr<Huge
   // codes (u); bytes (8 bits, and 5 / 6 bits otherwise) find theirs while
   // the values are copied, then apply it to the copy.
   const int stored_bits = block_code_bits(w.format);
-  const InterleavedForm form = form_of(w);
-  code_bits_ = form.code_bits;
+  form_ = form_of(w);
+  code_bits_ = form_.code_bits;
   int lo = 127, hi = -128;
   if (code_bits_ == 5 || code_bits_ == 6) {
     weight_offset_ = -static_cast<int>(w.palette[0]);
@@ -99,7 +94,7 @@ InterleavedWeights::InterleavedWeights(const WeightView& w, std::shared_ptr<Huge
   } else if (code_bits_ == 4) {
     std::tie(lo, hi) = codebook_range(w.palette);
     weight_offset_ = offset_for_range(lo, hi);
-    identity_ = !form.lookup;
+    identity_ = !form_.lookup;
     for (int j = 0; j < 64; ++j) table_[j] = static_cast<uint8_t>(static_cast<int>(w.palette[j % 16]) + weight_offset_);
   }
   const int64_t G = groups(), V = vectors_per_group();

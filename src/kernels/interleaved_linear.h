@@ -107,7 +107,7 @@ class InterleavedWeights {
   // as nibbles and planes when the codebook is consecutive integers from
   // above −128 and a unit fits a block, else bytes; 8 bits bytes.
   static InterleavedForm form_of(const WeightView& w);
-  InterleavedForm form() const;
+  const InterleavedForm& form() const { return form_; }
   // Error if !supported(w). The layout's bytes come from `arena` (huge
   // pages; the model's weights), else from the heap (tests, benchmarks).
   // `give_back`: w's stored bytes are given back to the system as they are
@@ -190,6 +190,7 @@ class InterleavedWeights {
   int64_t bytes() const { return data_bytes_ + param_bytes_ * (block_offsets_ ? 2 : 1); }
 
  private:
+  InterleavedForm form_;  // form_of(the weight)
   int code_bits_ = 8;
   int64_t rows_, cols_, block_cols_;
   bool block_f32_, block_offsets_;
