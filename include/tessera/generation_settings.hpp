@@ -52,7 +52,15 @@
     "tokenizer, adapted as auto; draft-all:PATH verifies its every proposal, to measure a drafter; "               \
     "lookup+draft:PATH: prompt lookup's proposal where it has one, else the draft model's, adapted as auto); "     \
     "greedy output is identical to plain decoding")                                                                \
-  X(int64_t, draft_max, 8, "Speculative decoding: drafted tokens per verify call at most (1-32)")
+  X(int64_t, draft_max, 8, "Speculative decoding: drafted tokens per verify call at most (1-32)")                 \
+  X(std::string, json_schema, "",                                                                                  \
+    "Constrain the output to JSON valid against this JSON Schema (its text; compact JSON, no properties beyond "  \
+    "those listed unless additionalProperties says so; at most one of json_schema, grammar and regex)")           \
+  X(std::string, grammar, "",                                                                                      \
+    "Constrain the output to this grammar in llama.cpp's GBNF (root rule `root`; at most one of json_schema, "    \
+    "grammar and regex)")                                                                                         \
+  X(std::string, regex, "",                                                                                        \
+    "Constrain the output to match this regular expression (at most one of json_schema, grammar and regex)")
 
 namespace tessera {
 

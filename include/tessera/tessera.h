@@ -67,6 +67,9 @@ typedef struct tessera_generation_settings {
   int64_t max_tokens_per_call; /* default 0: the largest prefill program */
   const char* speculative;     /* "off" (NULL: the default), "lookup", "auto", "draft:PATH", "draft-all:PATH", "lookup+draft:PATH" */
   int64_t draft_max;           /* default 8 */
+  const char* json_schema;     /* NULL or "": none; a JSON Schema's text */
+  const char* grammar;         /* NULL or "": none; GBNF text */
+  const char* regex;           /* NULL or "": none; a regular expression */
 } tessera_generation_settings;
 
 /* Receives text as it becomes final (not NUL-terminated); return 0 to cancel. */

@@ -30,6 +30,11 @@ inline GenerationSettings off_default_settings() {
   s.max_tokens_per_call = 16;
   s.speculative = "lookup";
   s.draft_max = 4;
+  // A request takes at most one constraint: a door that runs these
+  // settings drops grammar and regex.
+  s.json_schema = R"({"type": "integer"})";
+  s.grammar = R"(root ::= "yes" | "no")";
+  s.regex = "[a-z]+";
   return s;
 }
 

@@ -84,6 +84,9 @@ TEST(GenerationSettingsDoors, CEverySettingArrives) {
   c.max_tokens_per_call = want.max_tokens_per_call;
   c.speculative = want.speculative.c_str();
   c.draft_max = want.draft_max;
+  c.json_schema = want.json_schema.c_str();
+  c.grammar = want.grammar.c_str();
+  c.regex = want.regex.c_str();
   EXPECT_EQ(testing::differing_settings(api::settings_from_c(c), want), std::vector<std::string>{});
 }
 

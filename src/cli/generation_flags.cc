@@ -28,6 +28,9 @@ constexpr SettingFlag kSettingFlags[] = {
     {"max_tokens_per_call", "-b,--batch"},
     {"speculative", "--speculative"},
     {"draft_max", "--draft-max"},
+    {"json_schema", "-j,--json-schema"},
+    {"grammar", "--grammar"},
+    {"regex", "--regex"},
 };
 
 template <class T>

@@ -47,6 +47,7 @@
 #include "engine/engine_observer.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
+#include "generation/output_constraint.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
 
@@ -190,6 +191,10 @@ class Engine {
   EngineOptions options_;
   std::vector<Slot> slots_;
   std::unique_ptr<PrefixCache> prefix_cache_;  // null when disabled
+  // Compiles requests' constraints (json_schema / grammar / regex) for this
+  // model's vocabulary on the submitting thread; made at the first one.
+  std::once_flag constraint_compiler_made_;
+  std::unique_ptr<ConstraintCompiler> constraint_compiler_;
   uint64_t clock_ = 0;  // last_used stamps
 
   mutable std::mutex queue_mutex_;

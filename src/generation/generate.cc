@@ -50,6 +50,15 @@ GenerateOptions make_generate_options(const GenerationSettings& s) {
   o.speculative.mode = parse_speculative_mode(s.speculative, &o.speculative.draft_path);
   if (s.draft_max < 1 || s.draft_max > 32) fail("options", "draft_max", "must be in 1..32, got {}", s.draft_max);
   o.speculative.max_draft = s.draft_max;
+  const std::pair<ConstraintKind, const std::string*> constraints[] = {
+      {ConstraintKind::JsonSchema, &s.json_schema}, {ConstraintKind::Grammar, &s.grammar}, {ConstraintKind::Regex, &s.regex}};
+  for (const auto& [kind, text] : constraints) {
+    if (text->empty()) continue;
+    if (!o.constraint.empty())
+      fail("options", ConstraintSpec{kind, ""}.setting(), "a request takes at most one constraint and {} is set too",
+           o.constraint.setting());
+    o.constraint = ConstraintSpec{kind, *text};
+  }
   return o;
 }
 
@@ -73,6 +82,13 @@ Generation::Generation(Session& session, std::span<const int32_t> prompt, const 
     fail("request", "prompt", "{} prompt tokens (+{} in context) leave no room to generate within the context length {}",
          prompt.size(), session.length(), session.context_length());
   if (tok) detok_.emplace(*tok);
+  if (!options.constraint.empty()) {
+    if (!tok) fail(model.path(), options.constraint.setting(), "a constraint needs a tokenizer and the model has none");
+    std::shared_ptr<const CompiledConstraint> compiled = options.compiled_constraint;
+    if (!compiled)
+      compiled = ConstraintCompiler(*tok, model.stop_token_ids(), model.spec().vocab_size).compile(options.constraint);
+    constraint_.emplace(std::move(compiled));
+  }
 }
 
 Generation::~Generation() = default;
@@ -88,6 +104,7 @@ void Generation::start() {
   if (options_.speculative.mode != SpeculativeMode::Off) {
     speculative_.emplace(session_, sampler_, options_.speculative, prompt_begin_, r_.prompt_tokens,
                          options_.max_tokens_per_call);
+    if (constraint_) speculative_->constrain(&*constraint_);
     speculative_->prepare(context_);  // a draft model's prefill: part of the time to the first token
   }
   decode_start_ = Clock::now();
@@ -96,9 +113,19 @@ void Generation::start() {
 }
 
 void Generation::pick() {
-  decided_.push_back(sampler_.picks_argmax(context_)
-                         ? session_.greedy_ids().back()
-                         : sampler_.sample(session_.logits().data(), session_.model().spec().vocab_size, context_));
+  const int64_t vocab = session_.model().spec().vocab_size;
+  if (constraint_) {
+    // The last row of logits with every token the constraint forbids at -inf.
+    const std::vector<float>& logits = session_.logits();
+    masked_.assign(logits.end() - vocab, logits.end());
+    if (constraint_->mask(masked_.data()) == 0)
+      fail("request", options_.constraint.setting(), "the constraint allows no token after {} generated tokens",
+           r_.ids.size());
+    decided_.push_back(sampler_.sample(masked_.data(), vocab, context_));
+    return;
+  }
+  decided_.push_back(sampler_.picks_argmax(context_) ? session_.greedy_ids().back()
+                                                     : sampler_.sample(session_.logits().data(), vocab, context_));
 }
 
 // Hands out the decided tokens in order (text, stop checks) until none is
@@ -116,7 +143,12 @@ void Generation::hand_out() {
     else ++r_.decode_steps;
     r_.ids.push_back(id);
     context_.push_back(id);
-    if (!options_.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
+    if (constraint_ && !constraint_->accept(id))
+      fail("request", options_.constraint.setting(), "token {} does not continue the constraint's match", id);
+    // A completed constraint ends the generation at its stop token even
+    // with ignore_eos: nothing may follow it.
+    const bool ends = !options_.ignore_eos || (constraint_ && constraint_->terminated());
+    if (ends && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
       end("eos");
       break;
     }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include <tessera/generation_settings.hpp>
 
+#include "generation/output_constraint.h"
 #include "generation/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/detokenizer.h"
@@ -29,6 +31,12 @@ struct GenerateOptions {
   bool ignore_eos = false;                // keep going past stop tokens
   int64_t max_tokens_per_call = 0;        // prefill call size (0: largest variant)
   SpeculativeOptions speculative;          // speculative decoding (generation/speculative.h); off by default
+  // Constrained decoding (generation/output_constraint.h): the constraint
+  // as the settings state it, and, when the caller compiled it ahead (the
+  // engine does, with its model's ConstraintCompiler), the result;
+  // Generation compiles `constraint` itself when `compiled_constraint` is null.
+  ConstraintSpec constraint;
+  std::shared_ptr<const CompiledConstraint> compiled_constraint;
 };
 
 // A generation request as a user states it is a GenerationSettings
@@ -37,8 +45,8 @@ struct GenerateOptions {
 // GenerateOptions, checking every range with the same errors for all doors:
 // it throws Error ("options", field name, problem) for the first value out of
 // range: max_tokens < 1, max_tokens_per_call < 0, an empty stop string, a
-// sampling parameter (SamplingParams::validate), an unknown speculative mode
-// or draft_max outside 1..32.
+// sampling parameter (SamplingParams::validate), an unknown speculative mode,
+// draft_max outside 1..32, or more than one of json_schema, grammar and regex.
 GenerateOptions make_generate_options(const GenerationSettings& settings);
 
 struct GenerateResult {
@@ -109,6 +117,8 @@ class Generation {
   Sampler sampler_;
   std::optional<tok::StreamingDetokenizer> detok_;
   std::optional<SpeculativeDecoder> speculative_;
+  std::optional<ConstraintMatcher> constraint_;
+  std::vector<float> masked_;  // the logits with the constraint's mask applied
   GenerateResult r_;
   std::vector<int32_t> context_;  // history + prompt + generated
   std::deque<int32_t> decided_;   // chosen, not yet handed out (a verify call decides several)

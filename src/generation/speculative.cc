@@ -126,8 +126,17 @@ SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const
 
 int32_t SpeculativeDecoder::decode(std::span<const int32_t> context) {
   const std::vector<float>& logits = session_.forward(context.last(1));
-  return sampler_.picks_argmax(context) ? session_.greedy_ids().back()
-                                        : sampler_.sample(logits.data(), session_.model().spec().vocab_size, context);
+  return !constraint_ && sampler_.picks_argmax(context)
+             ? session_.greedy_ids().back()
+             : sampler_.sample(constrained(logits.data()), session_.model().spec().vocab_size, context);
+}
+
+const float* SpeculativeDecoder::constrained(const float* row) {
+  if (!constraint_) return row;
+  const int64_t vocab = session_.model().spec().vocab_size;
+  masked_.assign(row, row + vocab);
+  if (constraint_->mask(masked_.data()) == 0) fail("request", "constraint", "the constraint allows no next token");
+  return masked_.data();
 }
 
 void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draft, std::vector<int32_t>& decided) {
@@ -172,6 +181,12 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
     k = options_.mode == SpeculativeMode::Auto ? controller_.draft_length(static_cast<int64_t>(draft_.size()))
                                                : static_cast<int64_t>(draft_.size());
   }
+  if (constraint_ && k > 0) {  // never verify a draft past its first token the constraint refuses
+    int64_t allowed = 0;
+    while (allowed < k && constraint_->accept(draft_[static_cast<size_t>(allowed)])) ++allowed;
+    constraint_->rollback(allowed);
+    k = allowed;
+  }
   if (k == 0) {
     // Auto: the proposal not verified now is a shadow draft, checked
     // against the tokens plain decoding produces next.
@@ -193,7 +208,7 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   //    Plain greedy needs only each row's argmax, which the programs compute:
   //    the logits rows are then not copied out.
   const SamplingParams& sp = sampler_.params();
-  const bool ids_only = sp.temperature == 0.0f && sp.repeat_penalty == 1.0f;
+  const bool ids_only = sp.temperature == 0.0f && sp.repeat_penalty == 1.0f && !constraint_;
   const bool cold = !session_.warm_for_as_decode(k + 1);
   const std::vector<float>& logits = session_.forward_as_decode(ext.subspan(base, static_cast<size_t>(k + 1)),
                                                                 max_tokens_per_call_, !ids_only);
@@ -204,12 +219,14 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
   int64_t a = 0;
   int32_t next = 0;
   for (;; ++a) {
+    // Under a constraint the matcher follows the accepted drafts (rolled back below).
+    if (constraint_ && a > 0) constraint_->accept(draft_[static_cast<size_t>(a - 1)]);
     const std::span<const int32_t> row_context = ext.first(context.size() + static_cast<size_t>(a));
-    const float* row = ids_only ? nullptr : logits.data() + a * vocab;  // ids_only: greedy_ids() alone
+    const float* row = ids_only ? nullptr : constrained(logits.data() + a * vocab);  // ids_only: greedy_ids() alone
     if (sp.temperature == 0.0f) {
       // Greedy: the choice plain decode would make; accepted if it is the draft.
-      next = sampler_.picks_argmax(row_context) ? session_.greedy_ids()[static_cast<size_t>(a)]
-                                                : sampler_.sample(row, vocab, row_context);
+      next = !constraint_ && sampler_.picks_argmax(row_context) ? session_.greedy_ids()[static_cast<size_t>(a)]
+                                                                : sampler_.sample(row, vocab, row_context);
       if (a == k || next != draft_[static_cast<size_t>(a)]) break;
     } else if (a == k) {
       next = sampler_.sample(row, vocab, row_context);  // all accepted: one more token from p_k
@@ -225,6 +242,8 @@ void SpeculativeDecoder::step(std::span<const int32_t> context, int64_t max_draf
       }
     }
   }
+
+  if (constraint_) constraint_->rollback(a);  // the generation accepts the decided tokens as it hands them out
 
   // 3. Keep the pending token and the accepted drafts.
   truncate(ext, base + 1 + a);

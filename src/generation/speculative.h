@@ -49,6 +49,7 @@
 
 #include "generation/draft_controller.h"
 #include "generation/drafter.h"
+#include "generation/output_constraint.h"
 #include "generation/sampler.h"
 #include "runtime/session.h"
 
@@ -143,10 +144,20 @@ class SpeculativeDecoder {
 
   const SpeculativeStats& stats() const { return stats_; }
   const DraftController& controller() const { return controller_; }
+  // Constrained decoding (generation/output_constraint.h): `matcher` is
+  // the generation's, positioned after the pending token whenever step()
+  // is called. Drafts are cut before their first token the constraint
+  // refuses (never verified), and every row is masked before its token is
+  // chosen, so the output is what constrained plain decoding gives (greedy:
+  // the same tokens). step() leaves the matcher where it found it.
+  void constrain(ConstraintMatcher* matcher) { constraint_ = matcher; }
 
  private:
   // A plain decode step of the pending token: the sampler's choice.
   int32_t decode(std::span<const int32_t> context);
+  // `row` (vocab logits) as the sampler sees it: under a constraint, a copy
+  // with the tokens it refuses at -inf.
+  const float* constrained(const float* row);
   // Runs tokens[0, n) into the reset session as they were run first.
   void refeed(std::span<const int32_t> tokens, int64_t n);
   // The next decided token against the shadow draft (DraftController):
@@ -162,6 +173,8 @@ class SpeculativeDecoder {
   DraftController controller_;
   SpeculativeStats stats_;
   std::vector<int32_t> draft_, extended_;
+  ConstraintMatcher* constraint_ = nullptr;
+  std::vector<float> masked_;
   std::vector<int32_t> shadow_;  // auto: a proposal not verified, being checked against the next tokens
   int64_t shadow_matched_ = 0;    // of its tokens, how many the decided ones matched so far
 };

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <random>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -117,6 +118,42 @@ std::vector<std::string> stop_strings(const json& body) {
   return out;
 }
 
+// A string setting that may also come as JSON (json_schema: a schema
+// object, as llama-server takes it, or its text).
+std::string text_or_json(const json& body, const char* name) {
+  const json* v = field(body, name);
+  if (!v) return "";
+  if (v->is_string()) return v->get<std::string>();
+  if (std::string_view(name) == "json_schema" && v->is_object()) return v->dump();
+  throw wrong_type(name, std::string_view(name) == "json_schema" ? "a JSON Schema (an object) or its text" : "a string");
+}
+
+// OpenAI's response_format: {"type": "text"}, {"type": "json_object"} (any
+// JSON object) or {"type": "json_schema", "json_schema": {"name": ...,
+// "schema": {...}, "strict": ...}}; the schema it asks for, "" for text.
+// Outputs are always held to the schema (strict or not).
+std::string response_format_schema(const json& body) {
+  const json* v = field(body, "response_format");
+  if (!v) return "";
+  if (!v->is_object() || !v->contains("type") || !(*v)["type"].is_string())
+    throw wrong_type("response_format", "an object with a 'type'");
+  const std::string type = (*v)["type"].get<std::string>();
+  if (type == "text") return "";
+  if (type == "json_object") return R"({"type": "object"})";
+  if (type != "json_schema")
+    throw bad_request(fmt::format("response_format type '{}' is not supported (text, json_object or json_schema)", type),
+                      "response_format.type");
+  const auto spec = v->find("json_schema");
+  if (spec == v->end() || !spec->is_object())
+    throw bad_request("response_format.json_schema must be an object with a 'schema'", "response_format.json_schema",
+                      "missing_required_parameter");
+  const auto schema = spec->find("schema");
+  if (schema == spec->end()) return R"({"type": "object"})";  // OpenAI: no schema, any object
+  if (!schema->is_object() && !schema->is_boolean())
+    throw wrong_type("response_format.json_schema.schema", "a JSON Schema (an object)");
+  return schema->dump();
+}
+
 constexpr SettingField kSettingFields[] = {
     {"max_tokens", "max_tokens", false, nullptr},  // max_completion_tokens, OpenAI's newer name, wins
     {"temperature", "temperature", false, nullptr},
@@ -133,6 +170,10 @@ constexpr SettingField kSettingFields[] = {
      "request the engine runs beside it (the engine splits long prompts itself while others generate)"},
     {"speculative", "speculative", true, nullptr},
     {"draft_max", "draft_max", true, nullptr},
+    // llama-server's names; OpenAI's response_format also sets json_schema.
+    {"json_schema", "json_schema", true, nullptr},
+    {"grammar", "grammar", true, nullptr},
+    {"regex", "regex", true, nullptr},
 };
 
 }  // namespace
@@ -183,6 +224,14 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
                         "speculative");
   }
   s.draft_max = integer(body, "draft_max", 1, 32).value_or(s.draft_max);
+  s.json_schema = text_or_json(body, "json_schema");
+  if (std::string schema = response_format_schema(body); !schema.empty()) {
+    if (!s.json_schema.empty())
+      throw bad_request("give response_format or json_schema, not both", "response_format");
+    s.json_schema = std::move(schema);
+  }
+  s.grammar = text_or_json(body, "grammar");
+  s.regex = text_or_json(body, "regex");  // more than one constraint: make_generate_options says so
   if (integer(body, "n", 1, 1).value_or(1) != 1) throw bad_request("only n = 1 is supported", "n");
 
   c.stream = boolean(body, "stream").value_or(false);

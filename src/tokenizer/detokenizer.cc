@@ -32,6 +32,10 @@ void StreamingDetokenizer::reset() {
 }
 
 std::string StreamingDetokenizer::token_bytes(int32_t id) {
+  return piece_bytes(id, metaspace_first_ && tokens_seen_ == 0);
+}
+
+std::string StreamingDetokenizer::piece_bytes(int32_t id, bool drop_space) const {
   const std::string piece(tok_.token_to_piece(id));
   if (byte_level_) {
     std::string b;
@@ -41,12 +45,11 @@ std::string StreamingDetokenizer::token_bytes(int32_t id) {
   const int byte = parse_byte_piece(piece);
   if (byte >= 0) return std::string(1, static_cast<char>(byte));
   if (space_from_.empty() || piece.find(space_from_) == std::string::npos) return piece;
-  const bool drop = metaspace_first_ && tokens_seen_ == 0;
   std::string out;
   size_t pos = 0;
   for (size_t hit; (hit = piece.find(space_from_, pos)) != std::string::npos; pos = hit + space_from_.size()) {
     out.append(piece, pos, hit - pos);
-    if (!drop) out += ' ';
+    if (!drop_space) out += ' ';
   }
   out.append(piece, pos, std::string::npos);
   return out;

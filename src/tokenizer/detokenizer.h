@@ -37,9 +37,15 @@ class StreamingDetokenizer {
   // Flushes what is pending (incomplete sequences as U+FFFD) and resets.
   std::string finish();
   void reset();
+  // The bytes token `id` adds in the middle of a text (no leading space
+  // dropped as at the text's start): what a grammar matcher sees of it
+  // (generation/output_constraint.h). Throws Error for an id outside the
+  // vocabulary.
+  std::string bytes_of(int32_t id) const { return piece_bytes(id, false); }
 
  private:
   std::string token_bytes(int32_t id);
+  std::string piece_bytes(int32_t id, bool drop_space) const;
   std::string drain(bool final);
 
   const Tokenizer& tok_;

@@ -32,7 +32,12 @@ OFF_DEFAULT = {
     "max_tokens_per_call": 16,
     "speculative": "lookup",
     "draft_max": 4,
+    "json_schema": '{"type": "integer"}',
+    "grammar": 'root ::= "yes" | "no"',
+    "regex": "[a-z]+",
 }
+# A request takes at most one constraint: the runs below keep json_schema.
+ONE_CONSTRAINT = {k: v for k, v in OFF_DEFAULT.items() if k not in ("grammar", "regex")}
 
 
 @pytest.fixture(scope="module")
@@ -113,17 +118,19 @@ def test_session_generate_reads_every_setting(tiny_model):
             session.generate([1, 2], 4, **{name: object()})
     with pytest.raises(TypeError, match="unexpected keyword argument 'temp'"):
         session.generate([1, 2], 4, temp=0.5)
-    settings = dict(OFF_DEFAULT)
+    with pytest.raises(tessera.TesseraError, match="at most one constraint"):
+        session.generate([1, 2], 4, **{k: v for k, v in OFF_DEFAULT.items() if k != "max_tokens"})
+    settings = dict(ONE_CONSTRAINT)
     r = session.generate([104, 105, 106], settings.pop("max_tokens"), **settings)
     assert r["finish_reason"] in ("length", "stop") and 1 <= len(r["ids"]) <= 7
 
 
 def test_every_setting_through_the_engine(tiny_model):
-    """The whole list at once through Engine.generate runs, and its greedy
-    speculative output equals plain decoding's."""
+    """The whole list at once (one constraint) through Engine.generate runs,
+    and its greedy speculative output equals plain decoding's."""
     engine = tessera.Engine(tiny_model)
-    r = engine.generate(prompt_ids=[104, 105, 106], **OFF_DEFAULT)
-    assert r.finish_reason in ("length", "stop") and 1 <= len(r.ids) <= 7
-    greedy = {**OFF_DEFAULT, "temperature": 0.0, "repeat_penalty": 1.0, "stop": []}
+    r = engine.generate(prompt_ids=[104, 105, 106], **ONE_CONSTRAINT)
+    assert r.finish_reason in ("length", "stop", "eos") and 1 <= len(r.ids) <= 7
+    greedy = {**ONE_CONSTRAINT, "temperature": 0.0, "repeat_penalty": 1.0, "stop": [], "json_schema": ""}
     plain = engine.generate(prompt_ids=[104, 105, 106], **{**greedy, "speculative": "off"})
     assert engine.generate(prompt_ids=[104, 105, 106], **greedy).ids == plain.ids

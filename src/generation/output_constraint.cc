@@ -1,0 +1,266 @@
+#include "generation/output_constraint.h"
+
+#include <algorithm>
+#include <bit>
+#include <deque>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+#include <xgrammar/xgrammar.h>
+
+#include "core/error.h"
+#include "tokenizer/detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera {
+
+const char* ConstraintSpec::setting() const {
+  switch (kind) {
+    case ConstraintKind::JsonSchema: return "json_schema";
+    case ConstraintKind::Grammar: return "grammar";
+    case ConstraintKind::Regex: return "regex";
+    case ConstraintKind::None: break;
+  }
+  return "constraint";
+}
+
+class CompiledConstraint {
+ public:
+  CompiledConstraint(xgrammar::CompiledGrammar grammar, int64_t vocab_size)
+      : grammar(std::move(grammar)), vocab_size(vocab_size) {}
+  xgrammar::CompiledGrammar grammar;
+  int64_t vocab_size;
+};
+
+namespace {
+
+constexpr size_t kCompiledKept = 64;
+
+// The bitmask XGrammar fills: one bit per vocabulary id, 32 to an int32
+// word, bit (id % 32) of word id / 32 set when the id is allowed.
+class TokenBitmask {
+ public:
+  explicit TokenBitmask(int64_t vocab_size)
+      : words_(static_cast<size_t>(xgrammar::GetBitmaskSize(static_cast<int>(vocab_size)))),
+        shape_(static_cast<int64_t>(words_.size())) {
+    tensor_.data = words_.data();
+    tensor_.device = DLDevice{kDLCPU, 0};
+    tensor_.ndim = 1;
+    tensor_.dtype = xgrammar::GetBitmaskDLType();
+    tensor_.shape = &shape_;
+    tensor_.strides = nullptr;
+    tensor_.byte_offset = 0;
+  }
+  DLTensor* tensor() { return &tensor_; }
+  const std::vector<int32_t>& words() const { return words_; }
+
+ private:
+  std::vector<int32_t> words_;
+  int64_t shape_;
+  DLTensor tensor_{};
+};
+
+int64_t allowed_count(const std::vector<int32_t>& words, int64_t vocab_size) {
+  int64_t n = 0;
+  for (int64_t w = 0; w < static_cast<int64_t>(words.size()); ++w) {
+    uint32_t bits = static_cast<uint32_t>(words[w]);
+    const int64_t first = w * 32;
+    if (vocab_size - first < 32) bits &= (1u << (vocab_size - first)) - 1u;
+    n += std::popcount(bits);
+  }
+  return n;
+}
+
+// Each id's bytes as XGrammar's RAW vocabulary type wants them; "" marks a
+// special token (never matched as text).
+std::vector<std::string> grammar_vocabulary(const tok::Tokenizer& tokenizer, int64_t vocab_size) {
+  const tok::StreamingDetokenizer detok(tokenizer);
+  const int64_t n = std::min<int64_t>(vocab_size, static_cast<int64_t>(tokenizer.vocab_size()));
+  std::vector<std::string> vocab(static_cast<size_t>(n));
+  for (int64_t id = 0; id < n; ++id) {
+    const auto i = static_cast<int32_t>(id);
+    if (!tokenizer.is_special(i)) vocab[static_cast<size_t>(id)] = detok.bytes_of(i);
+  }
+  return vocab;
+}
+
+// The vocabulary JSON constraints match against: tokens with a raw control
+// byte (< 0x20) blanked. Compact JSON never needs one (strings escape them,
+// and there is no free whitespace), and XGrammar 0.2.9's string rule under
+// maxLength / minLength lets them through, which JSON parsers then refuse.
+std::vector<std::string> without_control_bytes(std::vector<std::string> vocab) {
+  for (std::string& token : vocab)
+    if (std::any_of(token.begin(), token.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+      token.clear();
+  return vocab;
+}
+
+// The schema with every integer bounded: an integer schema without a lower
+// (upper) bound gets minimum -(2^53 - 1) (maximum 2^53 - 1), the range RFC
+// 8259 section 6 names as the one JSON implementations agree on. Unbounded,
+// a small model can write digits until max_tokens (llama.cpp's own schema
+// converter caps integers at 16 digits for the same reason). Text that is
+// not JSON is returned as it is, for XGrammar to report.
+std::string with_bounded_integers(const std::string& schema_text) {
+  nlohmann::json schema = nlohmann::json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return schema_text;
+  constexpr int64_t kSafe = 9007199254740991;  // 2^53 - 1
+  auto visit = [&](auto& self, nlohmann::json& node) -> void {
+    if (node.is_array()) {
+      for (nlohmann::json& item : node) self(self, item);
+      return;
+    }
+    if (!node.is_object()) return;
+    const auto type = node.find("type");
+    const bool integer =
+        type != node.end() && ((type->is_string() && *type == "integer") ||
+                               (type->is_array() && std::find(type->begin(), type->end(), "integer") != type->end()));
+    if (integer) {
+      if (!node.contains("minimum") && !node.contains("exclusiveMinimum")) node["minimum"] = -kSafe;
+      if (!node.contains("maximum") && !node.contains("exclusiveMaximum")) node["maximum"] = kSafe;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it)
+      if (it.key() != "enum" && it.key() != "const" && it.key() != "default" && it.key() != "examples")
+        self(self, it.value());
+  };
+  visit(visit, schema);
+  return schema.dump();
+}
+
+// XGrammar's message without its "[hh:mm:ss] file.cc:line: " prefix.
+std::string xgrammar_message(std::string_view what) {
+  if (const size_t at = what.find(".cc:"); at != std::string_view::npos && !what.empty() && what[0] == '[')
+    if (const size_t colon = what.find(": ", at); colon != std::string_view::npos) what.remove_prefix(colon + 2);
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.remove_suffix(1);
+  return std::string(what);
+}
+
+// A GrammarCompiler with the vocabulary it compiles against.
+struct VocabularyCompiler {
+  xgrammar::TokenizerInfo info;
+  xgrammar::GrammarCompiler compiler;
+  VocabularyCompiler(const std::vector<std::string>& vocab, int64_t vocab_size, const std::vector<int32_t>& stops)
+      : info(vocab, xgrammar::VocabType::RAW, static_cast<int>(vocab_size), stops),
+        // One thread: compiling runs beside the engine's decode steps, which
+        // have the cores.
+        compiler(info, /*max_threads=*/1, /*cache_enabled=*/false) {}
+};
+
+}  // namespace
+
+struct ConstraintCompiler::Impl {
+  int64_t vocab_size;
+  std::vector<int32_t> stops;
+  std::vector<std::string> vocab;
+  std::optional<VocabularyCompiler> text, json;  // made at their first use
+  std::mutex mutex;
+  using Key = std::pair<ConstraintKind, std::string>;
+  std::map<Key, std::shared_ptr<const CompiledConstraint>> compiled;
+  std::deque<Key> order;  // compiled's keys, oldest first
+
+  Impl(const tok::Tokenizer& tokenizer, std::span<const int32_t> stop_ids, int64_t vocab_size)
+      : vocab_size(vocab_size), stops(stop_ids.begin(), stop_ids.end()), vocab(grammar_vocabulary(tokenizer, vocab_size)) {}
+
+  xgrammar::CompiledGrammar compile(const ConstraintSpec& spec) {
+    if (spec.kind == ConstraintKind::JsonSchema) {
+      if (!json) json.emplace(without_control_bytes(vocab), vocab_size, stops);
+      // Compact JSON (", " and ": ", no newlines): small models given
+      // free whitespace tend to spend their tokens on it. strict: no
+      // properties or items beyond those the schema lists, unless it says
+      // otherwise (additionalProperties), as OpenAI's strict mode.
+      return json->compiler.CompileJSONSchema(with_bounded_integers(spec.text), /*any_whitespace=*/false,
+                                              std::nullopt, std::nullopt, /*strict_mode=*/true);
+    }
+    if (!text) text.emplace(vocab, vocab_size, stops);
+    switch (spec.kind) {
+      case ConstraintKind::Grammar: return text->compiler.CompileGrammar(spec.text, "root");
+      case ConstraintKind::Regex: return text->compiler.CompileRegex(spec.text);
+      default: break;
+    }
+    fail("request", "constraint", "no constraint to compile");
+  }
+};
+
+ConstraintCompiler::ConstraintCompiler(const tok::Tokenizer& tokenizer, std::span<const int32_t> stop_ids,
+                                       int64_t vocab_size)
+    : impl_(std::make_unique<Impl>(tokenizer, stop_ids, vocab_size)) {}
+
+ConstraintCompiler::~ConstraintCompiler() = default;
+
+std::shared_ptr<const CompiledConstraint> ConstraintCompiler::compile(const ConstraintSpec& spec) {
+  // One compile at a time: they are rare (a schema's first use) and each
+  // already has a thread.
+  std::lock_guard lock(impl_->mutex);
+  auto key = std::make_pair(spec.kind, spec.text);
+  if (auto it = impl_->compiled.find(key); it != impl_->compiled.end()) return it->second;
+  std::optional<xgrammar::CompiledGrammar> grammar;
+  try {
+    grammar.emplace(impl_->compile(spec));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("request", spec.setting(), "{}", xgrammar_message(e.what()));
+  }
+  auto compiled = std::make_shared<const CompiledConstraint>(std::move(*grammar), impl_->vocab_size);
+  // A constraint whose first step allows nothing (an unsatisfiable schema:
+  // an empty enum, minimum above maximum, ...) would fail every request.
+  if (ConstraintMatcher(compiled).mask(nullptr) == 0)
+    fail("request", spec.setting(), "the {} admits no output (no token can start it)",
+         spec.kind == ConstraintKind::JsonSchema ? "schema" : spec.setting());
+  // Kept: the last kCompiledKept constraints, oldest dropped first.
+  if (impl_->order.size() >= kCompiledKept) {
+    impl_->compiled.erase(impl_->order.front());
+    impl_->order.pop_front();
+  }
+  impl_->order.push_back(key);
+  return impl_->compiled.emplace(std::move(key), std::move(compiled)).first->second;
+}
+
+struct ConstraintMatcher::Impl {
+  std::shared_ptr<const CompiledConstraint> compiled;
+  xgrammar::GrammarMatcher matcher;
+  TokenBitmask bitmask;
+
+  explicit Impl(std::shared_ptr<const CompiledConstraint> c)
+      : compiled(std::move(c)), matcher(compiled->grammar), bitmask(compiled->vocab_size) {}
+};
+
+ConstraintMatcher::ConstraintMatcher(std::shared_ptr<const CompiledConstraint> compiled)
+    : impl_(std::make_unique<Impl>(std::move(compiled))) {}
+
+ConstraintMatcher::~ConstraintMatcher() = default;
+
+int64_t ConstraintMatcher::mask(float* logits) {
+  impl_->matcher.FillNextTokenBitmask(impl_->bitmask.tensor());
+  const std::vector<int32_t>& words = impl_->bitmask.words();
+  const int64_t vocab = impl_->compiled->vocab_size;
+  if (logits) {
+    constexpr float kNever = -std::numeric_limits<float>::infinity();
+    for (int64_t w = 0; w < static_cast<int64_t>(words.size()); ++w) {
+      const auto bits = static_cast<uint32_t>(words[w]);
+      if (bits == 0xFFFFFFFFu) continue;
+      const int64_t first = w * 32, end = std::min<int64_t>(first + 32, vocab);
+      for (int64_t id = first; id < end; ++id)
+        if (!((bits >> (id - first)) & 1u)) logits[id] = kNever;
+    }
+  }
+  return allowed_count(words, vocab);
+}
+
+bool ConstraintMatcher::accept(int32_t id) {
+  if (id < 0 || id >= impl_->compiled->vocab_size) return false;
+  return impl_->matcher.AcceptToken(id);
+}
+
+void ConstraintMatcher::rollback(int64_t n) {
+  if (n > 0) impl_->matcher.Rollback(static_cast<int>(n));
+}
+
+bool ConstraintMatcher::terminated() const { return impl_->matcher.IsTerminated(); }
+
+}  // namespace tessera
