@@ -6,7 +6,8 @@
 # The source is XGrammar's own sdist on PyPI (its C++ sources and the two
 # header-only dependencies it needs, picojson and dlpack), pinned by version
 # and SHA-256 and fetched at configure time into the build directory
-# (_deps/). Offline: -DTESSERA_XGRAMMAR_URL=/path/to/xgrammar-0.2.9.tar.gz.
+# (_deps/), then patched (cmake/xgrammar_patch.cmake). Offline:
+# -DTESSERA_XGRAMMAR_URL=/path/to/xgrammar-0.2.9.tar.gz.
 #
 # Its CMakeLists is not used: it adds -Werror and -flto=auto to every
 # compile and builds Python bindings. The library target is declared here
@@ -19,6 +20,9 @@ FetchContent_Declare(xgrammar
   URL ${TESSERA_XGRAMMAR_URL}
   URL_HASH SHA256=87b466bca2475e29bb0323abc62c6c33cbcbcff47e5fb800a3e2099ac9620b90
   DOWNLOAD_EXTRACT_TIMESTAMP TRUE
+  # One fix (raw control characters in length-bounded JSON strings): the
+  # script says what and why.
+  PATCH_COMMAND ${CMAKE_COMMAND} -P ${CMAKE_CURRENT_LIST_DIR}/xgrammar_patch.cmake
   # No CMakeLists there: FetchContent only downloads and unpacks.
   SOURCE_SUBDIR tessera-builds-its-own-target)
 FetchContent_MakeAvailable(xgrammar)

@@ -55,12 +55,16 @@
   X(int64_t, draft_max, 8, "Speculative decoding: drafted tokens per verify call at most (1-32)")                 \
   X(std::string, json_schema, "",                                                                                  \
     "Constrain the output to JSON valid against this JSON Schema (its text; compact JSON, no properties beyond "  \
-    "those listed unless additionalProperties says so; at most one of json_schema, grammar and regex)")           \
+    "those listed unless additionalProperties says so; at most one of the four constraints)")           \
   X(std::string, grammar, "",                                                                                      \
     "Constrain the output to this grammar in llama.cpp's GBNF (root rule `root`; at most one of json_schema, "    \
-    "grammar and regex)")                                                                                         \
+    "grammar, regex and structural_tag)")                                                                                         \
   X(std::string, regex, "",                                                                                        \
-    "Constrain the output to match this regular expression (at most one of json_schema, grammar and regex)")
+    "Constrain the output to match this regular expression (at most one of json_schema, grammar, regex and "      \
+    "structural_tag)")                                                                                            \
+  X(std::string, structural_tag, "",                                                                               \
+    "Constrain the output with an XGrammar structural tag (its JSON: free text with tagged JSON regions, as tool " \
+    "calls use; at most one of json_schema, grammar, regex and structural_tag)")
 
 namespace tessera {
 

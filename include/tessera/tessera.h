@@ -70,6 +70,7 @@ typedef struct tessera_generation_settings {
   const char* json_schema;     /* NULL or "": none; a JSON Schema's text */
   const char* grammar;         /* NULL or "": none; GBNF text */
   const char* regex;           /* NULL or "": none; a regular expression */
+  const char* structural_tag;  /* NULL or "": none; an XGrammar structural tag (JSON) */
 } tessera_generation_settings;
 
 /* Receives text as it becomes final (not NUL-terminated); return 0 to cancel. */

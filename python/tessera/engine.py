@@ -37,6 +37,9 @@ class GenerationResult:
     ttft_ms: float
     prefill_tok_s: float
     decode_tok_s: float
+    # Engine.chat with tools: the calls the reply made, each {"id", "name",
+    # "arguments" (JSON text)}; `text` is then the reply's other content.
+    tool_calls: list = ()
 
 
 class TextStream:
@@ -107,6 +110,22 @@ class Engine:
                prompt_ids: Optional[Sequence[int]] = None, **settings) -> TextStream:
         """As generate(), but returns an iterator of text pieces."""
         return TextStream(self._submit("stream", prompt, messages, prompt_ids, settings))
+
+    @with_settings
+    def chat(self, messages: Sequence[dict], *, tools: Optional[Sequence[dict]] = None, tool_choice="auto",
+             parallel_tool_calls: bool = True, **settings) -> GenerationResult:
+        """A chat reply to `messages` (OpenAI's shape: roles system, user,
+        assistant with optional `tool_calls`, tool with `tool_call_id`) that
+        may call `tools` (OpenAI's [{"type": "function", "function": {"name",
+        "description", "parameters"}}]): `tool_choice` "auto", "none",
+        "required" or {"type": "function", "function": {"name": ...}}. The
+        calls come back in `tool_calls`, their arguments valid against each
+        tool's parameters (the reply is constrained, as the server's is).
+        Takes every generation setting as a keyword argument, as generate()."""
+        handle = self._engine.submit_chat(json.dumps(list(messages)), json.dumps(list(tools or [])),
+                                          json.dumps(tool_choice), parallel_tool_calls,
+                                          settings_arguments("chat", settings))
+        return GenerationResult(**handle.result())
 
     def reset(self) -> None:
         """Forgets every conversation's KV state."""

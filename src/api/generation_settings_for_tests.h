@@ -31,10 +31,11 @@ inline GenerationSettings off_default_settings() {
   s.speculative = "lookup";
   s.draft_max = 4;
   // A request takes at most one constraint: a door that runs these
-  // settings drops grammar and regex.
+  // settings keeps json_schema alone.
   s.json_schema = R"({"type": "integer"})";
   s.grammar = R"(root ::= "yes" | "no")";
   s.regex = "[a-z]+";
+  s.structural_tag = R"({"type": "structural_tag", "format": {"type": "const_string", "value": "ok"}})";
   return s;
 }
 

@@ -87,6 +87,7 @@ TEST(GenerationSettingsDoors, CEverySettingArrives) {
   c.json_schema = want.json_schema.c_str();
   c.grammar = want.grammar.c_str();
   c.regex = want.regex.c_str();
+  c.structural_tag = want.structural_tag.c_str();
   EXPECT_EQ(testing::differing_settings(api::settings_from_c(c), want), std::vector<std::string>{});
 }
 

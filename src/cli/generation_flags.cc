@@ -31,6 +31,7 @@ constexpr SettingFlag kSettingFlags[] = {
     {"json_schema", "-j,--json-schema"},
     {"grammar", "--grammar"},
     {"regex", "--regex"},
+    {"structural_tag", "--structural-tag"},
 };
 
 template <class T>

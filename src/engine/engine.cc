@@ -327,7 +327,7 @@ void Engine::step_all() {
 
 std::vector<int32_t> Engine::prompt_ids(const Request& request) const {
   if (!request.prompt_ids.empty()) return request.prompt_ids;
-  std::vector<int32_t> ids = request.messages ? chat_prompt_ids(*model_, *request.messages)
+  std::vector<int32_t> ids = request.messages ? chat_prompt_ids(*model_, *request.messages, request.template_extra)
                                               : model_->require_tokenizer().encode(*request.prompt, true);
   if (ids.empty()) fail("request", "prompt", "the prompt has no tokens");
   return ids;
@@ -431,8 +431,8 @@ int64_t Engine::system_prefix_to_cache(const Request& request, const std::vector
     nlohmann::ordered_json with_a = system, with_b = system;
     with_a.push_back({{"role", "user"}, {"content", "a"}});
     with_b.push_back({{"role", "user"}, {"content", "b"}});
-    a = chat_prompt_ids(*model_, with_a);
-    b = chat_prompt_ids(*model_, with_b);
+    a = chat_prompt_ids(*model_, with_a, request.template_extra);
+    b = chat_prompt_ids(*model_, with_b, request.template_extra);
   } catch (const Error&) {
     return 0;  // the template refuses such a conversation: nothing to cache
   }

@@ -22,6 +22,8 @@ struct Request {
   std::vector<int32_t> prompt_ids;                 // token ids as given
   std::optional<std::string> prompt;               // text, tokenized with the model's BOS / EOS rules
   std::optional<nlohmann::ordered_json> messages;  // chat messages, rendered with the model's chat template
+  // Further variables of the chat template (tools, ...): an object.
+  nlohmann::ordered_json template_extra = nlohmann::ordered_json::object();
 
   GenerationSettings settings;  // checked by make_generate_options when the request is submitted
 

@@ -51,7 +51,8 @@ GenerateOptions make_generate_options(const GenerationSettings& s) {
   if (s.draft_max < 1 || s.draft_max > 32) fail("options", "draft_max", "must be in 1..32, got {}", s.draft_max);
   o.speculative.max_draft = s.draft_max;
   const std::pair<ConstraintKind, const std::string*> constraints[] = {
-      {ConstraintKind::JsonSchema, &s.json_schema}, {ConstraintKind::Grammar, &s.grammar}, {ConstraintKind::Regex, &s.regex}};
+      {ConstraintKind::JsonSchema, &s.json_schema}, {ConstraintKind::Grammar, &s.grammar}, {ConstraintKind::Regex, &s.regex},
+      {ConstraintKind::StructuralTag, &s.structural_tag}};
   for (const auto& [kind, text] : constraints) {
     if (text->empty()) continue;
     if (!o.constraint.empty())

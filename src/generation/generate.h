@@ -46,7 +46,8 @@ struct GenerateOptions {
 // it throws Error ("options", field name, problem) for the first value out of
 // range: max_tokens < 1, max_tokens_per_call < 0, an empty stop string, a
 // sampling parameter (SamplingParams::validate), an unknown speculative mode,
-// draft_max outside 1..32, or more than one of json_schema, grammar and regex.
+// draft_max outside 1..32, or more than one constraint (json_schema,
+// grammar, regex, structural_tag).
 GenerateOptions make_generate_options(const GenerationSettings& settings);
 
 struct GenerateResult {

@@ -24,6 +24,7 @@ const char* ConstraintSpec::setting() const {
     case ConstraintKind::JsonSchema: return "json_schema";
     case ConstraintKind::Grammar: return "grammar";
     case ConstraintKind::Regex: return "regex";
+    case ConstraintKind::StructuralTag: return "structural_tag";
     case ConstraintKind::None: break;
   }
   return "constraint";
@@ -89,30 +90,20 @@ std::vector<std::string> grammar_vocabulary(const tok::Tokenizer& tokenizer, int
   return vocab;
 }
 
-// The vocabulary JSON constraints match against: tokens with a raw control
-// byte (< 0x20) blanked. Compact JSON never needs one (strings escape them,
-// and there is no free whitespace), and XGrammar 0.2.9's string rule under
-// maxLength / minLength lets them through, which JSON parsers then refuse.
-std::vector<std::string> without_control_bytes(std::vector<std::string> vocab) {
-  for (std::string& token : vocab)
-    if (std::any_of(token.begin(), token.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
-      token.clear();
-  return vocab;
-}
-
 // The schema with every integer bounded: an integer schema without a lower
 // (upper) bound gets minimum -(2^53 - 1) (maximum 2^53 - 1), the range RFC
 // 8259 section 6 names as the one JSON implementations agree on. Unbounded,
 // a small model can write digits until max_tokens (llama.cpp's own schema
 // converter caps integers at 16 digits for the same reason). Text that is
 // not JSON is returned as it is, for XGrammar to report.
-std::string with_bounded_integers(const std::string& schema_text) {
-  nlohmann::json schema = nlohmann::json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
+std::string bounded_integers(const std::string& schema_text) {
+  // Ordered: properties are generated in the schema's order.
+  nlohmann::ordered_json schema = nlohmann::ordered_json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return schema_text;
   constexpr int64_t kSafe = 9007199254740991;  // 2^53 - 1
-  auto visit = [&](auto& self, nlohmann::json& node) -> void {
+  auto visit = [&](auto& self, nlohmann::ordered_json& node) -> void {
     if (node.is_array()) {
-      for (nlohmann::json& item : node) self(self, item);
+      for (nlohmann::ordered_json& item : node) self(self, item);
       return;
     }
     if (!node.is_object()) return;
@@ -157,7 +148,7 @@ struct ConstraintCompiler::Impl {
   int64_t vocab_size;
   std::vector<int32_t> stops;
   std::vector<std::string> vocab;
-  std::optional<VocabularyCompiler> text, json;  // made at their first use
+  std::optional<VocabularyCompiler> vocabulary;  // made at the first compile
   std::mutex mutex;
   using Key = std::pair<ConstraintKind, std::string>;
   std::map<Key, std::shared_ptr<const CompiledConstraint>> compiled;
@@ -167,24 +158,26 @@ struct ConstraintCompiler::Impl {
       : vocab_size(vocab_size), stops(stop_ids.begin(), stop_ids.end()), vocab(grammar_vocabulary(tokenizer, vocab_size)) {}
 
   xgrammar::CompiledGrammar compile(const ConstraintSpec& spec) {
-    if (spec.kind == ConstraintKind::JsonSchema) {
-      if (!json) json.emplace(without_control_bytes(vocab), vocab_size, stops);
-      // Compact JSON (", " and ": ", no newlines): small models given
-      // free whitespace tend to spend their tokens on it. strict: no
-      // properties or items beyond those the schema lists, unless it says
-      // otherwise (additionalProperties), as OpenAI's strict mode.
-      return json->compiler.CompileJSONSchema(with_bounded_integers(spec.text), /*any_whitespace=*/false,
-                                              std::nullopt, std::nullopt, /*strict_mode=*/true);
-    }
-    if (!text) text.emplace(vocab, vocab_size, stops);
+    if (!vocabulary) vocabulary.emplace(vocab, vocab_size, stops);
+    xgrammar::GrammarCompiler& compiler = vocabulary->compiler;
     switch (spec.kind) {
-      case ConstraintKind::Grammar: return text->compiler.CompileGrammar(spec.text, "root");
-      case ConstraintKind::Regex: return text->compiler.CompileRegex(spec.text);
-      default: break;
+      case ConstraintKind::JsonSchema:
+        // Compact JSON (", " and ": ", no newlines): small models given
+        // free whitespace tend to spend their tokens on it. strict: no
+        // properties or items beyond those the schema lists, unless it says
+        // otherwise (additionalProperties), as OpenAI's strict mode.
+        return compiler.CompileJSONSchema(bounded_integers(spec.text), /*any_whitespace=*/false, std::nullopt,
+                                          std::nullopt, /*strict_mode=*/true);
+      case ConstraintKind::Grammar: return compiler.CompileGrammar(spec.text, "root");
+      case ConstraintKind::Regex: return compiler.CompileRegex(spec.text);
+      case ConstraintKind::StructuralTag: return compiler.CompileStructuralTag(spec.text);
+      case ConstraintKind::None: break;
     }
     fail("request", "constraint", "no constraint to compile");
   }
 };
+
+std::string with_bounded_integers(const std::string& schema_text) { return bounded_integers(schema_text); }
 
 ConstraintCompiler::ConstraintCompiler(const tok::Tokenizer& tokenizer, std::span<const int32_t> stop_ids,
                                        int64_t vocab_size)

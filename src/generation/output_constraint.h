@@ -37,10 +37,11 @@ enum class ConstraintKind {
   JsonSchema,  // a JSON Schema document (draft 2020-12 subset: XGrammar's)
   Grammar,     // GBNF, root rule `root`
   Regex,       // ECMAScript-style regular expression over the whole output
+  StructuralTag,  // XGrammar's structural tag JSON (free text, tagged regions, JSON inside)
 };
 
 // The constraint a request asks for, as the settings state it
-// (GenerationSettings::json_schema / grammar / regex: at most one).
+// (GenerationSettings::json_schema / grammar / regex / structural_tag: at most one).
 struct ConstraintSpec {
   ConstraintKind kind = ConstraintKind::None;
   std::string text;
@@ -49,6 +50,11 @@ struct ConstraintSpec {
   // subject of errors about it.
   const char* setting() const;
 };
+
+// `schema_text` with every integer given the bounds -(2^53 - 1) and 2^53 - 1
+// where it has none (output_constraint.cc says why); JSON Schema constraints
+// are compiled from it. Text that is not JSON comes back unchanged.
+std::string with_bounded_integers(const std::string& schema_text);
 
 // A constraint compiled against one vocabulary (an XGrammar CompiledGrammar).
 class CompiledConstraint;

@@ -96,8 +96,8 @@ TEST(OutputConstraint, GrammarAllowsExactlyThePrefixTokens) {
   EXPECT_TRUE(m.terminated());
 }
 
-// XGrammar's string rule with maxLength lets raw control bytes through
-// (0.2.9): JSON constraints match against a vocabulary without them.
+// XGrammar 0.2.9's string rule with maxLength let raw control bytes
+// through; cmake/xgrammar_patch.cmake fixes it.
 TEST(OutputConstraint, JsonStringsNeverTakeRawControlBytes) {
   for (const char* schema : {R"({"type": "string"})", R"({"type": "string", "maxLength": 6})"}) {
     ConstraintMatcher m = matcher(ConstraintKind::JsonSchema, schema);
@@ -175,6 +175,13 @@ TEST(OutputConstraint, IntegersAreBoundedToTheSafeRange) {
   int digits = 0;
   while (m.accept('9')) ++digits;
   EXPECT_EQ(digits, 15);
+}
+
+TEST(OutputConstraint, PropertiesComeInTheSchemasOrder) {
+  ConstraintMatcher m = matcher(ConstraintKind::JsonSchema, R"({"type": "object", "properties": {
+      "zeta": {"type": "boolean"}, "alpha": {"type": "boolean"}}, "required": ["zeta", "alpha"]})");
+  for (char c : std::string(R"({"zeta": true, "alpha": false})")) ASSERT_TRUE(m.accept(c)) << c;
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{kImEnd}));
 }
 
 TEST(OutputConstraint, RandomWalksMatchTheRegex) {

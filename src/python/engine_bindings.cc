@@ -14,6 +14,11 @@
 #include "bindings.h"
 #include "engine/engine.h"
 #include "engine/generation_channel.h"
+#include "generation/tool_calls.h"
+
+#include <atomic>
+
+#include <fmt/format.h>
 
 namespace py = pybind11;
 using namespace tessera;
@@ -23,6 +28,7 @@ namespace {
 struct GenerationHandle {
   std::shared_ptr<engine::GenerationChannel> channel;
   std::optional<engine::Result> result;  // once taken from the channel
+  std::shared_ptr<const ToolCalling> tools;  // submit_chat with tools: the reply is parsed
 
   ~GenerationHandle() {
     if (channel && !result) channel->cancel();
@@ -39,7 +45,9 @@ struct GenerationHandle {
   }
 };
 
-py::dict to_dict(const engine::Result& r) {
+py::str text_of(const std::string& s) { return py::bytes(s).attr("decode")("utf-8", "replace"); }
+
+py::dict to_dict(const engine::Result& r, const ToolCalling* tools = nullptr) {
   py::dict d;
   d["ids"] = r.generation.ids;
   d["text"] = py::bytes(r.generation.text).attr("decode")("utf-8", "replace");
@@ -51,6 +59,20 @@ py::dict to_dict(const engine::Result& r) {
   d["ttft_ms"] = r.generation.ttft_ms;
   d["prefill_tok_s"] = r.generation.prefill_tok_s();
   d["decode_tok_s"] = r.generation.decode_tok_s();
+  py::list calls;
+  if (tools) {
+    static std::atomic<uint64_t> replies{0};
+    const ToolReply reply = tools->parse(r.generation.text, fmt::format("py-{:x}", ++replies));
+    d["text"] = text_of(reply.content);
+    for (const ToolCall& c : reply.calls) {
+      py::dict call;
+      call["id"] = c.id;
+      call["name"] = c.name;
+      call["arguments"] = text_of(c.arguments);
+      calls.append(call);
+    }
+  }
+  d["tool_calls"] = calls;
   return d;
 }
 
@@ -75,7 +97,7 @@ void bind_engine(py::module_& m) {
              }
              return py::bytes(*text).attr("decode")("utf-8", "replace");
            })
-      .def("result", [](GenerationHandle& h) { return to_dict(h.wait()); })
+      .def("result", [](GenerationHandle& h) { return to_dict(h.wait(), h.tools.get()); })
       .def("cancel", [](GenerationHandle& h) { h.channel->cancel(); });
 
   py::class_<engine::Engine>(m, "Engine")
@@ -121,6 +143,39 @@ void bind_engine(py::module_& m) {
           },
           py::arg("prompt"), py::arg("messages_json"), py::arg("prompt_ids"), py::arg("settings"),
           py::keep_alive<0, 1>())
+      .def(
+          "submit_chat",
+          [](engine::Engine& e, const std::string& messages_json, const std::string& tools_json,
+             const std::string& tool_choice_json, bool parallel, const py::dict& settings) {
+            engine::Request r;
+            auto parse = [](const std::string& text, const char* what) {
+              nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+              if (j.is_discarded()) fail("request", what, "not valid JSON");
+              return j;
+            };
+            const nlohmann::ordered_json choice = parse(tool_choice_json, "tool_choice"), parallel_json = parallel;
+            auto tools = std::make_shared<ToolCalling>(
+                tool_call_style_of(e.model().chat_template()),
+                ToolRequest::parse(parse(tools_json, "tools"), &choice, &parallel_json));
+            r.messages = tools->messages(parse(messages_json, "messages"));
+            r.template_extra = tools->template_extra();
+            r.settings = settings_from_python(settings, "chat");
+            if (const ConstraintSpec spec = tools->constraint(); !spec.empty()) {
+              const GenerationSettings& s = r.settings;
+              if (!s.json_schema.empty() || !s.grammar.empty() || !s.regex.empty() || !s.structural_tag.empty())
+                fail("request", "tools", "tools (unless tool_choice is \"none\") constrain the reply themselves: "
+                     "they take no json_schema, grammar, regex or structural_tag");
+              (spec.kind == ConstraintKind::StructuralTag ? r.settings.structural_tag : r.settings.json_schema) = spec.text;
+            }
+            auto h = std::make_unique<GenerationHandle>();
+            h->tools = std::move(tools);
+            h->channel = std::make_shared<engine::GenerationChannel>();
+            engine::GenerationChannel::attach(h->channel, r);
+            h->channel->set_future(e.submit(std::move(r)));
+            return h;
+          },
+          py::arg("messages_json"), py::arg("tools_json"), py::arg("tool_choice_json"), py::arg("parallel"),
+          py::arg("settings"), py::keep_alive<0, 1>())
       .def("reset",
            [](engine::Engine& e) {
              py::gil_scoped_release release;

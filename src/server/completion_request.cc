@@ -6,13 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "server/api_error.h"
 
 namespace tessera::server {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // key order kept: schemas and tools keep their properties' order
 
 const json* field(const json& body, const char* name) {
   auto it = body.find(name);
@@ -76,8 +77,26 @@ nlohmann::ordered_json messages_of(const json& body) {
     if (!m.is_object()) throw wrong_type(fmt::format("messages[{}]", i), "an object");
     if (!m.contains("role") || !m["role"].is_string())
       throw wrong_type(fmt::format("messages[{}].role", i), "a string");
-    out.push_back({{"role", m["role"].get<std::string>()},
-                   {"content", message_content(m.contains("content") ? m["content"] : json(), i)}});
+    nlohmann::ordered_json message = {{"role", m["role"].get<std::string>()},
+                                      {"content", message_content(m.contains("content") ? m["content"] : json(), i)}};
+    // Tool calling: an assistant's calls and a tool's result (generation/tool_calls.h).
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      const std::string param = fmt::format("messages[{}].tool_calls", i);
+      if (!m["tool_calls"].is_array()) throw wrong_type(param, "a list of tool calls");
+      for (const json& call : m["tool_calls"])
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object() ||
+            !call["function"].contains("name") || !call["function"]["name"].is_string() ||
+            !call["function"].contains("arguments") ||
+            !(call["function"]["arguments"].is_string() || call["function"]["arguments"].is_object()))
+          throw wrong_type(param, "a list of {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+      message["tool_calls"] = m["tool_calls"];
+    }
+    for (const char* key : {"tool_call_id", "name"})
+      if (m.contains(key)) {
+        if (!m[key].is_string()) throw wrong_type(fmt::format("messages[{}].{}", i, key), "a string");
+        message[key] = m[key];
+      }
+    out.push_back(std::move(message));
   }
   return out;
 }
@@ -119,39 +138,61 @@ std::vector<std::string> stop_strings(const json& body) {
 }
 
 // A string setting that may also come as JSON (json_schema: a schema
-// object, as llama-server takes it, or its text).
+// object, as llama-server takes it, or its text; structural_tag likewise).
 std::string text_or_json(const json& body, const char* name) {
   const json* v = field(body, name);
   if (!v) return "";
   if (v->is_string()) return v->get<std::string>();
-  if (std::string_view(name) == "json_schema" && v->is_object()) return v->dump();
-  throw wrong_type(name, std::string_view(name) == "json_schema" ? "a JSON Schema (an object) or its text" : "a string");
+  const bool json_valued = std::string_view(name) == "json_schema" || std::string_view(name) == "structural_tag";
+  if (json_valued && v->is_object()) return v->dump();
+  throw wrong_type(name, json_valued ? "an object or its JSON text" : "a string");
 }
 
 // OpenAI's response_format: {"type": "text"}, {"type": "json_object"} (any
-// JSON object) or {"type": "json_schema", "json_schema": {"name": ...,
-// "schema": {...}, "strict": ...}}; the schema it asks for, "" for text.
-// Outputs are always held to the schema (strict or not).
-std::string response_format_schema(const json& body) {
+// JSON object), {"type": "json_schema", "json_schema": {"name": ...,
+// "schema": {...}, "strict": ...}} (outputs are always held to the schema,
+// strict or not) or, as vLLM and SGLang take it, {"type": "structural_tag",
+// "format": {...}}. Sets json_schema or structural_tag.
+void apply_response_format(const json& body, GenerationSettings& s) {
   const json* v = field(body, "response_format");
-  if (!v) return "";
+  if (!v) return;
   if (!v->is_object() || !v->contains("type") || !(*v)["type"].is_string())
     throw wrong_type("response_format", "an object with a 'type'");
   const std::string type = (*v)["type"].get<std::string>();
-  if (type == "text") return "";
-  if (type == "json_object") return R"({"type": "object"})";
-  if (type != "json_schema")
-    throw bad_request(fmt::format("response_format type '{}' is not supported (text, json_object or json_schema)", type),
-                      "response_format.type");
-  const auto spec = v->find("json_schema");
-  if (spec == v->end() || !spec->is_object())
-    throw bad_request("response_format.json_schema must be an object with a 'schema'", "response_format.json_schema",
-                      "missing_required_parameter");
-  const auto schema = spec->find("schema");
-  if (schema == spec->end()) return R"({"type": "object"})";  // OpenAI: no schema, any object
-  if (!schema->is_object() && !schema->is_boolean())
-    throw wrong_type("response_format.json_schema.schema", "a JSON Schema (an object)");
-  return schema->dump();
+  std::string* setting = &s.json_schema;
+  std::string text;
+  if (type == "text") {
+    return;
+  } else if (type == "json_object") {
+    text = R"({"type": "object"})";
+  } else if (type == "json_schema") {
+    const auto spec = v->find("json_schema");
+    if (spec == v->end() || !spec->is_object())
+      throw bad_request("response_format.json_schema must be an object with a 'schema'", "response_format.json_schema",
+                        "missing_required_parameter");
+    const auto schema = spec->find("schema");
+    if (schema == spec->end()) {
+      text = R"({"type": "object"})";  // OpenAI: no schema, any object
+    } else {
+      if (!schema->is_object() && !schema->is_boolean())
+        throw wrong_type("response_format.json_schema.schema", "a JSON Schema (an object)");
+      text = schema->dump();
+    }
+  } else if (type == "structural_tag") {
+    if (!v->contains("format") || !(*v)["format"].is_object())
+      throw bad_request("response_format.format must be a structural tag format object", "response_format.format",
+                        "missing_required_parameter");
+    setting = &s.structural_tag;
+    text = json{{"type", "structural_tag"}, {"format", (*v)["format"]}}.dump();
+  } else {
+    throw bad_request(
+        fmt::format("response_format type '{}' is not supported (text, json_object, json_schema or structural_tag)", type),
+        "response_format.type");
+  }
+  if (!setting->empty())
+    throw bad_request(fmt::format("give response_format or {}, not both", setting == &s.json_schema ? "json_schema" : "structural_tag"),
+                      "response_format");
+  *setting = std::move(text);
 }
 
 constexpr SettingField kSettingFields[] = {
@@ -174,6 +215,7 @@ constexpr SettingField kSettingFields[] = {
     {"json_schema", "json_schema", true, nullptr},
     {"grammar", "grammar", true, nullptr},
     {"regex", "regex", true, nullptr},
+    {"structural_tag", "structural_tag", true, nullptr},  // also response_format {"type": "structural_tag"}
 };
 
 }  // namespace
@@ -188,10 +230,18 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     c.model = m->get<std::string>();
   }
   engine::Request& r = c.request;
-  if (endpoint == Endpoint::Chat)
+  if (endpoint == Endpoint::Chat) {
     r.messages = messages_of(body);
-  else
+    if (const json* tools = field(body, "tools"); tools && !tools->is_null()) {
+      try {
+        c.tools = ToolRequest::parse(*tools, field(body, "tool_choice"), field(body, "parallel_tool_calls"));
+      } catch (const Error& e) {
+        throw bad_request(e.problem(), e.subject());
+      }
+    }
+  } else {
     read_prompt(body, r);
+  }
 
   GenerationSettings& s = r.settings;
   const int64_t big = std::numeric_limits<int32_t>::max();
@@ -225,11 +275,8 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   }
   s.draft_max = integer(body, "draft_max", 1, 32).value_or(s.draft_max);
   s.json_schema = text_or_json(body, "json_schema");
-  if (std::string schema = response_format_schema(body); !schema.empty()) {
-    if (!s.json_schema.empty())
-      throw bad_request("give response_format or json_schema, not both", "response_format");
-    s.json_schema = std::move(schema);
-  }
+  s.structural_tag = text_or_json(body, "structural_tag");
+  apply_response_format(body, s);
   s.grammar = text_or_json(body, "grammar");
   s.regex = text_or_json(body, "regex");  // more than one constraint: make_generate_options says so
   if (integer(body, "n", 1, 1).value_or(1) != 1) throw bad_request("only n = 1 is supported", "n");

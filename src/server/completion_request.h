@@ -13,16 +13,20 @@
 // 4), and Tessera's extensions top_k, min_p, repeat_penalty, repeat_last_n,
 // ignore_eos, speculative ("off" | "lookup" | "auto" | "draft" |
 // "lookup+draft": the server's --draft model, generation/speculative.h)
-// and draft_max.
+// and draft_max; constrained decoding: OpenAI's response_format
+// ({"type": "text" | "json_object" | "json_schema", ...}) and llama-server's
+// json_schema (an object or its text) and grammar (GBNF), and regex.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "generation/tool_calls.h"
 
 namespace tessera::server {
 
@@ -33,6 +37,9 @@ struct CompletionRequest {
   std::string model;        // as asked for ("" if absent)
   bool stream = false;
   bool include_usage = false;
+  // Chat with `tools` (tool_choice, parallel_tool_calls): the server renders
+  // and parses them in the model's style (generation/tool_calls.h).
+  std::optional<ToolRequest> tools;
 };
 
 // How one generation setting reaches this door: the JSON field that sets
@@ -47,6 +54,6 @@ struct SettingField {
 std::span<const SettingField> setting_fields();
 
 // `body`: the request's parsed JSON. Throws ApiError.
-CompletionRequest parse_completion_request(const nlohmann::json& body, Endpoint endpoint, int64_t max_tokens_cap);
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, Endpoint endpoint, int64_t max_tokens_cap);
 
 }  // namespace tessera::server

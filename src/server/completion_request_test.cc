@@ -16,7 +16,7 @@
 namespace tessera::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // key order kept: schemas and tools keep their properties' order
 
 const SettingField* entry_of(const std::string& setting) {
   for (const SettingField& f : setting_fields())

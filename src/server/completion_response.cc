@@ -101,6 +101,52 @@ ojson usage_chunk(const ResponseHeader& h, const engine::Result& r) {
   return out;
 }
 
+namespace {
+
+std::string tool_finish_reason(const engine::Result& r, size_t calls) {
+  const std::string reason = openai_finish_reason(r.generation.finish_reason);
+  return calls > 0 && reason == "stop" ? "tool_calls" : reason;
+}
+
+}  // namespace
+
+ojson tool_response(const ResponseHeader& h, const engine::Result& r, const ToolReply& reply) {
+  ojson out = full_response(h, r);
+  ojson& choice = out["choices"][0];
+  choice["message"]["content"] = reply.calls.empty() || !reply.content.empty() ? ojson(reply.content) : ojson(nullptr);
+  if (!reply.calls.empty()) {
+    ojson calls = ojson::array();
+    for (const ToolCall& c : reply.calls)
+      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    choice["message"]["tool_calls"] = std::move(calls);
+  }
+  choice["finish_reason"] = tool_finish_reason(r, reply.calls.size());
+  return out;
+}
+
+ojson tool_delta_chunk(const ResponseHeader& h, const ToolReplyDelta& d, bool first) {
+  if (d.index < 0) return text_chunk(h, d.content, first);
+  ojson call = {{"index", d.index}};
+  if (!d.id.empty()) {
+    call["id"] = d.id;
+    call["type"] = "function";
+    call["function"] = {{"name", d.name}, {"arguments", d.arguments}};
+  } else {
+    call["function"] = {{"arguments", d.arguments}};
+  }
+  ojson delta = {{"tool_calls", ojson::array({call})}};
+  if (first) delta = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", delta["tool_calls"]}};
+  ojson out = base(h, true);
+  out["choices"] = ojson::array({{{"index", 0}, {"delta", delta}, {"finish_reason", nullptr}}});
+  return out;
+}
+
+ojson tool_final_chunk(const ResponseHeader& h, const engine::Result& r, int calls) {
+  ojson out = final_chunk(h, r);
+  out["choices"][0]["finish_reason"] = tool_finish_reason(r, static_cast<size_t>(calls));
+  return out;
+}
+
 std::string sse_event(const ojson& data) {
   // Generated text can hold broken UTF-8 only if the model emits it; the
   // detokenizer never splits a sequence, but replace rather than throw.

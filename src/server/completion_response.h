@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "generation/tool_calls.h"
 #include "server/completion_request.h"
 
 namespace tessera::server {
@@ -41,6 +42,16 @@ ojson text_chunk(const ResponseHeader& h, std::string_view text, bool first);
 ojson final_chunk(const ResponseHeader& h, const engine::Result& r);
 // stream_options.include_usage: a chunk with no choices and the usage.
 ojson usage_chunk(const ResponseHeader& h, const engine::Result& r);
+
+// Chat with tools: the reply's message as content and `tool_calls`
+// (generation/tool_calls.h); finish_reason "tool_calls" when it made any
+// and was not cut short.
+ojson tool_response(const ResponseHeader& h, const engine::Result& r, const ToolReply& reply);
+// A stream chunk with one delta of a reply with tools (content, or a piece
+// of a call: its first piece carries id, type and name).
+ojson tool_delta_chunk(const ResponseHeader& h, const ToolReplyDelta& delta, bool first);
+// The last chunk of a reply with tools that made `calls` calls.
+ojson tool_final_chunk(const ResponseHeader& h, const engine::Result& r, int calls);
 
 // The bytes of one server-sent event: "data: <json>\n\n".
 std::string sse_event(const ojson& data);

@@ -23,7 +23,7 @@ namespace tessera::server {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // key order kept: schemas and tools keep their properties' order
 
 // How often a non-streamed response in the making checks that its client is still there.
 constexpr std::chrono::milliseconds kHeartbeat{1000};
@@ -197,6 +197,24 @@ struct Server::Impl {
         throw bad_request("this server has no draft model (start it with --draft PATH)", "speculative");
       c.request.settings.speculative += ":" + options.draft_model;
     }
+    // Tools: rendered and parsed in the style of the model's template; the
+    // constraint keeps every call well-formed.
+    std::shared_ptr<const ToolCalling> tools;
+    if (c.tools) {
+      auto calling = std::make_shared<ToolCalling>(tool_call_style_of(engine().model().chat_template()), *c.tools);
+      c.request.messages = calling->messages(*c.request.messages);
+      c.request.template_extra = calling->template_extra();
+      if (const ConstraintSpec spec = calling->constraint(); !spec.empty()) {
+        const GenerationSettings& s = c.request.settings;
+        if (!s.json_schema.empty() || !s.grammar.empty() || !s.regex.empty() || !s.structural_tag.empty())
+          throw bad_request("tools (unless tool_choice is \"none\") constrain the reply themselves: they take no "
+                            "response_format, json_schema, grammar, regex or structural_tag",
+                            "tools");
+        (spec.kind == ConstraintKind::StructuralTag ? c.request.settings.structural_tag : c.request.settings.json_schema) =
+            spec.text;
+      }
+      tools = std::move(calling);
+    }
     auto channel = std::make_shared<engine::GenerationChannel>();
     engine::GenerationChannel::attach(channel, c.request);
     channel->set_future(engine().submit(std::move(c.request)));  // QueueFull, Error: the exception handler
@@ -227,7 +245,7 @@ struct Server::Impl {
       // body's error object under status 200.
       res.set_chunked_content_provider(
           "application/json",
-          [channel, header](size_t, httplib::DataSink& sink) {
+          [channel, header, tools](size_t, httplib::DataSink& sink) {
             while (!channel->wait_finished_for(kHeartbeat)) {
               if (!sink.write(" ", 1)) {
                 channel->cancel();
@@ -236,7 +254,8 @@ struct Server::Impl {
             }
             ojson body;
             try {
-              body = full_response(header, channel->result());
+              const engine::Result r = channel->result();
+              body = tools ? tool_response(header, r, tools->parse(r.generation.text, header.id)) : full_response(header, r);
             } catch (...) {
               body = request_error(std::current_exception()).body();
             }
@@ -252,19 +271,31 @@ struct Server::Impl {
     const bool include_usage = c.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [channel, header, include_usage](size_t, httplib::DataSink& sink) {
+        [channel, header, include_usage, tools](size_t, httplib::DataSink& sink) {
           auto send = [&](const std::string& bytes) { return sink.write(bytes.data(), bytes.size()); };
           bool first = true;
+          std::optional<ToolReplyStream> reply;
+          if (tools) reply.emplace(*tools, header.id);
+          // Sends text (or, with tools, the deltas it completes); false when the client is gone.
+          auto send_deltas = [&](const std::vector<ToolReplyDelta>& deltas) {
+            for (const ToolReplyDelta& d : deltas) {
+              if (!send(sse_event(tool_delta_chunk(header, d, first)))) return false;
+              first = false;
+            }
+            return true;
+          };
           while (std::optional<std::string> text = channel->next_text()) {
-            if (!send(sse_event(text_chunk(header, *text, first)))) {
+            const bool sent = reply ? send_deltas(reply->push(*text)) : send(sse_event(text_chunk(header, *text, first)));
+            if (!sent) {
               channel->cancel();  // the client is gone: stop generating for it
               return false;
             }
-            first = false;
+            if (!reply) first = false;
           }
           try {
             const engine::Result r = channel->result();
-            if (!send(sse_event(final_chunk(header, r)))) return false;
+            if (reply && !send_deltas(reply->finish())) return false;
+            if (!send(sse_event(reply ? tool_final_chunk(header, r, reply->calls()) : final_chunk(header, r)))) return false;
             if (include_usage && !send(sse_event(usage_chunk(header, r)))) return false;
           } catch (...) {
             send(sse_event(request_error(std::current_exception()).body()));

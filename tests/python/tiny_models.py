@@ -181,3 +181,31 @@ def assert_gguf_matches_transformers(hf, gguf_path, checkpoint_dir):
     from_checkpoint = tessera.Session(tessera.Model(str(checkpoint_dir), reference=True)).forward(ids[0].tolist(),
                                                                                                  all_logits=True)
     assert np.array_equal(ours, from_checkpoint)
+
+
+def make_tiny_chat_checkpoint(name: str, directory: Path, chat_template: str, seed: int = 0) -> Path:
+    """A tiny random `name` model that chats: its byte tokenizer plus
+    <|im_start|> (256) and <|im_end|> (257, the end of a turn and the stop
+    token), and `chat_template` (a real model's, from
+    tests/data/chat_templates) as chat_template.jinja."""
+    import json
+    from tokenizers import AddedToken
+    directory = Path(directory)
+    torch.manual_seed(seed)
+    config = _configs()[name]()
+    config.vocab_size = VOCAB + 2
+    config.eos_token_id = VOCAB + 1
+    config.max_position_embeddings = 4096  # a real template's tool prompt is ~1,000 byte tokens
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            p.copy_(1.0 + 0.1 * torch.randn_like(p)) if "norm" in pname else p.normal_(0.0, 0.1)
+    model.save_pretrained(directory)
+    add_byte_tokenizer(directory)
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tok.add_special_tokens([AddedToken("<|im_start|>", special=True), AddedToken("<|im_end|>", special=True)])
+    tok.save(str(directory / "tokenizer.json"))
+    (directory / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|im_end|>", "bos_token": None}))
+    (directory / "chat_template.jinja").write_text(chat_template)
+    return directory

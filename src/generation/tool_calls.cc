@@ -1,0 +1,377 @@
+#include "generation/tool_calls.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "tokenizer/chat_template.h"
+
+namespace tessera {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesName = "{\"name\": \"";
+constexpr std::string_view kHermesArguments = "\", \"arguments\": ";
+constexpr std::string_view kHermesClose = "}\n</tool_call>";
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+const ojson& function_of(const ojson& tool) { return tool["function"]; }
+
+std::string name_of(const ojson& tool) { return function_of(tool)["name"].get<std::string>(); }
+
+// The tool's parameter schema with its integers bounded (a tool without
+// parameters takes an empty object).
+ojson parameters_of(const ojson& tool) {
+  const ojson& f = function_of(tool);
+  ojson schema = f.contains("parameters") && !f["parameters"].is_null() ? f["parameters"]
+                                                                        : ojson{{"type", "object"}, {"properties", ojson::object()}};
+  return ojson::parse(with_bounded_integers(schema.dump()));
+}
+
+// The tools a call may name: all, or the named one.
+std::vector<const ojson*> callable(const ToolRequest& r) {
+  std::vector<const ojson*> out;
+  for (const ojson& t : r.tools)
+    if (r.choice != ToolChoice::Named || name_of(t) == r.named) out.push_back(&t);
+  return out;
+}
+
+// Arguments as an object for a template (OpenAI sends them as JSON text).
+ojson arguments_object(const ojson& arguments) {
+  if (!arguments.is_string()) return arguments;
+  ojson parsed = ojson::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? arguments : parsed;
+}
+
+std::string call_id(const std::string& reply_id, int index) {
+  std::string_view base = reply_id;
+  if (const size_t dash = base.find('-'); dash != std::string_view::npos) base.remove_prefix(dash + 1);
+  return fmt::format("call_{}_{}", base, index);
+}
+
+// The system message a Generic template gets: the tools and the reply format.
+std::string generic_instructions(const ToolRequest& r) {
+  std::string text =
+      "You can call the following tools. Each is a JSON object with the tool's name, description and parameters "
+      "(a JSON Schema):\n";
+  for (const ojson* t : callable(r)) text += function_of(*t).dump() + "\n";
+  text += "\nTo call ";
+  text += r.parallel ? "tools" : "a tool";
+  text += ", reply with only a JSON object: {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<the "
+          "arguments>}}]}.";
+  if (r.choice == ToolChoice::Auto) text += " To answer without a tool, reply with {\"response\": \"<your answer>\"}.";
+  return text;
+}
+
+ojson generic_reply_schema(const ToolRequest& r) {
+  ojson calls = ojson::array();
+  for (const ojson* t : callable(r))
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", name_of(*t)}}}, {"arguments", parameters_of(*t)}}},
+                     {"required", {"name", "arguments"}}});
+  ojson items = calls.size() == 1 ? calls[0] : ojson{{"anyOf", calls}};
+  ojson list = {{"type", "array"}, {"items", items}, {"minItems", 1}};
+  if (!r.parallel) list["maxItems"] = 1;
+  ojson with_calls = {{"type", "object"}, {"properties", {{"tool_calls", list}}}, {"required", {"tool_calls"}}};
+  if (r.choice != ToolChoice::Auto) return with_calls;
+  ojson answer = {{"type", "object"}, {"properties", {{"response", {{"type", "string"}}}}}, {"required", {"response"}}};
+  return {{"anyOf", {with_calls, answer}}};
+}
+
+ojson hermes_structural_tag(const ToolRequest& r) {
+  ojson tags = ojson::array();
+  for (const ojson* t : callable(r))
+    tags.push_back({{"type", "tag"},
+                    {"begin", std::string(kHermesOpen) + "\n" + std::string(kHermesName) + name_of(*t) +
+                                  std::string(kHermesArguments)},
+                    // At most one whitespace character between tokens: a
+                    // model free to write more may write nothing else.
+                    {"content", {{"type", "json_schema"}, {"json_schema", parameters_of(*t)}, {"max_whitespace_cnt", 1}}},
+                    {"end", std::string(kHermesClose)}});
+  ojson format;
+  if (r.choice == ToolChoice::Auto)
+    format = {{"type", "triggered_tags"}, {"triggers", {std::string(kHermesOpen)}}, {"tags", tags},
+              {"at_least_one", false}, {"stop_after_first", !r.parallel}};
+  else
+    format = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", "\n"}, {"at_least_one", true},
+              {"stop_after_first", !r.parallel}};
+  return {{"type", "structural_tag"}, {"format", format}};
+}
+
+}  // namespace
+
+const char* tool_call_style_name(ToolCallStyle style) { return style == ToolCallStyle::Hermes ? "hermes" : "generic"; }
+
+ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
+  if (!chat_template) return ToolCallStyle::Generic;
+  const std::string& s = chat_template->source();
+  // Qwen3.5 / Qwen3-Coder write <tool_call> blocks of XML (<function=...>),
+  // not JSON: not the Hermes format.
+  if (s.find("<tool_call>") != std::string::npos && s.find("<function=") == std::string::npos)
+    return ToolCallStyle::Hermes;
+  return ToolCallStyle::Generic;
+}
+
+ToolRequest ToolRequest::parse(const ojson& tools, const ojson* tool_choice, const ojson* parallel_tool_calls) {
+  ToolRequest r;
+  if (!tools.is_array()) fail("request", "tools", "must be a list of tools");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ojson& t = tools[i];
+    if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object())
+      fail("request", "tools", "tools[{}] must be {{\"type\": \"function\", \"function\": {{...}}}}", i);
+    const ojson& f = t["function"];
+    if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+      fail("request", "tools", "tools[{}].function.name must be a non-empty string", i);
+    const std::string name = f["name"].get<std::string>();
+    if (name.find_first_of("\"\\\n<>") != std::string::npos)
+      fail("request", "tools", "tools[{}].function.name '{}' has a character a call cannot carry", i, name);
+    if (f.contains("parameters") && !f["parameters"].is_object() && !f["parameters"].is_null())
+      fail("request", "tools", "tools[{}].function.parameters must be a JSON Schema object", i);
+    for (const ojson& other : r.tools)
+      if (name_of(other) == name) fail("request", "tools", "two tools are named '{}'", name);
+    r.tools.push_back(t);
+  }
+  if (tool_choice && !tool_choice->is_null()) {
+    if (tool_choice->is_string()) {
+      const std::string c = tool_choice->get<std::string>();
+      if (c == "auto") r.choice = ToolChoice::Auto;
+      else if (c == "none") r.choice = ToolChoice::None;
+      else if (c == "required") r.choice = ToolChoice::Required;
+      else fail("request", "tool_choice", "must be \"auto\", \"none\", \"required\" or a named function, got '{}'", c);
+    } else if (tool_choice->is_object() && tool_choice->value("type", "") == "function" &&
+               tool_choice->contains("function") && (*tool_choice)["function"].contains("name") &&
+               (*tool_choice)["function"]["name"].is_string()) {
+      r.choice = ToolChoice::Named;
+      r.named = (*tool_choice)["function"]["name"].get<std::string>();
+      if (std::none_of(r.tools.begin(), r.tools.end(), [&](const ojson& t) { return name_of(t) == r.named; }))
+        fail("request", "tool_choice", "names '{}', which is not one of the tools", r.named);
+    } else {
+      fail("request", "tool_choice", "must be a string or {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}");
+    }
+  }
+  if (r.tools.empty() && (r.choice == ToolChoice::Required || r.choice == ToolChoice::Named))
+    fail("request", "tool_choice", "a call is required but no tools are given");
+  if (r.tools.empty()) r.choice = ToolChoice::None;
+  if (parallel_tool_calls && !parallel_tool_calls->is_null()) {
+    if (!parallel_tool_calls->is_boolean()) fail("request", "parallel_tool_calls", "must be a boolean");
+    r.parallel = parallel_tool_calls->get<bool>();
+  }
+  return r;
+}
+
+ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request) : style_(style), request_(std::move(request)) {}
+
+ojson ToolCalling::messages(const ojson& openai_messages) const {
+  ojson out = ojson::array();
+  if (style_ == ToolCallStyle::Hermes) {
+    for (const ojson& m : openai_messages) {
+      ojson copy = m;
+      if (copy.contains("tool_calls")) {
+        for (ojson& call : copy["tool_calls"])
+          if (call.contains("function") && call["function"].contains("arguments"))
+            call["function"]["arguments"] = arguments_object(call["function"]["arguments"]);
+        if (!copy.contains("content") || copy["content"].is_null()) copy["content"] = "";
+      }
+      out.push_back(std::move(copy));
+    }
+    return out;
+  }
+  // Generic: the instructions first, calls as the JSON replies they were,
+  // results as user messages (a template without tools may know no `tool` role).
+  const std::string instructions = generic_instructions(request_);
+  size_t first = 0;
+  if (!openai_messages.empty() && openai_messages[0].value("role", "") == "system") {
+    out.push_back({{"role", "system"}, {"content", openai_messages[0].value("content", "") + "\n\n" + instructions}});
+    first = 1;
+  } else if (!request_.tools.empty()) {
+    out.push_back({{"role", "system"}, {"content", instructions}});
+  }
+  for (size_t i = first; i < openai_messages.size(); ++i) {
+    const ojson& m = openai_messages[i];
+    const std::string role = m.value("role", "");
+    if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].empty()) {
+      ojson calls = ojson::array();
+      for (const ojson& call : m["tool_calls"])
+        calls.push_back({{"name", call["function"]["name"]}, {"arguments", arguments_object(call["function"]["arguments"])}});
+      out.push_back({{"role", "assistant"}, {"content", ojson{{"tool_calls", calls}}.dump()}});
+    } else if (role == "tool") {
+      const std::string result =
+          ojson{{"tool_response", {{"tool_call_id", m.value("tool_call_id", "")}, {"content", m.value("content", "")}}}}
+              .dump();
+      if (!out.empty() && out.back()["role"] == "user" && i > first && openai_messages[i - 1].value("role", "") == "tool")
+        out.back()["content"] = out.back()["content"].get<std::string>() + "\n" + result;
+      else
+        out.push_back({{"role", "user"}, {"content", result}});
+    } else {
+      ojson copy = m;
+      if (role == "assistant" && (!copy.contains("content") || copy["content"].is_null())) copy["content"] = "";
+      out.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
+ojson ToolCalling::template_extra() const {
+  if (style_ == ToolCallStyle::Hermes && !request_.tools.empty()) return {{"tools", request_.tools}};
+  return ojson::object();
+}
+
+ConstraintSpec ToolCalling::constraint() const {
+  if (!parses()) return {};
+  if (style_ == ToolCallStyle::Hermes) return {ConstraintKind::StructuralTag, hermes_structural_tag(request_).dump()};
+  return {ConstraintKind::JsonSchema, generic_reply_schema(request_).dump()};
+}
+
+ToolReply ToolCalling::parse(std::string_view text, const std::string& reply_id) const {
+  ToolReplyStream stream(*this, reply_id);
+  std::vector<ToolReplyDelta> deltas = stream.push(text);
+  for (ToolReplyDelta& d : stream.finish()) deltas.push_back(std::move(d));
+  ToolReply reply;
+  for (const ToolReplyDelta& d : deltas) {
+    if (d.index < 0) {
+      reply.content += d.content;
+      continue;
+    }
+    if (d.index >= static_cast<int>(reply.calls.size())) reply.calls.push_back({d.id, d.name, ""});
+    reply.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
+  }
+  return reply;
+}
+
+ToolReplyStream::ToolReplyStream(const ToolCalling& calling, std::string reply_id)
+    : calling_(calling), reply_id_(std::move(reply_id)) {}
+
+namespace {
+
+ToolReplyDelta text_delta(std::string text) {
+  ToolReplyDelta d;
+  d.content = std::move(text);
+  return d;
+}
+
+// Length of the longest suffix of `text` that is a proper prefix of `marker`.
+size_t partial_marker(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
+    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
+  std::vector<ToolReplyDelta> out;
+  if (!calling_.parses()) {
+    if (!text.empty()) out.push_back(text_delta(std::string(text)));
+    return out;
+  }
+  if (calling_.style() == ToolCallStyle::Generic) {
+    all_ += text;  // one JSON object: known only when whole
+    return out;
+  }
+  buffer_ += text;
+  // Content is handed out without the whitespace that only separates
+  // calls (or leads / trails the reply): a whitespace run is held until
+  // text other than a call follows it, and dropped before a call.
+  auto content = [&](std::string_view piece) {
+    if (piece.empty()) return;
+    out.push_back(text_delta(std::string(piece)));
+  };
+  for (;;) {
+    if (state_ == State::Text) {
+      const size_t open = buffer_.find(kHermesOpen);
+      const size_t end = open != std::string::npos ? open : buffer_.size() - partial_marker(buffer_, kHermesOpen);
+      // Hand out up to `end`, keeping a trailing whitespace run back.
+      size_t keep = end;
+      while (keep > 0 && is_space(buffer_[keep - 1])) --keep;
+      size_t from = 0;
+      if (!emitted_content_)
+        while (from < keep && is_space(buffer_[from])) ++from;  // leading whitespace of the reply
+      if (keep > from) {
+        content(std::string_view(buffer_).substr(from, keep - from));
+        emitted_content_ = true;
+      }
+      if (open == std::string::npos) {
+        buffer_.erase(0, keep);  // the whitespace run and any partial "<tool_call>" wait
+        return out;
+      }
+      buffer_.erase(0, open + kHermesOpen.size());  // the whitespace before a call is dropped
+      state_ = State::Head;
+    }
+    if (state_ == State::Head) {
+      const size_t name = buffer_.find(kHermesName);
+      if (name == std::string::npos) return out;
+      const size_t args = buffer_.find(kHermesArguments, name + kHermesName.size());
+      if (args == std::string::npos) return out;
+      ToolReplyDelta start;
+      start.index = calls_;
+      start.id = call_id(reply_id_, calls_);
+      start.name = buffer_.substr(name + kHermesName.size(), args - name - kHermesName.size());
+      out.push_back(std::move(start));
+      buffer_.erase(0, args + kHermesArguments.size());
+      state_ = State::Arguments;
+    }
+    if (state_ == State::Arguments) {
+      const size_t close = buffer_.find(kHermesClose);
+      const size_t end = close != std::string::npos ? close : buffer_.size() - std::min(buffer_.size(), kHermesClose.size() - 1);
+      if (end > 0) {
+        ToolReplyDelta piece;
+        piece.index = calls_;
+        piece.arguments = buffer_.substr(0, end);
+        out.push_back(std::move(piece));
+      }
+      if (close == std::string::npos) {
+        buffer_.erase(0, end);
+        return out;
+      }
+      buffer_.erase(0, close + kHermesClose.size());
+      ++calls_;
+      state_ = State::Text;
+    }
+  }
+}
+
+std::vector<ToolReplyDelta> ToolReplyStream::finish() {
+  std::vector<ToolReplyDelta> out;
+  if (!calling_.parses()) return out;
+  if (calling_.style() == ToolCallStyle::Generic) {
+    const ojson reply = ojson::parse(all_, nullptr, /*allow_exceptions=*/false);
+    if (reply.is_object() && reply.contains("tool_calls") && reply["tool_calls"].is_array()) {
+      for (const ojson& call : reply["tool_calls"]) {
+        if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) continue;
+        ToolReplyDelta d;
+        d.index = calls_;
+        d.id = call_id(reply_id_, calls_);
+        d.name = call["name"].get<std::string>();
+        d.arguments = call.contains("arguments") ? call["arguments"].dump() : "{}";
+        out.push_back(std::move(d));
+        ++calls_;
+      }
+    } else if (reply.is_object() && reply.contains("response") && reply["response"].is_string()) {
+      if (!reply["response"].get<std::string>().empty()) out.push_back(text_delta(reply["response"].get<std::string>()));
+    } else if (!all_.empty()) {
+      out.push_back(text_delta(all_));  // not the format (cut short by max_tokens): the text as it is
+    }
+    return out;
+  }
+  if (state_ == State::Text) {
+    // What is left: trailing whitespace (dropped) or a partial "<tool_call>" (text).
+    size_t keep = buffer_.size();
+    while (keep > 0 && is_space(buffer_[keep - 1])) --keep;
+    if (keep > 0) out.push_back(text_delta(buffer_.substr(0, keep)));
+  } else if (state_ == State::Arguments && !buffer_.empty()) {
+    ToolReplyDelta piece;  // a call cut short (max_tokens): its arguments as far as they go
+    piece.index = calls_;
+    piece.arguments = buffer_;
+    out.push_back(std::move(piece));
+  }
+  buffer_.clear();
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,130 @@
+// Tool calling: OpenAI's `tools`, `tool_choice` and `parallel_tool_calls`
+// on a model's own chat template, its output parsed back into `tool_calls`.
+//
+// A model writes calls in the format its template teaches it; each format
+// is a style here, chosen from the template's source:
+//
+//   Hermes   the template writes <tool_call> JSON blocks (Qwen2.5, Qwen3,
+//            Hermes 2 / 3):
+//              <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
+//            The tools go to the template (its `tools` variable); earlier
+//            assistant calls go back as `tool_calls` with their arguments
+//            as objects, results as `tool` messages, as the template wants.
+//   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
+//            reply format are described in a system message, and the reply
+//            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
+//            {...}}]} or {"response": "text"} (llama.cpp's generic format).
+//            Earlier calls go back as that JSON, results as user messages.
+//
+// Unless tool_choice is "none" the output is constrained
+// (generation/output_constraint.h) so that every call parses and its
+// arguments validate against the tool's parameter schema: Hermes with an
+// XGrammar structural tag (free text, and after "<tool_call>" one of the
+// tools' blocks; "required" / a named function: calls only), Generic with
+// a JSON Schema of the reply object.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generation/output_constraint.h"
+
+namespace tessera {
+
+class ChatTemplate;
+
+enum class ToolCallStyle { Hermes, Generic };
+const char* tool_call_style_name(ToolCallStyle style);
+// Hermes when the template writes <tool_call> blocks of JSON, else Generic
+// (also for no template).
+ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template);
+
+enum class ToolChoice { Auto, None, Required, Named };
+
+// What a request asks, checked: Error("request", "tools" | "tool_choice" |
+// "parallel_tool_calls", problem) for anything malformed (a tool without a
+// name, a named choice that is not a tool, ...).
+struct ToolRequest {
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // OpenAI's [{"type": "function", "function": {...}}]
+  ToolChoice choice = ToolChoice::Auto;
+  std::string named;     // ToolChoice::Named: the function
+  bool parallel = true;  // more than one call per reply
+
+  // tool_choice / parallel_tool_calls may be null (absent).
+  static ToolRequest parse(const nlohmann::ordered_json& tools, const nlohmann::ordered_json* tool_choice,
+                           const nlohmann::ordered_json* parallel_tool_calls);
+};
+
+struct ToolCall {
+  std::string id;         // "call_<reply id>_<index>"
+  std::string name;
+  std::string arguments;  // JSON text, as OpenAI's function.arguments
+};
+
+struct ToolReply {
+  std::string content;  // the text besides the calls ("" if none)
+  std::vector<ToolCall> calls;
+};
+
+// One piece of a streamed reply: content text, or a piece of call `index`
+// (its first piece carries id and name; arguments pieces concatenate to the
+// call's arguments).
+struct ToolReplyDelta {
+  std::string content;
+  int index = -1;  // >= 0: a call's piece
+  std::string id, name, arguments;
+};
+
+class ToolCalling {
+ public:
+  ToolCalling(ToolCallStyle style, ToolRequest request);
+
+  ToolCallStyle style() const { return style_; }
+  const ToolRequest& request() const { return request_; }
+  // tool_choice "none": the tools are shown but no call is parsed.
+  bool parses() const { return request_.choice != ToolChoice::None; }
+
+  // The conversation (OpenAI messages: assistant `tool_calls` with
+  // arguments as JSON text, `tool` results with tool_call_id) as this
+  // style's template should see it.
+  nlohmann::ordered_json messages(const nlohmann::ordered_json& openai_messages) const;
+  // The template's extra variables ({"tools": [...]} for Hermes).
+  nlohmann::ordered_json template_extra() const;
+  // The constraint that keeps calls well-formed; empty for "none".
+  ConstraintSpec constraint() const;
+  // The whole reply's text as content and calls.
+  ToolReply parse(std::string_view text, const std::string& reply_id) const;
+
+ private:
+  ToolCallStyle style_;
+  ToolRequest request_;
+};
+
+// A reply streamed as deltas: content as it comes, calls as they are written.
+// Everything pushed then finish() gives exactly what parse() gives for the
+// whole text (content pieces concatenate to its content, each call's
+// argument pieces to its arguments).
+class ToolReplyStream {
+ public:
+  ToolReplyStream(const ToolCalling& calling, std::string reply_id);
+  std::vector<ToolReplyDelta> push(std::string_view text);
+  std::vector<ToolReplyDelta> finish();
+  int calls() const { return calls_; }
+
+ private:
+  enum class State { Text, Head, Arguments };
+  const ToolCalling& calling_;
+  std::string reply_id_;
+  std::string buffer_;  // text not yet handed out
+  std::string all_;     // Generic: the whole reply, parsed at finish()
+  State state_ = State::Text;
+  int calls_ = 0;
+  bool emitted_content_ = false;  // leading whitespace is dropped until then
+};
+
+}  // namespace tessera

@@ -1,0 +1,221 @@
+// Tool calling: requests checked, replies parsed (whole and streamed in any
+// split, the same calls), and constrained random walks that always give
+// calls whose arguments parse and name a tool.
+#include "generation/tool_calls.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "tokenizer/byte_level_tokenizer_for_tests.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson weather_tools() {
+  return ojson::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
+                                                       "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+                     "required": ["city", "days"]}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+      "properties": {"zone": {"enum": ["utc", "cet"]}}, "required": ["zone"]}}}])");
+}
+
+ToolCalling calling(ToolCallStyle style, const char* choice = "auto", bool parallel = true) {
+  const ojson c = choice[0] == '{' ? ojson::parse(choice) : ojson(choice);
+  const ojson p = parallel;
+  return ToolCalling(style, ToolRequest::parse(weather_tools(), &c, &p));
+}
+
+// The reply streamed in pieces split at random points, folded the way
+// ToolCalling::parse folds deltas.
+ToolReply streamed(const ToolCalling& tc, const std::string& text, uint64_t seed) {
+  ToolReplyStream stream(tc, "chatcmpl-abc");
+  std::mt19937_64 rng(seed);
+  std::vector<ToolReplyDelta> deltas;
+  for (size_t at = 0; at < text.size();) {
+    const size_t n = std::min<size_t>(text.size() - at, 1 + rng() % 7);
+    for (auto& d : stream.push(std::string_view(text).substr(at, n))) deltas.push_back(d);
+    at += n;
+  }
+  for (auto& d : stream.finish()) deltas.push_back(d);
+  ToolReply r;
+  for (const auto& d : deltas) {
+    if (d.index < 0) {
+      r.content += d.content;
+    } else {
+      if (d.index >= static_cast<int>(r.calls.size())) {
+        EXPECT_FALSE(d.id.empty());
+        EXPECT_FALSE(d.name.empty());
+        r.calls.push_back({d.id, d.name, ""});
+      }
+      r.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
+    }
+  }
+  return r;
+}
+
+void expect_same(const ToolReply& a, const ToolReply& b) {
+  EXPECT_EQ(a.content, b.content);
+  ASSERT_EQ(a.calls.size(), b.calls.size());
+  for (size_t i = 0; i < a.calls.size(); ++i) {
+    EXPECT_EQ(a.calls[i].id, b.calls[i].id);
+    EXPECT_EQ(a.calls[i].name, b.calls[i].name);
+    EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments);
+  }
+}
+
+TEST(ToolCalls, HermesRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Hermes);
+  const std::string text =
+      "  Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"cet\"}}\n</tool_call>\n";
+  const ToolReply r = tc.parse(text, "chatcmpl-abc");
+  EXPECT_EQ(r.content, "Let me check.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].id, "call_abc_0");
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(r.calls[1].name, "get_time");
+  for (uint64_t seed = 0; seed < 50; ++seed) expect_same(streamed(tc, text, seed), r);
+  // Text only, with a "<" that is not a call.
+  const std::string plain = "a < b, and <tool is not a call";
+  EXPECT_EQ(tc.parse(plain, "x").content, plain);
+  for (uint64_t seed = 0; seed < 20; ++seed) expect_same(streamed(tc, plain, seed), tc.parse(plain, "x"));
+}
+
+TEST(ToolCalls, GenericRepliesParse) {
+  const ToolCalling tc = calling(ToolCallStyle::Generic);
+  const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
+  ASSERT_EQ(calls.calls.size(), 1u);
+  EXPECT_EQ(calls.calls[0].name, "get_time");
+  EXPECT_EQ(calls.calls[0].arguments, R"({"zone":"utc"})");
+  EXPECT_EQ(calls.content, "");
+  const ToolReply answer = tc.parse(R"({"response": "It is noon."})", "r-1");
+  EXPECT_TRUE(answer.calls.empty());
+  EXPECT_EQ(answer.content, "It is noon.");
+  EXPECT_EQ(tc.parse(R"({"tool_calls": [{"name": "get)", "r").content, R"({"tool_calls": [{"name": "get)");
+}
+
+TEST(ToolCalls, NoneShowsToolsButParsesNothing) {
+  const ToolCalling tc = calling(ToolCallStyle::Hermes, "none");
+  EXPECT_TRUE(tc.constraint().empty());
+  const std::string text = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  EXPECT_EQ(tc.parse(text, "r").content, text);
+  EXPECT_EQ(tc.template_extra()["tools"].size(), 2u);
+}
+
+TEST(ToolCalls, MessagesForEachStyle) {
+  const ojson messages = ojson::parse(R"([
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 1}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}])");
+  const ojson hermes = calling(ToolCallStyle::Hermes).messages(messages);
+  EXPECT_EQ(hermes[1]["tool_calls"][0]["function"]["arguments"], ojson::parse(R"({"city": "Paris", "days": 1})"));
+  EXPECT_EQ(hermes[1]["content"], "");
+  EXPECT_EQ(hermes[2]["role"], "tool");
+  const ojson generic = calling(ToolCallStyle::Generic).messages(messages);
+  ASSERT_EQ(generic.size(), 4u);
+  EXPECT_EQ(generic[0]["role"], "system");
+  EXPECT_NE(generic[0]["content"].get<std::string>().find("get_weather"), std::string::npos);
+  EXPECT_EQ(ojson::parse(generic[2]["content"].get<std::string>())["tool_calls"][0]["name"], "get_weather");
+  EXPECT_EQ(generic[3]["role"], "user");
+  EXPECT_NE(generic[3]["content"].get<std::string>().find("sunny"), std::string::npos);
+}
+
+TEST(ToolCalls, BadRequestsNameTheField) {
+  const ojson choice = "sometimes";
+  EXPECT_THROW(ToolRequest::parse(weather_tools(), &choice, nullptr), Error);
+  const ojson other = ojson::parse(R"({"type": "function", "function": {"name": "nope"}})");
+  try {
+    ToolRequest::parse(weather_tools(), &other, nullptr);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.subject(), "tool_choice");
+  }
+  EXPECT_THROW(ToolRequest::parse(ojson::parse(R"([{"type": "function", "function": {}}])"), nullptr, nullptr), Error);
+  EXPECT_THROW(ToolRequest::parse(ojson::parse(R"([{"type": "retrieval"}])"), nullptr, nullptr), Error);
+  const ojson required = "required";
+  EXPECT_THROW(ToolRequest::parse(ojson::array(), &required, nullptr), Error);
+  EXPECT_EQ(ToolRequest::parse(ojson::array(), nullptr, nullptr).choice, ToolChoice::None);
+}
+
+TEST(ToolCalls, StyleFromTheTemplate) {
+  EXPECT_EQ(tool_call_style_of(nullptr), ToolCallStyle::Generic);
+  const ChatTemplate hermes = ChatTemplate::parse(
+      "{% if tools %}<tools>{{ tools | tojson }}</tools> reply <tool_call>{\"name\": ...}</tool_call>{% endif %}", "t");
+  EXPECT_EQ(tool_call_style_of(&hermes), ToolCallStyle::Hermes);
+  const ChatTemplate xml = ChatTemplate::parse("<tool_call>\n<function=name>", "t");
+  EXPECT_EQ(tool_call_style_of(&xml), ToolCallStyle::Generic);
+  const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
+  EXPECT_EQ(tool_call_style_of(&plain), ToolCallStyle::Generic);
+}
+
+// Random logits under each style's constraint: every reply parses into
+// calls of known tools whose arguments satisfy the schema's bounds.
+TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
+  const tok::Tokenizer tokenizer = tok::Tokenizer::from_json(tok::byte_level_json(), nullptr, "test");
+  const std::vector<int32_t> stops{264};
+  ConstraintCompiler compiler(tokenizer, stops, 272);
+  for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Generic}) {
+    for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
+      for (bool parallel : {true, false}) {
+        const ToolCalling tc = calling(style, choice, parallel);
+        const auto compiled = compiler.compile(tc.constraint());
+        for (uint64_t seed = 0; seed < 8; ++seed) {
+          ConstraintMatcher m(compiled);
+          std::mt19937_64 rng(seed);
+          std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+          tok::StreamingDetokenizer detok(tokenizer);
+          std::string text;
+          bool ended = false;
+          for (int step = 0; step < 600 && !ended; ++step) {
+            std::vector<float> logits(272);
+            for (float& l : logits) l = u(rng);
+            std::fill(logits.begin() + 0x80, logits.begin() + 0x100, -100.0f);  // ASCII (see output_constraint_test)
+            ASSERT_GT(m.mask(logits.data()), 0);
+            const auto id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            ASSERT_TRUE(m.accept(id));
+            if (id == 264) {
+              ended = true;
+            } else {
+              text += detok.push(id);
+            }
+          }
+          ASSERT_TRUE(ended) << text;
+          const ToolReply r = tc.parse(text, "r");
+          SCOPED_TRACE(text);
+          ASSERT_GE(r.calls.size(), 1u);
+          if (!parallel) {
+            EXPECT_EQ(r.calls.size(), 1u);
+          }
+          for (const ToolCall& c : r.calls) {
+            const ojson args = ojson::parse(c.arguments);
+            if (choice[0] == '{') {
+              EXPECT_EQ(c.name, "get_weather");
+            }
+            if (c.name == "get_weather") {
+              EXPECT_TRUE(args["city"].is_string());
+              EXPECT_TRUE(args["days"].is_number_integer() && args["days"] >= 1 && args["days"] <= 7);
+            } else {
+              EXPECT_EQ(c.name, "get_time");
+              EXPECT_TRUE(args["zone"] == "utc" || args["zone"] == "cet");
+            }
+          }
+          EXPECT_EQ(r.content, "");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,153 @@
+"""Tool calling through `tessera serve` with the official `openai` client:
+SmolLM2-135M (a template without tools: the generic JSON style) and a tiny
+random Qwen3 with Qwen3's real chat template (the Hermes <tool_call> style).
+Calls are schema-valid (arguments validated with `jsonschema`), streamed
+deltas concatenate to the whole reply's calls, tool results go back in as
+`tool` messages, and bad tool requests are 400s naming the field."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from serve_helpers import Server
+from tiny_models import make_tiny_chat_checkpoint
+
+openai = pytest.importorskip("openai")
+jsonschema = pytest.importorskip("jsonschema")
+
+SMOLLM2 = "smollm2-135m-instruct"
+TEMPLATES = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city today",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 24},
+        "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"]}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "The time in a time zone",
+    "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET", "PST"]}}, "required": ["zone"]}}}
+TOOLS = [WEATHER, TIME]
+SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+ASK = [{"role": "user", "content": "What is the weather in Paris today?"}]
+
+
+@pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3"])
+def served(request, pulled_model_path, tmp_path_factory):
+    """(server, style): SmolLM2 (generic) and a tiny Qwen3 with its real template (hermes)."""
+    if request.param == "smollm2":
+        model, env, style = pulled_model_path(SMOLLM2), {}, "generic"
+    else:
+        directory = tmp_path_factory.mktemp("tiny_qwen3")
+        model = str(make_tiny_chat_checkpoint("qwen3", directory, (TEMPLATES / "qwen3.jinja").read_text()))
+        env, style = {"TESSERA_HOME": str(tmp_path_factory.mktemp("home"))}, "hermes"
+    with Server(model, "--threads", 2, env=env) as s:
+        yield s, style
+
+
+def client_of(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def chat(server, messages=ASK, **kw):
+    # One call per reply unless a test asks for more: a 135M model allowed
+    # several repeats the same call until max_tokens.
+    kw.setdefault("parallel_tool_calls", False)
+    kw.setdefault("max_tokens", 160)
+    kw.setdefault("temperature", 0)
+    return client_of(server).chat.completions.create(model=server.model_name, messages=messages, tools=TOOLS, **kw)
+
+
+def check_calls(message):
+    assert message.tool_calls, message.content
+    for call in message.tool_calls:
+        assert call.type == "function" and call.id.startswith("call_")
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+    return message.tool_calls
+
+
+def test_required_calls_are_schema_valid(served):
+    server, _ = served
+    for temperature in (0, 0.8):
+        reply = chat(server, tool_choice="required", temperature=temperature, seed=1)
+        check_calls(reply.choices[0].message)
+        assert reply.choices[0].finish_reason == "tool_calls"
+
+
+def test_named_choice_and_no_parallel_calls(served):
+    server, _ = served
+    reply = chat(server, tool_choice={"type": "function", "function": {"name": "get_time"}},
+                 parallel_tool_calls=False)
+    calls = check_calls(reply.choices[0].message)
+    assert [c.function.name for c in calls] == ["get_time"]
+
+
+def test_streamed_calls_concatenate_to_the_whole(served):
+    server, _ = served
+    whole = chat(server, tool_choice="required").choices[0].message
+    calls, finish = {}, None
+    for chunk in chat(server, tool_choice="required", stream=True):
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for d in choice.delta.tool_calls or []:
+                c = calls.setdefault(d.index, {"id": None, "name": None, "arguments": ""})
+                if d.id:
+                    c["id"], c["name"] = d.id, d.function.name
+                c["arguments"] += d.function.arguments or ""
+    assert [(c["name"], c["arguments"]) for _, c in sorted(calls.items())] == \
+        [(c.function.name, c.function.arguments) for c in whole.tool_calls]
+    assert finish == "tool_calls"
+
+
+def test_tool_results_go_back_in(served):
+    server, _ = served
+    first = chat(server, tool_choice="required").choices[0].message
+    call = first.tool_calls[0]
+    messages = ASK + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+        {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temperature": 21, "sky": "clear"})}]
+    reply = chat(server, messages, tool_choice="none", max_tokens=24)
+    assert reply.choices[0].message.tool_calls is None
+    assert reply.choices[0].finish_reason in ("stop", "length")
+
+
+def test_auto_gives_calls_or_text(served):
+    server, style = served
+    reply = chat(server, tool_choice="auto", max_tokens=64)
+    message = reply.choices[0].message
+    if message.tool_calls:
+        check_calls(message)
+    else:
+        assert message.content is not None
+    if style == "generic":  # SmolLM2 answers the weather question with a call
+        check_calls(message)
+
+
+@pytest.mark.parametrize("fields, param", [
+    ({"tools": [{"type": "function", "function": {"description": "no name"}}]}, "tools"),
+    ({"tools": TOOLS, "tool_choice": "sometimes"}, "tool_choice"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "get_stock"}}}, "tool_choice"),
+    ({"tools": TOOLS, "parallel_tool_calls": "yes"}, "parallel_tool_calls"),
+    ({"tools": TOOLS, "tool_choice": "required", "response_format": {"type": "json_object"}}, "tools"),
+])
+def test_bad_tool_requests_are_400s(served, fields, param):
+    server, _ = served
+    with pytest.raises(openai.BadRequestError) as e:
+        client_of(server).chat.completions.create(model=server.model_name, messages=ASK, max_tokens=8,
+                                                  extra_body=fields)
+    assert e.value.body["param"] == param, e.value.body
+
+
+def test_python_engine_chat_with_tools(pulled_model_path):
+    import tessera
+    engine = tessera.Engine(pulled_model_path(SMOLLM2), threads=2)
+    r = engine.chat(ASK, tools=TOOLS, tool_choice="required", parallel_tool_calls=False, max_tokens=160)
+    assert r.tool_calls and r.finish_reason == "eos"
+    for call in r.tool_calls:
+        jsonschema.validate(json.loads(call["arguments"]), SCHEMAS[call["name"]])
+    plain = engine.chat(ASK, max_tokens=8)  # no tools: a plain chat reply
+    assert plain.tool_calls == [] and plain.text
+    with pytest.raises(tessera.TesseraError, match="tool_choice"):
+        engine.chat(ASK, tools=TOOLS, tool_choice="sometimes")
