@@ -18,6 +18,7 @@ constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesName = "{\"name\": \"";
 constexpr std::string_view kHermesArguments = "\", \"arguments\": ";
 constexpr std::string_view kHermesClose = "}\n</tool_call>";
+constexpr std::string_view kHermesCloseTag = "</tool_call>";
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -111,9 +112,13 @@ const char* tool_call_style_name(ToolCallStyle style) { return style == ToolCall
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   if (!chat_template) return ToolCallStyle::Generic;
   const std::string& s = chat_template->source();
-  // Qwen3.5 / Qwen3-Coder write <tool_call> blocks of XML (<function=...>),
-  // not JSON: not the Hermes format.
-  if (s.find("<tool_call>") != std::string::npos && s.find("<function=") == std::string::npos)
+  auto has = [&](std::string_view part) { return s.find(part) != std::string::npos; };
+  // <tool_call> blocks of JSON that starts with the name. Not Hermes: the
+  // XML blocks of Qwen3.5 / Qwen3-Coder (<function=...>) and GLM / Ling
+  // (<arg_key>), blocks that start with the bare name (MiniMax, Spark), and
+  // Apriel's one <tool_calls>[...] list.
+  if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
+      !has("<tool_calls>["))
     return ToolCallStyle::Hermes;
   return ToolCallStyle::Generic;
 }
@@ -249,6 +254,55 @@ ToolReplyStream::ToolReplyStream(const ToolCalling& calling, std::string reply_i
 
 namespace {
 
+enum class HeadScan { Incomplete, Malformed, Done };
+
+// Reads `{"name": "NAME", "arguments": ` (or "parameters") at the start of
+// `text` (the text after "<tool_call>"), with any whitespace between the
+// parts; Done sets `name` and `args` (where the arguments start).
+HeadScan scan_head(std::string_view text, std::string& name, size_t& args) {
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() && is_space(text[i])) ++i;
+  };
+  // Matches `lit` at i: 1 matched, 0 incomplete, -1 mismatch.
+  auto literal = [&](std::string_view lit) {
+    const std::string_view rest = text.substr(i);
+    if (rest.size() < lit.size()) return lit.substr(0, rest.size()) == rest ? 0 : -1;
+    if (rest.substr(0, lit.size()) != lit) return -1;
+    i += lit.size();
+    return 1;
+  };
+  int m;
+  skip();
+  if ((m = literal("{")) != 1) return m == 0 ? HeadScan::Incomplete : HeadScan::Malformed;
+  skip();
+  if ((m = literal("\"name\"")) != 1) return m == 0 ? HeadScan::Incomplete : HeadScan::Malformed;
+  skip();
+  if ((m = literal(":")) != 1) return m == 0 ? HeadScan::Incomplete : HeadScan::Malformed;
+  skip();
+  if ((m = literal("\"")) != 1) return m == 0 ? HeadScan::Incomplete : HeadScan::Malformed;
+  const size_t name_end = text.find('"', i);
+  if (name_end == std::string_view::npos) return HeadScan::Incomplete;
+  const std::string_view found = text.substr(i, name_end - i);
+  i = name_end + 1;
+  skip();
+  if ((m = literal(",")) != 1) return m == 0 ? HeadScan::Incomplete : HeadScan::Malformed;
+  skip();
+  if ((m = literal("\"")) != 1) return m == 0 ? HeadScan::Incomplete : HeadScan::Malformed;
+  const size_t key_end = text.find('"', i);
+  if (key_end == std::string_view::npos) return i + 10 < text.size() ? HeadScan::Malformed : HeadScan::Incomplete;
+  const std::string_view key = text.substr(i, key_end - i);
+  if (key != "arguments" && key != "parameters") return HeadScan::Malformed;
+  i = key_end + 1;
+  skip();
+  if ((m = literal(":")) != 1) return m == 0 ? HeadScan::Incomplete : HeadScan::Malformed;
+  skip();
+  if (i == text.size()) return HeadScan::Incomplete;  // the arguments' first character decides nothing, but wait for it
+  name = std::string(found);
+  args = i;
+  return HeadScan::Done;
+}
+
 ToolReplyDelta text_delta(std::string text) {
   ToolReplyDelta d;
   d.content = std::move(text);
@@ -304,21 +358,36 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       state_ = State::Head;
     }
     if (state_ == State::Head) {
-      const size_t name = buffer_.find(kHermesName);
-      if (name == std::string::npos) return out;
-      const size_t args = buffer_.find(kHermesArguments, name + kHermesName.size());
-      if (args == std::string::npos) return out;
+      // {"name": "NAME", "arguments": (or "parameters"), any spacing.
+      std::string name;
+      size_t args = 0;
+      const HeadScan scan = scan_head(buffer_, name, args);
+      if (scan == HeadScan::Incomplete) return out;
+      if (scan == HeadScan::Malformed) {  // not a call after all: the text as it is
+        buffer_.insert(0, kHermesOpen);
+        out.push_back(text_delta(buffer_));
+        emitted_content_ = true;
+        buffer_.clear();
+        state_ = State::Text;
+        return out;
+      }
       ToolReplyDelta start;
       start.index = calls_;
       start.id = call_id(reply_id_, calls_);
-      start.name = buffer_.substr(name + kHermesName.size(), args - name - kHermesName.size());
+      start.name = std::move(name);
       out.push_back(std::move(start));
-      buffer_.erase(0, args + kHermesArguments.size());
+      buffer_.erase(0, args);
       state_ = State::Arguments;
     }
     if (state_ == State::Arguments) {
-      const size_t close = buffer_.find(kHermesClose);
-      const size_t end = close != std::string::npos ? close : buffer_.size() - std::min(buffer_.size(), kHermesClose.size() - 1);
+      // The arguments run to the block's "}" before "</tool_call>"; until
+      // that marker is seen, a trailing "}" (with whitespace) may be the
+      // block's own and waits.
+      const size_t close = buffer_.find(kHermesCloseTag);
+      size_t end = close != std::string::npos ? close : buffer_.size() - partial_marker(buffer_, kHermesCloseTag);
+      while (end > 0 && is_space(buffer_[end - 1])) --end;
+      if (end > 0 && buffer_[end - 1] == '}') --end;
+      while (end > 0 && is_space(buffer_[end - 1])) --end;
       if (end > 0) {
         ToolReplyDelta piece;
         piece.index = calls_;
@@ -329,7 +398,7 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
         buffer_.erase(0, end);
         return out;
       }
-      buffer_.erase(0, close + kHermesClose.size());
+      buffer_.erase(0, close + kHermesCloseTag.size());
       ++calls_;
       state_ = State::Text;
     }

@@ -8,6 +8,11 @@
 //       enable_thinking, ...); max_iterations > 0 lowers the loop/macro-call
 //       bound (RenderLimits) for tests. Unsupported template features, raise_exception
 //       and bad input raise TesseraError.
+//   _tessera.tool_call_style(template) -> "hermes" | "generic"
+//   _tessera.tool_calling_messages(template, messages_json, tools_json, tool_choice_json) -> (messages_json, extra_json)
+//   _tessera.parse_tool_reply(template, text, tools_json, tool_choice_json) -> (content, [(id, name, arguments)])
+//       Tool calling (generation/tool_calls.h) in the style of `template`:
+//       the conversation as the template sees it, and a reply parsed.
 //   _tessera.find_chat_template(path) -> str | None
 //   _tessera.builtin_chat_template(architecture) -> str | None
 //       The fallback template for models whose files carry none ("gemma3").
@@ -19,6 +24,7 @@
 
 #include "core/error.h"
 #include "model/architectures.h"
+#include "generation/tool_calls.h"
 #include "tokenizer/chat_template.h"
 
 namespace py = pybind11;
@@ -26,6 +32,28 @@ namespace py = pybind11;
 void bind_chat_template(py::module_& m) {
   using namespace tessera;
   if (!py::hasattr(m, "TesseraError")) py::register_exception<Error>(m, "TesseraError", PyExc_ValueError);
+
+  auto calling = [](const std::string& source, const std::string& tools_json, const std::string& tool_choice_json) {
+    const ChatTemplate tpl = ChatTemplate::parse(source, "chat_template");
+    const nlohmann::ordered_json choice = nlohmann::ordered_json::parse(tool_choice_json);
+    return ToolCalling(tool_call_style_of(&tpl), ToolRequest::parse(nlohmann::ordered_json::parse(tools_json), &choice, nullptr));
+  };
+  m.def("tool_call_style", [](const std::string& source) {
+    const ChatTemplate tpl = ChatTemplate::parse(source, "chat_template");
+    return std::string(tool_call_style_name(tool_call_style_of(&tpl)));
+  });
+  m.def("tool_calling_messages", [calling](const std::string& source, const std::string& messages_json,
+                                            const std::string& tools_json, const std::string& tool_choice_json) {
+    const ToolCalling tc = calling(source, tools_json, tool_choice_json);
+    return std::make_pair(tc.messages(nlohmann::ordered_json::parse(messages_json)).dump(), tc.template_extra().dump());
+  });
+  m.def("parse_tool_reply", [calling](const std::string& source, const std::string& text, const std::string& tools_json,
+                                      const std::string& tool_choice_json) {
+    const ToolReply r = calling(source, tools_json, tool_choice_json).parse(text, "chatcmpl-test");
+    std::vector<std::tuple<std::string, std::string, std::string>> calls;
+    for (const ToolCall& c : r.calls) calls.emplace_back(c.id, c.name, c.arguments);
+    return std::make_pair(r.content, calls);
+  });
 
   m.def(
       "render_chat_template",

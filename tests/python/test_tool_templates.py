@@ -1,0 +1,88 @@
+"""Tool calling on real chat templates: llama.cpp's collection
+(models/templates/*.jinja of the llama-cpp-python 0.3.36 sdist) and the
+templates of the models in scope (tests/data/chat_templates). For each
+template whose style is Hermes (<tool_call> JSON blocks), an assistant turn
+with two tool calls rendered by the template itself parses back into the
+same calls (names, arguments as JSON values); every template renders the
+conversation our tool calling hands it (tools, calls, results) without
+error whenever it renders the same conversation without tools."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llamacpp_peer import peer_dir
+
+try:  # in-tree build: build/python on PYTHONPATH
+    import _tessera as core
+except ModuleNotFoundError:  # installed wheel
+    from tessera import _tessera as core
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}}},
+    {"type": "function", "function": {"name": "search", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
+]
+CALLS = [("get_weather", {"city": "Zürich", "days": 2}), ("search", {"query": "rain \"tomorrow\""})]
+EXTRA = {"bos_token": "<s>", "eos_token": "</s>"}
+# Templates whose model writes Hermes-style <tool_call> JSON blocks (among
+# others: Bielik, MiMo-VL, Reka, Granite 4).
+HERMES = {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
+          "Qwen-Qwen2.5-7B-Instruct.jinja", "Qwen-Qwen3-0.6B.jinja", "Qwen-QwQ-32B.jinja", "qwen2.5.jinja",
+          "qwen3.jinja"}
+
+
+def templates():
+    found = sorted((peer_dir() / "models" / "templates").glob("*.jinja"))
+    found += sorted((Path(__file__).resolve().parents[1] / "data" / "chat_templates").glob("*.jinja"))
+    return found
+
+
+def conversation():
+    return [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "Weather in Zürich, and search for rain?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, (n, a) in enumerate(CALLS)]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "{\"temp\": 21}"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "rain at noon"},
+    ]
+
+
+def render(source, messages, extra):
+    return core.render_chat_template(source, json.dumps(messages), False, json.dumps({**EXTRA, **extra}))
+
+
+def test_the_styles_of_known_templates():
+    by_name = {p.name: core.tool_call_style(p.read_text()) for p in templates()}
+    for name in HERMES:
+        assert by_name[name] == "hermes", name
+    assert by_name["smollm2.jinja"] == "generic"
+    assert by_name["gemma3.jinja"] == "generic"
+    assert by_name["qwen3.5.jinja"] == "generic"  # XML calls, not JSON blocks
+    assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
+
+
+@pytest.mark.parametrize("path", templates(), ids=lambda p: p.name)
+def test_tool_conversations_render_and_calls_parse_back(path):
+    source = path.read_text()
+    messages_json, extra_json = core.tool_calling_messages(source, json.dumps(conversation()), json.dumps(TOOLS),
+                                                           json.dumps("auto"))
+    plain = [m for m in conversation() if m["role"] in ("system", "user")]
+    try:
+        render(source, plain, {})
+    except core.TesseraError:
+        pytest.skip("the template refuses even the conversation without tools")
+    text = render(source, json.loads(messages_json), json.loads(extra_json))
+    if core.tool_call_style(source) != "hermes":
+        return
+    # The assistant turn as the template wrote it: its <tool_call> blocks.
+    after_user = text.index(conversation()[1]["content"])  # not the instructions' example
+    start, end = text.index("<tool_call>", after_user), text.rindex("</tool_call>") + len("</tool_call>")
+    content, calls = core.parse_tool_reply(source, text[start:end], json.dumps(TOOLS), json.dumps("auto"))
+    assert [(name, json.loads(arguments)) for _, name, arguments in calls] == CALLS, text[start:end]
+    assert content == ""
