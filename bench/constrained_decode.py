@@ -1,7 +1,8 @@
 """What a JSON Schema constraint costs a decode step: `tessera serve` and
 llama.cpp's `llama-server` on the same GGUF, in one run, each asked the same
 chat question with and without a 10-field response_format json_schema
-(greedy, interleaved reps). The cost is 1 - constrained / plain decode
+(greedy, interleaved reps; each plain reply as long as the constrained
+one before it). The cost is 1 - constrained / plain decode
 tok/s, from each server's own timings (tessera: timings.decode_tok_s;
 llama-server: timings.predicted_per_second).
 
@@ -57,10 +58,14 @@ def main():
                 rates = {False: [], True: []}
                 tokens = {False: [], True: []}
                 for _ in range(args.reps):
-                    for constrained in (False, True):
-                        rate, n = decode_rate(server, constrained, args.max_tokens)
-                        rates[constrained].append(rate)
-                        tokens[constrained].append(n)
+                    # The plain reply as long as the constrained one was, so
+                    # that both decode over the same context lengths.
+                    rate, n = decode_rate(server, True, args.max_tokens)
+                    rates[True].append(rate)
+                    tokens[True].append(n)
+                    rate, n = decode_rate(server, False, n)
+                    rates[False].append(rate)
+                    tokens[False].append(n)
             plain, constrained = statistics.median(rates[False]), statistics.median(rates[True])
             rows.append((model, kind, plain, constrained, 1 - constrained / plain,
                          statistics.median(tokens[False]), statistics.median(tokens[True])))
