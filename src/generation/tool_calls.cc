@@ -14,11 +14,23 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesName = "{\"name\": \"";
-constexpr std::string_view kHermesArguments = "\", \"arguments\": ";
-constexpr std::string_view kHermesClose = "}\n</tool_call>";
-constexpr std::string_view kHermesCloseTag = "</tool_call>";
+// How a style writes one call: `open`, then {"name": "NAME", "<key>": ARGS}
+// (with `begin` / `end` the exact text the constraint writes around ARGS),
+// then `close`. For Llama 3 the call is the JSON alone: it opens with its
+// own `{"name"` and ends with the reply.
+struct CallSyntax {
+  std::string_view open;   // what starts a call in the reply
+  bool open_is_json;       // `open` is the start of the call's JSON (kept for the head)
+  std::string_view close;  // what ends a call ("" : the end of the reply)
+  std::string_view begin_before_name, begin_after_name, end;  // the constraint's tag
+  std::string_view trigger;
+};
+
+constexpr CallSyntax kHermes{"<tool_call>", false, "</tool_call>", "<tool_call>\n{\"name\": \"",
+                             "\", \"arguments\": ", "}\n</tool_call>", "<tool_call>"};
+constexpr CallSyntax kLlama3{"{\"name\"", true, "", "{\"name\": \"", "\", \"parameters\": ", "}", "{\"name\": \""};
+
+const CallSyntax& syntax_of(ToolCallStyle style) { return style == ToolCallStyle::Llama3 ? kLlama3 : kHermes; }
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -85,19 +97,18 @@ ojson generic_reply_schema(const ToolRequest& r) {
   return {{"anyOf", {with_calls, answer}}};
 }
 
-ojson hermes_structural_tag(const ToolRequest& r) {
+ojson tagged_calls_structural_tag(const ToolRequest& r, const CallSyntax& syntax) {
   ojson tags = ojson::array();
   for (const ojson* t : callable(r))
     tags.push_back({{"type", "tag"},
-                    {"begin", std::string(kHermesOpen) + "\n" + std::string(kHermesName) + name_of(*t) +
-                                  std::string(kHermesArguments)},
+                    {"begin", std::string(syntax.begin_before_name) + name_of(*t) + std::string(syntax.begin_after_name)},
                     // At most one whitespace character between tokens: a
                     // model free to write more may write nothing else.
                     {"content", {{"type", "json_schema"}, {"json_schema", parameters_of(*t)}, {"max_whitespace_cnt", 1}}},
-                    {"end", std::string(kHermesClose)}});
+                    {"end", std::string(syntax.end)}});
   ojson format;
   if (r.choice == ToolChoice::Auto)
-    format = {{"type", "triggered_tags"}, {"triggers", {std::string(kHermesOpen)}}, {"tags", tags},
+    format = {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.trigger)}}, {"tags", tags},
               {"at_least_one", false}, {"stop_after_first", !r.parallel}};
   else
     format = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", "\n"}, {"at_least_one", true},
@@ -107,7 +118,14 @@ ojson hermes_structural_tag(const ToolRequest& r) {
 
 }  // namespace
 
-const char* tool_call_style_name(ToolCallStyle style) { return style == ToolCallStyle::Hermes ? "hermes" : "generic"; }
+const char* tool_call_style_name(ToolCallStyle style) {
+  switch (style) {
+    case ToolCallStyle::Hermes: return "hermes";
+    case ToolCallStyle::Llama3: return "llama3";
+    case ToolCallStyle::Generic: break;
+  }
+  return "generic";
+}
 
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   if (!chat_template) return ToolCallStyle::Generic;
@@ -116,10 +134,12 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   // <tool_call> blocks of JSON that starts with the name. Not Hermes: the
   // XML blocks of Qwen3.5 / Qwen3-Coder (<function=...>) and GLM / Ling
   // (<arg_key>), blocks that start with the bare name (MiniMax, Spark), and
-  // Apriel's one <tool_calls>[...] list.
+  // Apriel's one <tool_calls>[...] list. Llama 3.1 - 3.3 ("Environment:
+  // ipython"): one bare {"name": ..., "parameters": ...} per reply.
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
       !has("<tool_calls>["))
     return ToolCallStyle::Hermes;
+  if (has("Environment: ipython") && has("\"parameters\": ")) return ToolCallStyle::Llama3;
   return ToolCallStyle::Generic;
 }
 
@@ -170,11 +190,13 @@ ToolRequest ToolRequest::parse(const ojson& tools, const ojson* tool_choice, con
   return r;
 }
 
-ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request) : style_(style), request_(std::move(request)) {}
+ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request) : style_(style), request_(std::move(request)) {
+  if (style_ == ToolCallStyle::Llama3) request_.parallel = false;  // its template takes one call per message
+}
 
 ojson ToolCalling::messages(const ojson& openai_messages) const {
   ojson out = ojson::array();
-  if (style_ == ToolCallStyle::Hermes) {
+  if (style_ != ToolCallStyle::Generic) {
     for (const ojson& m : openai_messages) {
       ojson copy = m;
       if (copy.contains("tool_calls")) {
@@ -223,13 +245,14 @@ ojson ToolCalling::messages(const ojson& openai_messages) const {
 }
 
 ojson ToolCalling::template_extra() const {
-  if (style_ == ToolCallStyle::Hermes && !request_.tools.empty()) return {{"tools", request_.tools}};
+  if (style_ != ToolCallStyle::Generic && !request_.tools.empty()) return {{"tools", request_.tools}};
   return ojson::object();
 }
 
 ConstraintSpec ToolCalling::constraint() const {
   if (!parses()) return {};
-  if (style_ == ToolCallStyle::Hermes) return {ConstraintKind::StructuralTag, hermes_structural_tag(request_).dump()};
+  if (style_ != ToolCallStyle::Generic)
+    return {ConstraintKind::StructuralTag, tagged_calls_structural_tag(request_, syntax_of(style_)).dump()};
   return {ConstraintKind::JsonSchema, generic_reply_schema(request_).dump()};
 }
 
@@ -338,8 +361,9 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
   };
   for (;;) {
     if (state_ == State::Text) {
-      const size_t open = buffer_.find(kHermesOpen);
-      const size_t end = open != std::string::npos ? open : buffer_.size() - partial_marker(buffer_, kHermesOpen);
+      const CallSyntax& syntax = syntax_of(calling_.style());
+      const size_t open = buffer_.find(syntax.open);
+      const size_t end = open != std::string::npos ? open : buffer_.size() - partial_marker(buffer_, syntax.open);
       // Hand out up to `end`, keeping a trailing whitespace run back.
       size_t keep = end;
       while (keep > 0 && is_space(buffer_[keep - 1])) --keep;
@@ -354,7 +378,9 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
         buffer_.erase(0, keep);  // the whitespace run and any partial "<tool_call>" wait
         return out;
       }
-      buffer_.erase(0, open + kHermesOpen.size());  // the whitespace before a call is dropped
+      // The whitespace before a call is dropped (and the open marker, unless
+      // it is the JSON's own start).
+      buffer_.erase(0, open + (syntax.open_is_json ? 0 : syntax.open.size()));
       state_ = State::Head;
     }
     if (state_ == State::Head) {
@@ -364,7 +390,7 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       const HeadScan scan = scan_head(buffer_, name, args);
       if (scan == HeadScan::Incomplete) return out;
       if (scan == HeadScan::Malformed) {  // not a call after all: the text as it is
-        buffer_.insert(0, kHermesOpen);
+        if (!syntax_of(calling_.style()).open_is_json) buffer_.insert(0, syntax_of(calling_.style()).open);
         out.push_back(text_delta(buffer_));
         emitted_content_ = true;
         buffer_.clear();
@@ -383,8 +409,11 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       // The arguments run to the block's "}" before "</tool_call>"; until
       // that marker is seen, a trailing "}" (with whitespace) may be the
       // block's own and waits.
-      const size_t close = buffer_.find(kHermesCloseTag);
-      size_t end = close != std::string::npos ? close : buffer_.size() - partial_marker(buffer_, kHermesCloseTag);
+      const std::string_view close_tag = syntax_of(calling_.style()).close;
+      const size_t close = close_tag.empty() ? std::string::npos : buffer_.find(close_tag);
+      size_t end = close != std::string::npos ? close
+                   : close_tag.empty()        ? buffer_.size()
+                                              : buffer_.size() - partial_marker(buffer_, close_tag);
       while (end > 0 && is_space(buffer_[end - 1])) --end;
       if (end > 0 && buffer_[end - 1] == '}') --end;
       while (end > 0 && is_space(buffer_[end - 1])) --end;
@@ -398,7 +427,7 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
         buffer_.erase(0, end);
         return out;
       }
-      buffer_.erase(0, close + kHermesCloseTag.size());
+      buffer_.erase(0, close + close_tag.size());
       ++calls_;
       state_ = State::Text;
     }
@@ -433,6 +462,19 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
     size_t keep = buffer_.size();
     while (keep > 0 && is_space(buffer_[keep - 1])) --keep;
     if (keep > 0) out.push_back(text_delta(buffer_.substr(0, keep)));
+  } else if (state_ == State::Arguments && syntax_of(calling_.style()).close.empty()) {
+    // The call's JSON ends with the reply: what is held is its closing brace.
+    size_t end = buffer_.size();
+    while (end > 0 && is_space(buffer_[end - 1])) --end;
+    if (end > 0 && buffer_[end - 1] == '}') --end;
+    while (end > 0 && is_space(buffer_[end - 1])) --end;
+    if (end > 0) {
+      ToolReplyDelta piece;
+      piece.index = calls_;
+      piece.arguments = buffer_.substr(0, end);
+      out.push_back(std::move(piece));
+    }
+    ++calls_;
   } else if (state_ == State::Arguments && !buffer_.empty()) {
     ToolReplyDelta piece;  // a call cut short (max_tokens): its arguments as far as they go
     piece.index = calls_;

@@ -10,6 +10,9 @@
 //            The tools go to the template (its `tools` variable); earlier
 //            assistant calls go back as `tool_calls` with their arguments
 //            as objects, results as `tool` messages, as the template wants.
+//   Llama3   Llama 3.1 - 3.3 templates: one bare JSON call per reply,
+//              {"name": "f", "parameters": {...}}
+//            tools through the template, results as `tool` messages.
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -20,8 +23,9 @@
 // (generation/output_constraint.h) so that every call parses and its
 // arguments validate against the tool's parameter schema: Hermes with an
 // XGrammar structural tag (free text, and after "<tool_call>" one of the
-// tools' blocks; "required" / a named function: calls only), Generic with
-// a JSON Schema of the reply object.
+// tools' blocks; "required" / a named function: calls only; Llama3 alike,
+// its trigger the call's own {"name": "), Generic with a JSON Schema of the
+// reply object.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +42,10 @@ namespace tessera {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { Hermes, Generic };
+enum class ToolCallStyle { Hermes, Llama3, Generic };
 const char* tool_call_style_name(ToolCallStyle style);
-// Hermes when the template writes <tool_call> blocks of JSON, else Generic
-// (also for no template).
+// Hermes when the template writes <tool_call> blocks of JSON, Llama3 for
+// Llama 3's bare JSON calls, else Generic (also for no template).
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template);
 
 enum class ToolChoice { Auto, None, Required, Named };

@@ -91,6 +91,19 @@ TEST(ToolCalls, HermesRepliesParseWholeAndStreamed) {
   for (uint64_t seed = 0; seed < 20; ++seed) expect_same(streamed(tc, plain, seed), tc.parse(plain, "x"));
 }
 
+TEST(ToolCalls, Llama3RepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Llama3);
+  EXPECT_FALSE(tc.request().parallel);  // one call per reply, as its template takes them
+  const std::string text = "Let me look.\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": {\"n\": 2}}}";
+  const ToolReply r = tc.parse(text, "chatcmpl-abc");
+  EXPECT_EQ(r.content, "Let me look.");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": {"n": 2}})"));
+  for (uint64_t seed = 0; seed < 50; ++seed) expect_same(streamed(tc, text, seed), r);
+  EXPECT_EQ(tc.parse("{\"nam", "x").content, "{\"nam");  // not a call
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -153,6 +166,8 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   const ChatTemplate hermes = ChatTemplate::parse(
       "{% if tools %}<tools>{{ tools | tojson }}</tools> reply <tool_call>{\"name\": ...}</tool_call>{% endif %}", "t");
   EXPECT_EQ(tool_call_style_of(&hermes), ToolCallStyle::Hermes);
+  const ChatTemplate llama3 = ChatTemplate::parse("Environment: ipython\n{{ '{\"name\": \"' }}f{{ '\", \"parameters\": ' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&llama3), ToolCallStyle::Llama3);
   const ChatTemplate xml = ChatTemplate::parse("<tool_call>\n<function=name>", "t");
   EXPECT_EQ(tool_call_style_of(&xml), ToolCallStyle::Generic);
   const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
@@ -165,7 +180,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
   const tok::Tokenizer tokenizer = tok::Tokenizer::from_json(tok::byte_level_json(), nullptr, "test");
   const std::vector<int32_t> stops{264};
   ConstraintCompiler compiler(tokenizer, stops, 272);
-  for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Generic}) {
+  for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::Generic}) {
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);
@@ -194,7 +209,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
           const ToolReply r = tc.parse(text, "r");
           SCOPED_TRACE(text);
           ASSERT_GE(r.calls.size(), 1u);
-          if (!parallel) {
+          if (!parallel || style == ToolCallStyle::Llama3) {
             EXPECT_EQ(r.calls.size(), 1u);
           }
           for (const ToolCall& c : r.calls) {

@@ -32,15 +32,23 @@ SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
 ASK = [{"role": "user", "content": "What is the weather in Paris today?"}]
 
 
-@pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3"])
+@pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3"])
 def served(request, pulled_model_path, tmp_path_factory):
-    """(server, style): SmolLM2 (generic) and a tiny Qwen3 with its real template (hermes)."""
+    """(server, style): SmolLM2 (generic), a tiny Qwen3 with its real template
+    (hermes) and a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
+    template collection)."""
     if request.param == "smollm2":
         model, env, style = pulled_model_path(SMOLLM2), {}, "generic"
     else:
-        directory = tmp_path_factory.mktemp("tiny_qwen3")
-        model = str(make_tiny_chat_checkpoint("qwen3", directory, (TEMPLATES / "qwen3.jinja").read_text()))
-        env, style = {"TESSERA_HOME": str(tmp_path_factory.mktemp("home"))}, "hermes"
+        if request.param == "tiny-qwen3":
+            name, template, style = "qwen3", (TEMPLATES / "qwen3.jinja").read_text(), "hermes"
+        else:
+            from llamacpp_peer import peer_dir
+            name, style = "llama", "llama3"
+            template = (peer_dir() / "models" / "templates" / "meta-llama-Llama-3.2-3B-Instruct.jinja").read_text()
+        directory = tmp_path_factory.mktemp(f"tiny_{name}")
+        model = str(make_tiny_chat_checkpoint(name, directory, template))
+        env = {"TESSERA_HOME": str(tmp_path_factory.mktemp("home"))}
     with Server(model, "--threads", 2, env=env) as s:
         yield s, style
 

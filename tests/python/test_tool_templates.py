@@ -1,9 +1,10 @@
 """Tool calling on real chat templates: llama.cpp's collection
 (models/templates/*.jinja of the llama-cpp-python 0.3.36 sdist) and the
 templates of the models in scope (tests/data/chat_templates). For each
-template whose style is Hermes (<tool_call> JSON blocks), an assistant turn
-with two tool calls rendered by the template itself parses back into the
-same calls (names, arguments as JSON values); every template renders the
+template whose style is Hermes (<tool_call> JSON blocks) or Llama 3 (one
+bare JSON call), an assistant turn with tool calls (two; Llama 3: one)
+rendered by the template itself parses back into the same calls (names,
+arguments as JSON values); every template renders the
 conversation our tool calling hands it (tools, calls, results) without
 error whenever it renders the same conversation without tools."""
 
@@ -41,13 +42,17 @@ def templates():
     return found
 
 
-def conversation():
+LLAMA3 = {"meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja",
+          "meta-llama-Llama-3.3-70B-Instruct.jinja"}
+
+
+def conversation(calls=CALLS):
     return [
         {"role": "system", "content": "You are helpful."},
         {"role": "user", "content": "Weather in Zürich, and search for rain?"},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-            for i, (n, a) in enumerate(CALLS)]},
+            for i, (n, a) in enumerate(calls)]},
         {"role": "tool", "tool_call_id": "call_0", "content": "{\"temp\": 21}"},
         {"role": "tool", "tool_call_id": "call_1", "content": "rain at noon"},
     ]
@@ -61,6 +66,8 @@ def test_the_styles_of_known_templates():
     by_name = {p.name: core.tool_call_style(p.read_text()) for p in templates()}
     for name in HERMES:
         assert by_name[name] == "hermes", name
+    for name in LLAMA3:
+        assert by_name[name] == "llama3", name
     assert by_name["smollm2.jinja"] == "generic"
     assert by_name["gemma3.jinja"] == "generic"
     assert by_name["qwen3.5.jinja"] == "generic"  # XML calls, not JSON blocks
@@ -70,19 +77,26 @@ def test_the_styles_of_known_templates():
 @pytest.mark.parametrize("path", templates(), ids=lambda p: p.name)
 def test_tool_conversations_render_and_calls_parse_back(path):
     source = path.read_text()
-    messages_json, extra_json = core.tool_calling_messages(source, json.dumps(conversation()), json.dumps(TOOLS),
+    style = core.tool_call_style(source)
+    calls = CALLS[:1] if style == "llama3" else CALLS  # Llama 3: one call per message
+    messages_json, extra_json = core.tool_calling_messages(source, json.dumps(conversation(calls)), json.dumps(TOOLS),
                                                            json.dumps("auto"))
-    plain = [m for m in conversation() if m["role"] in ("system", "user")]
+    plain = [m for m in conversation(calls) if m["role"] in ("system", "user")]
     try:
         render(source, plain, {})
     except core.TesseraError:
         pytest.skip("the template refuses even the conversation without tools")
     text = render(source, json.loads(messages_json), json.loads(extra_json))
-    if core.tool_call_style(source) != "hermes":
+    if style == "generic":
         return
-    # The assistant turn as the template wrote it: its <tool_call> blocks.
+    # The assistant turn as the template wrote it: its <tool_call> blocks, or
+    # Llama 3's JSON up to its end of turn.
     after_user = text.index(conversation()[1]["content"])  # not the instructions' example
-    start, end = text.index("<tool_call>", after_user), text.rindex("</tool_call>") + len("</tool_call>")
-    content, calls = core.parse_tool_reply(source, text[start:end], json.dumps(TOOLS), json.dumps("auto"))
-    assert [(name, json.loads(arguments)) for _, name, arguments in calls] == CALLS, text[start:end]
+    if style == "hermes":
+        start, end = text.index("<tool_call>", after_user), text.rindex("</tool_call>") + len("</tool_call>")
+    else:
+        start = text.index('{"name"', after_user)
+        end = text.index("<|eot_id|>", start)
+    content, parsed = core.parse_tool_reply(source, text[start:end], json.dumps(TOOLS), json.dumps("auto"))
+    assert [(name, json.loads(arguments)) for _, name, arguments in parsed] == calls, text[start:end]
     assert content == ""
