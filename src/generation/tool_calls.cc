@@ -326,6 +326,22 @@ HeadScan scan_head(std::string_view text, std::string& name, size_t& args) {
   return HeadScan::Done;
 }
 
+// Where text[0, end) ends once trailing whitespace, one closing brace (the
+// call's own) and the whitespace before it are taken off.
+size_t before_closing_brace(std::string_view text, size_t end) {
+  while (end > 0 && is_space(text[end - 1])) --end;
+  if (end > 0 && text[end - 1] == '}') --end;
+  while (end > 0 && is_space(text[end - 1])) --end;
+  return end;
+}
+
+ToolReplyDelta arguments_delta(int index, std::string arguments) {
+  ToolReplyDelta d;
+  d.index = index;
+  d.arguments = std::move(arguments);
+  return d;
+}
+
 ToolReplyDelta text_delta(std::string text) {
   ToolReplyDelta d;
   d.content = std::move(text);
@@ -414,15 +430,8 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       size_t end = close != std::string::npos ? close
                    : close_tag.empty()        ? buffer_.size()
                                               : buffer_.size() - partial_marker(buffer_, close_tag);
-      while (end > 0 && is_space(buffer_[end - 1])) --end;
-      if (end > 0 && buffer_[end - 1] == '}') --end;
-      while (end > 0 && is_space(buffer_[end - 1])) --end;
-      if (end > 0) {
-        ToolReplyDelta piece;
-        piece.index = calls_;
-        piece.arguments = buffer_.substr(0, end);
-        out.push_back(std::move(piece));
-      }
+      end = before_closing_brace(buffer_, end);
+      if (end > 0) out.push_back(arguments_delta(calls_, buffer_.substr(0, end)));
       if (close == std::string::npos) {
         buffer_.erase(0, end);
         return out;
@@ -464,22 +473,11 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
     if (keep > 0) out.push_back(text_delta(buffer_.substr(0, keep)));
   } else if (state_ == State::Arguments && syntax_of(calling_.style()).close.empty()) {
     // The call's JSON ends with the reply: what is held is its closing brace.
-    size_t end = buffer_.size();
-    while (end > 0 && is_space(buffer_[end - 1])) --end;
-    if (end > 0 && buffer_[end - 1] == '}') --end;
-    while (end > 0 && is_space(buffer_[end - 1])) --end;
-    if (end > 0) {
-      ToolReplyDelta piece;
-      piece.index = calls_;
-      piece.arguments = buffer_.substr(0, end);
-      out.push_back(std::move(piece));
-    }
+    const size_t end = before_closing_brace(buffer_, buffer_.size());
+    if (end > 0) out.push_back(arguments_delta(calls_, buffer_.substr(0, end)));
     ++calls_;
   } else if (state_ == State::Arguments && !buffer_.empty()) {
-    ToolReplyDelta piece;  // a call cut short (max_tokens): its arguments as far as they go
-    piece.index = calls_;
-    piece.arguments = buffer_;
-    out.push_back(std::move(piece));
+    out.push_back(arguments_delta(calls_, buffer_));  // a call cut short (max_tokens): as far as it goes
   }
   buffer_.clear();
   return out;
