@@ -17,7 +17,7 @@ Routing (ConversationAffinityRouter): a request's key is its message list;
 after a request is routed its key is remembered with the replica. A new
 request goes to the replica that served the longest earlier message list
 that is a prefix of its own (turn n + 1 starts with turn n's messages), and
-otherwise to the least loaded replica (Ray Serve probes the queue lengths).
+otherwise to a replica drawn at random (then the others, if it is full).
 Only whole conversations are keys, not shared system prompts alone, so
 conversations that share a system prompt still spread over the replicas
 (each replica's prefix cache serves the shared part).
@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import time
+import random
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -91,7 +92,11 @@ class ConversationAffinityRouter(RequestRouter):
                 owner = self._owner.get(_key(messages[:n]))
                 if owner in by_id:
                     return [[by_id[owner]]]
-        return [list(candidate_replicas)]  # none known: the least loaded of all
+        # None known: a replica drawn at random first (conversations that
+        # arrive together are routed before any is recorded, so counts or
+        # queue lengths would send them all to one), the others after it.
+        ranked = random.sample(list(candidate_replicas), len(candidate_replicas))
+        return [ranked[:1], ranked[1:]] if len(ranked) > 1 else [ranked]
 
     def on_request_routed(self, pending_request, replica_id, result):
         messages = self._messages(pending_request)
@@ -115,9 +120,9 @@ class ConversationAffinityRouter(RequestRouter):
     max_ongoing_requests=16,
 )
 class TesseraReplica:
-    def __init__(self, model: str, threads: int, slots: int):
+    def __init__(self, model: str, threads: int, slots: int, context_length: int = 0):
         import tessera
-        self.engine = tessera.Engine(model, threads=threads, slots=slots)
+        self.engine = tessera.Engine(model, threads=threads, slots=slots, context_length=context_length)
         self.replica = {"id": serve.get_replica_context().replica_id.unique_id, "pid": os.getpid()}
 
     def chat(self, call: ChatCall) -> dict:
@@ -208,10 +213,11 @@ def _ingress(model_name: str):
     return OpenAIIngress
 
 
-def build(model: str, replicas: int = 2, threads: int = 1, slots: int = 4, model_name: str = ""):
+def build(model: str, replicas: int = 2, threads: int = 1, slots: int = 4, model_name: str = "",
+          context_length: int = 0):
     """The Ray Serve application: `serve.run(build(...))`."""
     name = model_name or os.path.basename(str(model).rstrip("/"))
-    replica = TesseraReplica.options(num_replicas=replicas).bind(model, threads, slots)
+    replica = TesseraReplica.options(num_replicas=replicas).bind(model, threads, slots, context_length)
     return _ingress(name).bind(replica)
 
 
@@ -222,6 +228,7 @@ def main(argv: Optional[List[str]] = None):
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="compute threads per replica")
     ap.add_argument("--parallel", type=int, default=4, help="conversations each replica keeps (slots)")
+    ap.add_argument("-c", "--ctx", type=int, default=0, help="context length per slot (0: the model's)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--model-name", default="")
@@ -233,7 +240,7 @@ def main(argv: Optional[List[str]] = None):
     os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
     ray.init(include_dashboard=False, configure_logging=False)
     serve.start(http_options={"host": args.host, "port": args.port})
-    serve.run(build(args.model, args.replicas, args.threads, args.parallel, args.model_name), name="tessera",
+    serve.run(build(args.model, args.replicas, args.threads, args.parallel, args.model_name, args.ctx), name="tessera",
               route_prefix="/")
     print(f"listening on http://{args.host}:{args.port} ({args.replicas} replicas)", flush=True)
     try:
