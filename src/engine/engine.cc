@@ -86,13 +86,8 @@ std::future<Result> Engine::submit(Request request) {
   job->options = make_generate_options(request.settings);
   load_draft_model(job->options, *model_);  // before the generation, never inside it
   if (!job->options.constraint.empty()) {  // compiled here, so that a bad schema fails the submit
-    const tok::Tokenizer* tok = model_->tokenizer();
-    if (!tok)
-      fail(model_->path(), job->options.constraint.setting(), "a constraint needs a tokenizer and the model has none");
-    std::call_once(constraint_compiler_made_, [&] {
-      constraint_compiler_ =
-          std::make_unique<ConstraintCompiler>(*tok, model_->stop_token_ids(), model_->spec().vocab_size);
-    });
+    std::call_once(constraint_compiler_made_,
+                   [&] { constraint_compiler_ = ConstraintCompiler::for_model(*model_, job->options.constraint); });
     job->options.compiled_constraint = constraint_compiler_->compile(job->options.constraint);
   }
   job->request = std::move(request);

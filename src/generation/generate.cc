@@ -84,10 +84,8 @@ Generation::Generation(Session& session, std::span<const int32_t> prompt, const 
          prompt.size(), session.length(), session.context_length());
   if (tok) detok_.emplace(*tok);
   if (!options.constraint.empty()) {
-    if (!tok) fail(model.path(), options.constraint.setting(), "a constraint needs a tokenizer and the model has none");
     std::shared_ptr<const CompiledConstraint> compiled = options.compiled_constraint;
-    if (!compiled)
-      compiled = ConstraintCompiler(*tok, model.stop_token_ids(), model.spec().vocab_size).compile(options.constraint);
+    if (!compiled) compiled = ConstraintCompiler::for_model(model, options.constraint)->compile(options.constraint);
     constraint_.emplace(std::move(compiled));
   }
 }

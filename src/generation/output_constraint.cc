@@ -14,6 +14,7 @@
 #include <xgrammar/xgrammar.h>
 
 #include "core/error.h"
+#include "runtime/model.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -96,7 +97,9 @@ std::vector<std::string> grammar_vocabulary(const tok::Tokenizer& tokenizer, int
 // a small model can write digits until max_tokens (llama.cpp's own schema
 // converter caps integers at 16 digits for the same reason). Text that is
 // not JSON is returned as it is, for XGrammar to report.
-std::string bounded_integers(const std::string& schema_text) {
+}  // namespace
+
+std::string with_bounded_integers(const std::string& schema_text) {
   // Ordered: properties are generated in the schema's order.
   nlohmann::ordered_json schema = nlohmann::ordered_json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return schema_text;
@@ -123,6 +126,8 @@ std::string bounded_integers(const std::string& schema_text) {
   return schema.dump();
 }
 
+namespace {
+
 // XGrammar's message without its "[hh:mm:ss] file.cc:line: " prefix.
 std::string xgrammar_message(std::string_view what) {
   if (const size_t at = what.find(".cc:"); at != std::string_view::npos && !what.empty() && what[0] == '[')
@@ -131,42 +136,33 @@ std::string xgrammar_message(std::string_view what) {
   return std::string(what);
 }
 
-// A GrammarCompiler with the vocabulary it compiles against.
-struct VocabularyCompiler {
-  xgrammar::TokenizerInfo info;
-  xgrammar::GrammarCompiler compiler;
-  VocabularyCompiler(const std::vector<std::string>& vocab, int64_t vocab_size, const std::vector<int32_t>& stops)
-      : info(vocab, xgrammar::VocabType::RAW, static_cast<int>(vocab_size), stops),
-        // One thread: compiling runs beside the engine's decode steps, which
-        // have the cores.
-        compiler(info, /*max_threads=*/1, /*cache_enabled=*/false) {}
-};
-
 }  // namespace
 
 struct ConstraintCompiler::Impl {
   int64_t vocab_size;
-  std::vector<int32_t> stops;
-  std::vector<std::string> vocab;
-  std::optional<VocabularyCompiler> vocabulary;  // made at the first compile
+  xgrammar::TokenizerInfo info;
+  xgrammar::GrammarCompiler compiler;
   std::mutex mutex;
   using Key = std::pair<ConstraintKind, std::string>;
   std::map<Key, std::shared_ptr<const CompiledConstraint>> compiled;
   std::deque<Key> order;  // compiled's keys, oldest first
 
   Impl(const tok::Tokenizer& tokenizer, std::span<const int32_t> stop_ids, int64_t vocab_size)
-      : vocab_size(vocab_size), stops(stop_ids.begin(), stop_ids.end()), vocab(grammar_vocabulary(tokenizer, vocab_size)) {}
+      : vocab_size(vocab_size),
+        info(grammar_vocabulary(tokenizer, vocab_size), xgrammar::VocabType::RAW, static_cast<int>(vocab_size),
+             std::vector<int32_t>(stop_ids.begin(), stop_ids.end())),
+        // One thread: compiling runs beside the engine's decode steps, which
+        // have the cores.
+        compiler(info, /*max_threads=*/1, /*cache_enabled=*/false) {}
 
   xgrammar::CompiledGrammar compile(const ConstraintSpec& spec) {
-    if (!vocabulary) vocabulary.emplace(vocab, vocab_size, stops);
-    xgrammar::GrammarCompiler& compiler = vocabulary->compiler;
     switch (spec.kind) {
       case ConstraintKind::JsonSchema:
         // Compact JSON (", " and ": ", no newlines): small models given
         // free whitespace tend to spend their tokens on it. strict: no
         // properties or items beyond those the schema lists, unless it says
         // otherwise (additionalProperties), as OpenAI's strict mode.
-        return compiler.CompileJSONSchema(bounded_integers(spec.text), /*any_whitespace=*/false, std::nullopt,
+        return compiler.CompileJSONSchema(with_bounded_integers(spec.text), /*any_whitespace=*/false, std::nullopt,
                                           std::nullopt, /*strict_mode=*/true);
       case ConstraintKind::Grammar: return compiler.CompileGrammar(spec.text, "root");
       case ConstraintKind::Regex: return compiler.CompileRegex(spec.text);
@@ -177,13 +173,17 @@ struct ConstraintCompiler::Impl {
   }
 };
 
-std::string with_bounded_integers(const std::string& schema_text) { return bounded_integers(schema_text); }
-
 ConstraintCompiler::ConstraintCompiler(const tok::Tokenizer& tokenizer, std::span<const int32_t> stop_ids,
                                        int64_t vocab_size)
     : impl_(std::make_unique<Impl>(tokenizer, stop_ids, vocab_size)) {}
 
 ConstraintCompiler::~ConstraintCompiler() = default;
+
+std::unique_ptr<ConstraintCompiler> ConstraintCompiler::for_model(const Model& model, const ConstraintSpec& spec) {
+  const tok::Tokenizer* tok = model.tokenizer();
+  if (!tok) fail(model.path(), spec.setting(), "a constraint needs a tokenizer and the model has none");
+  return std::make_unique<ConstraintCompiler>(*tok, model.stop_token_ids(), model.spec().vocab_size);
+}
 
 std::shared_ptr<const CompiledConstraint> ConstraintCompiler::compile(const ConstraintSpec& spec) {
   // One compile at a time: they are rare (a schema's first use) and each

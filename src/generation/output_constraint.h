@@ -28,6 +28,7 @@
 
 namespace tessera {
 
+class Model;
 namespace tok {
 class Tokenizer;
 }
@@ -69,6 +70,9 @@ class ConstraintCompiler {
   // are never allowed; logits ids beyond the tokenizer's never either).
   // `stop_ids`: the tokens that end the generation once the match is complete.
   ConstraintCompiler(const tok::Tokenizer& tokenizer, std::span<const int32_t> stop_ids, int64_t vocab_size);
+  // For `model`'s tokenizer, stop tokens and logits width; throws Error
+  // naming `spec`'s setting when the model has no tokenizer.
+  static std::unique_ptr<ConstraintCompiler> for_model(const Model& model, const ConstraintSpec& spec);
   ~ConstraintCompiler();
   ConstraintCompiler(const ConstraintCompiler&) = delete;
   ConstraintCompiler& operator=(const ConstraintCompiler&) = delete;

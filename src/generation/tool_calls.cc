@@ -256,6 +256,16 @@ ConstraintSpec ToolCalling::constraint() const {
   return {ConstraintKind::JsonSchema, generic_reply_schema(request_).dump()};
 }
 
+void ToolCalling::constrain(GenerationSettings& s) const {
+  const ConstraintSpec spec = constraint();
+  if (spec.empty()) return;
+  if (!s.json_schema.empty() || !s.grammar.empty() || !s.regex.empty() || !s.structural_tag.empty())
+    fail("request", "tools",
+         "tools (unless tool_choice is \"none\") constrain the reply themselves: they take no response_format, "
+         "json_schema, grammar, regex or structural_tag");
+  (spec.kind == ConstraintKind::StructuralTag ? s.structural_tag : s.json_schema) = spec.text;
+}
+
 ToolReply ToolCalling::parse(std::string_view text, const std::string& reply_id) const {
   ToolReplyStream stream(*this, reply_id);
   std::vector<ToolReplyDelta> deltas = stream.push(text);

@@ -36,6 +36,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <tessera/generation_settings.hpp>
+
 #include "generation/output_constraint.h"
 
 namespace tessera {
@@ -101,6 +103,10 @@ class ToolCalling {
   nlohmann::ordered_json template_extra() const;
   // The constraint that keeps calls well-formed; empty for "none".
   ConstraintSpec constraint() const;
+  // Sets constraint() as the setting of its kind (structural_tag or
+  // json_schema). Throws Error("request", "tools", ...) when the settings
+  // already hold a constraint of their own: the calls need theirs.
+  void constrain(GenerationSettings& settings) const;
   // The whole reply's text as content and calls.
   ToolReply parse(std::string_view text, const std::string& reply_id) const;
 

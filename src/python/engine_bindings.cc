@@ -160,13 +160,7 @@ void bind_engine(py::module_& m) {
             r.messages = tools->messages(parse(messages_json, "messages"));
             r.template_extra = tools->template_extra();
             r.settings = settings_from_python(settings, "chat");
-            if (const ConstraintSpec spec = tools->constraint(); !spec.empty()) {
-              const GenerationSettings& s = r.settings;
-              if (!s.json_schema.empty() || !s.grammar.empty() || !s.regex.empty() || !s.structural_tag.empty())
-                fail("request", "tools", "tools (unless tool_choice is \"none\") constrain the reply themselves: "
-                     "they take no json_schema, grammar, regex or structural_tag");
-              (spec.kind == ConstraintKind::StructuralTag ? r.settings.structural_tag : r.settings.json_schema) = spec.text;
-            }
+            tools->constrain(r.settings);
             auto h = std::make_unique<GenerationHandle>();
             h->tools = std::move(tools);
             h->channel = std::make_shared<engine::GenerationChannel>();

@@ -204,15 +204,7 @@ struct Server::Impl {
       auto calling = std::make_shared<ToolCalling>(tool_call_style_of(engine().model().chat_template()), *c.tools);
       c.request.messages = calling->messages(*c.request.messages);
       c.request.template_extra = calling->template_extra();
-      if (const ConstraintSpec spec = calling->constraint(); !spec.empty()) {
-        const GenerationSettings& s = c.request.settings;
-        if (!s.json_schema.empty() || !s.grammar.empty() || !s.regex.empty() || !s.structural_tag.empty())
-          throw bad_request("tools (unless tool_choice is \"none\") constrain the reply themselves: they take no "
-                            "response_format, json_schema, grammar, regex or structural_tag",
-                            "tools");
-        (spec.kind == ConstraintKind::StructuralTag ? c.request.settings.structural_tag : c.request.settings.json_schema) =
-            spec.text;
-      }
+      calling->constrain(c.request.settings);
       tools = std::move(calling);
     }
     auto channel = std::make_shared<engine::GenerationChannel>();
