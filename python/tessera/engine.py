@@ -40,6 +40,9 @@ class GenerationResult:
     # Engine.chat with tools: the calls the reply made, each {"id", "name",
     # "arguments" (JSON text)}; `text` is then the reply's other content.
     tool_calls: list = ()
+    # Engine.chat on a template with reasoning markers (<think>, Gemma 4's
+    # thought channel): the reasoning, split off `text`.
+    reasoning: str = ""
 
 
 class TextStream:
@@ -113,7 +116,8 @@ class Engine:
 
     @with_settings
     def chat(self, messages: Sequence[dict], *, tools: Optional[Sequence[dict]] = None, tool_choice="auto",
-             parallel_tool_calls: bool = True, **settings) -> GenerationResult:
+             parallel_tool_calls: bool = True, chat_template_kwargs: Optional[dict] = None,
+             split_reasoning: bool = True, **settings) -> GenerationResult:
         """A chat reply to `messages` (OpenAI's shape: roles system, user,
         assistant with optional `tool_calls`, tool with `tool_call_id`) that
         may call `tools` (OpenAI's [{"type": "function", "function": {"name",
@@ -121,10 +125,15 @@ class Engine:
         "required" or {"type": "function", "function": {"name": ...}}. The
         calls come back in `tool_calls`, their arguments valid against each
         tool's parameters (the reply is constrained, as the server's is).
-        Takes every generation setting as a keyword argument, as generate()."""
+        `chat_template_kwargs`: the template's extra variables (such as
+        {"enable_thinking": False}). A reply's reasoning (a template with
+        <think> or Gemma 4's thought channel) comes back in `reasoning`
+        unless `split_reasoning` is False. Takes every generation setting as
+        a keyword argument, as generate()."""
         handle = self._engine.submit_chat(json.dumps(list(messages)), json.dumps(list(tools or [])),
                                           json.dumps(tool_choice), parallel_tool_calls,
-                                          settings_arguments("chat", settings))
+                                          settings_arguments("chat", settings),
+                                          json.dumps(chat_template_kwargs or {}), split_reasoning)
         return GenerationResult(**handle.result())
 
     def reset(self) -> None:

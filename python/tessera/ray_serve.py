@@ -63,6 +63,7 @@ class ChatCall:
     tools: Optional[list] = None
     tool_choice: object = "auto"
     parallel_tool_calls: bool = True
+    chat_template_kwargs: Optional[dict] = None
 
 
 def _key(messages: list) -> str:
@@ -127,12 +128,12 @@ class TesseraReplica:
 
     def chat(self, call: ChatCall) -> dict:
         start = time.time()
-        if call.tools:
-            r = self.engine.chat(call.messages, tools=call.tools, tool_choice=call.tool_choice,
-                                 parallel_tool_calls=call.parallel_tool_calls, **call.settings)
-        else:
-            r = self.engine.generate(messages=call.messages, **call.settings)
+        r = self.engine.chat(call.messages, tools=call.tools, tool_choice=call.tool_choice,
+                             parallel_tool_calls=call.parallel_tool_calls,
+                             chat_template_kwargs=call.chat_template_kwargs, **call.settings)
         message = {"role": "assistant", "content": r.text}
+        if r.reasoning:
+            message["reasoning_content"] = r.reasoning
         finish = "length" if r.finish_reason in ("length", "context") else "stop"
         if r.tool_calls:
             message["content"] = r.text or None
@@ -198,7 +199,8 @@ def _ingress(model_name: str):
                 settings["stop"] = [settings["stop"]]
             call = ChatCall(messages=body["messages"], settings=settings, tools=body.get("tools"),
                             tool_choice=body.get("tool_choice", "auto"),
-                            parallel_tool_calls=body.get("parallel_tool_calls", True))
+                            parallel_tool_calls=body.get("parallel_tool_calls", True),
+                            chat_template_kwargs=body.get("chat_template_kwargs"))
             try:
                 reply = await self.replicas.chat.remote(call)
             except Exception as e:  # noqa: BLE001 (the replica's error, or its death)

@@ -6,8 +6,8 @@
 
 namespace tessera {
 
-std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered_json& messages,
-                                     const nlohmann::ordered_json& extra) {
+std::string chat_prompt_text(const Model& model, const nlohmann::ordered_json& messages,
+                             const nlohmann::ordered_json& extra) {
   const tok::Tokenizer& tok = model.require_tokenizer();
   const ChatTemplate* tpl = model.chat_template();
   if (!tpl) fail(model.path(), "chat template", "the model has no chat template");
@@ -16,7 +16,12 @@ std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered
   if (tok.bos_id()) o.bos_token = std::string(tok.token_to_piece(*tok.bos_id()));
   if (tok.eos_id()) o.eos_token = std::string(tok.token_to_piece(*tok.eos_id()));
   o.extra = extra;
-  return tok.encode(tpl->render(messages, o), /*add_special=*/false);
+  return tpl->render(messages, o);
+}
+
+std::vector<int32_t> chat_prompt_ids(const Model& model, const nlohmann::ordered_json& messages,
+                                     const nlohmann::ordered_json& extra) {
+  return model.require_tokenizer().encode(chat_prompt_text(model, messages, extra), /*add_special=*/false);
 }
 
 Chat::Chat(Session& session, GenerateOptions options, std::string system_prompt, bool reuse_kv)

@@ -17,6 +17,11 @@
 
 namespace tessera {
 
+// `messages` rendered with the model's chat template and a generation
+// prompt: the text chat_prompt_ids tokenizes.
+std::string chat_prompt_text(const Model& model, const nlohmann::ordered_json& messages,
+                             const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
+
 // The token ids of `messages` rendered with the model's chat template and a
 // generation prompt, tokenized without adding special tokens again (as
 // apply_chat_template(tokenize=True)). Throws Error when the model has no

@@ -31,12 +31,48 @@ const char* ConstraintSpec::setting() const {
   return "constraint";
 }
 
+// UTF-16 surrogates (U+D800-DFFF, bytes ED A0-BF xx) are no characters,
+// but XGrammar 0.2.9's character classes take them as code points, so a
+// constrained string could hold one; the detokenizer then writes three
+// U+FFFD for it (one per ill-formed byte, as every UTF-8 decoder does), and
+// a string of maxLength characters comes out longer. The guard keeps them
+// out: a token that holds ED A0-BF is never allowed, and after a token
+// that ends in ED (the lead byte of a three-byte character) no token that
+// starts with A0-BF is.
+struct SurrogateGuard {
+  static constexpr uint8_t kNever = 1, kContinuation = 2, kEndsWithEd = 4;
+  std::vector<uint8_t> kind;           // by id
+  std::vector<int32_t> never;          // ids holding ED A0-BF
+  std::vector<int32_t> continuations;  // ids starting with A0-BF
+
+  explicit SurrogateGuard(const std::vector<std::string>& vocab) : kind(vocab.size(), 0) {
+    auto high = [](char c) { return static_cast<unsigned char>(c) >= 0xA0 && static_cast<unsigned char>(c) <= 0xBF; };
+    for (size_t id = 0; id < vocab.size(); ++id) {
+      const std::string& b = vocab[id];
+      if (b.empty()) continue;
+      for (size_t i = 0; i + 1 < b.size(); ++i)
+        if (static_cast<unsigned char>(b[i]) == 0xED && high(b[i + 1])) kind[id] |= kNever;
+      if (high(b.front())) kind[id] |= kContinuation;
+      if (static_cast<unsigned char>(b.back()) == 0xED) kind[id] |= kEndsWithEd;
+      if (kind[id] & kNever) never.push_back(static_cast<int32_t>(id));
+      if (kind[id] & kContinuation) continuations.push_back(static_cast<int32_t>(id));
+    }
+  }
+  uint8_t of(int32_t id) const { return static_cast<size_t>(id) < kind.size() ? kind[static_cast<size_t>(id)] : 0; }
+  // Whether `id` may follow a token that ended (or did not end) in ED.
+  bool allows(int32_t id, bool after_ed) const {
+    const uint8_t k = of(id);
+    return !(k & kNever) && !(after_ed && (k & kContinuation));
+  }
+};
+
 class CompiledConstraint {
  public:
-  CompiledConstraint(xgrammar::CompiledGrammar grammar, int64_t vocab_size)
-      : grammar(std::move(grammar)), vocab_size(vocab_size) {}
+  CompiledConstraint(xgrammar::CompiledGrammar grammar, int64_t vocab_size, std::shared_ptr<const SurrogateGuard> guard)
+      : grammar(std::move(grammar)), vocab_size(vocab_size), guard(std::move(guard)) {}
   xgrammar::CompiledGrammar grammar;
   int64_t vocab_size;
+  std::shared_ptr<const SurrogateGuard> guard;
 };
 
 namespace {
@@ -59,7 +95,7 @@ class TokenBitmask {
     tensor_.byte_offset = 0;
   }
   DLTensor* tensor() { return &tensor_; }
-  const std::vector<int32_t>& words() const { return words_; }
+  std::vector<int32_t>& words() { return words_; }
 
  private:
   std::vector<int32_t> words_;
@@ -78,15 +114,30 @@ int64_t allowed_count(const std::vector<int32_t>& words, int64_t vocab_size) {
   return n;
 }
 
+// Special tokens that are the markers of a tool call or of reasoning
+// (generation/tool_calls.h, generation/reasoning.h): a model writes them as
+// their own tokens (Gemma 4's <|tool_call> and <|"|>, Qwen's <think>), so a
+// constraint that spells them must be able to choose them.
+bool is_reply_marker(std::string_view text) {
+  static constexpr std::string_view kMarkers[] = {
+      "<think>",     "</think>",     "<tool_call>", "</tool_call>",        "<|tool_call>",
+      "<tool_call|>", "<|\"|>",       "<|channel>",  "<channel|>",          "<|tool_call_start|>",
+      "<|tool_call_end|>"};
+  return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
+}
+
 // Each id's bytes as XGrammar's RAW vocabulary type wants them; "" marks a
-// special token (never matched as text).
-std::vector<std::string> grammar_vocabulary(const tok::Tokenizer& tokenizer, int64_t vocab_size) {
+// special token (never matched as text) other than a reply marker.
+std::vector<std::string> grammar_vocabulary(const tok::Tokenizer& tokenizer, int64_t vocab_size,
+                                            std::span<const int32_t> stop_ids) {
   const tok::StreamingDetokenizer detok(tokenizer);
   const int64_t n = std::min<int64_t>(vocab_size, static_cast<int64_t>(tokenizer.vocab_size()));
   std::vector<std::string> vocab(static_cast<size_t>(n));
   for (int64_t id = 0; id < n; ++id) {
     const auto i = static_cast<int32_t>(id);
-    if (!tokenizer.is_special(i)) vocab[static_cast<size_t>(id)] = detok.bytes_of(i);
+    const bool stop = std::find(stop_ids.begin(), stop_ids.end(), i) != stop_ids.end();
+    if (!tokenizer.is_special(i) || (!stop && is_reply_marker(detok.bytes_of(i))))
+      vocab[static_cast<size_t>(id)] = detok.bytes_of(i);
   }
   return vocab;
 }
@@ -147,13 +198,18 @@ struct ConstraintCompiler::Impl {
   std::map<Key, std::shared_ptr<const CompiledConstraint>> compiled;
   std::deque<Key> order;  // compiled's keys, oldest first
 
+  std::shared_ptr<const SurrogateGuard> guard;
+
   Impl(const tok::Tokenizer& tokenizer, std::span<const int32_t> stop_ids, int64_t vocab_size)
+      : Impl(grammar_vocabulary(tokenizer, vocab_size, stop_ids), stop_ids, vocab_size) {}
+  Impl(const std::vector<std::string>& vocab, std::span<const int32_t> stop_ids, int64_t vocab_size)
       : vocab_size(vocab_size),
-        info(grammar_vocabulary(tokenizer, vocab_size), xgrammar::VocabType::RAW, static_cast<int>(vocab_size),
+        info(vocab, xgrammar::VocabType::RAW, static_cast<int>(vocab_size),
              std::vector<int32_t>(stop_ids.begin(), stop_ids.end())),
         // One thread: compiling runs beside the engine's decode steps, which
         // have the cores.
-        compiler(info, /*max_threads=*/1, /*cache_enabled=*/false) {}
+        compiler(info, /*max_threads=*/1, /*cache_enabled=*/false),
+        guard(std::make_shared<const SurrogateGuard>(vocab)) {}
 
   xgrammar::CompiledGrammar compile(const ConstraintSpec& spec) {
     switch (spec.kind) {
@@ -199,7 +255,7 @@ std::shared_ptr<const CompiledConstraint> ConstraintCompiler::compile(const Cons
   } catch (const std::exception& e) {
     fail("request", spec.setting(), "{}", xgrammar_message(e.what()));
   }
-  auto compiled = std::make_shared<const CompiledConstraint>(std::move(*grammar), impl_->vocab_size);
+  auto compiled = std::make_shared<const CompiledConstraint>(std::move(*grammar), impl_->vocab_size, impl_->guard);
   // A constraint whose first step allows nothing (an unsatisfiable schema:
   // an empty enum, minimum above maximum, ...) would fail every request.
   if (ConstraintMatcher(compiled).mask(nullptr) == 0)
@@ -218,6 +274,7 @@ struct ConstraintMatcher::Impl {
   std::shared_ptr<const CompiledConstraint> compiled;
   xgrammar::GrammarMatcher matcher;
   TokenBitmask bitmask;
+  std::vector<bool> ended_with_ed;  // by accepted token (SurrogateGuard)
 
   explicit Impl(std::shared_ptr<const CompiledConstraint> c)
       : compiled(std::move(c)), matcher(compiled->grammar), bitmask(compiled->vocab_size) {}
@@ -230,8 +287,14 @@ ConstraintMatcher::~ConstraintMatcher() = default;
 
 int64_t ConstraintMatcher::mask(float* logits) {
   impl_->matcher.FillNextTokenBitmask(impl_->bitmask.tensor());
-  const std::vector<int32_t>& words = impl_->bitmask.words();
+  std::vector<int32_t>& words = impl_->bitmask.words();
   const int64_t vocab = impl_->compiled->vocab_size;
+  auto refuse = [&](const std::vector<int32_t>& ids) {
+    for (int32_t id : ids) words[static_cast<size_t>(id / 32)] &= ~static_cast<int32_t>(1u << (id % 32));
+  };
+  const SurrogateGuard& guard = *impl_->compiled->guard;
+  refuse(guard.never);
+  if (!impl_->ended_with_ed.empty() && impl_->ended_with_ed.back()) refuse(guard.continuations);
   if (logits) {
     constexpr float kNever = -std::numeric_limits<float>::infinity();
     for (int64_t w = 0; w < static_cast<int64_t>(words.size()); ++w) {
@@ -247,11 +310,17 @@ int64_t ConstraintMatcher::mask(float* logits) {
 
 bool ConstraintMatcher::accept(int32_t id) {
   if (id < 0 || id >= impl_->compiled->vocab_size) return false;
-  return impl_->matcher.AcceptToken(id);
+  const SurrogateGuard& guard = *impl_->compiled->guard;
+  const bool after_ed = !impl_->ended_with_ed.empty() && impl_->ended_with_ed.back();
+  if (!guard.allows(id, after_ed) || !impl_->matcher.AcceptToken(id)) return false;
+  impl_->ended_with_ed.push_back((guard.of(id) & SurrogateGuard::kEndsWithEd) != 0);
+  return true;
 }
 
 void ConstraintMatcher::rollback(int64_t n) {
-  if (n > 0) impl_->matcher.Rollback(static_cast<int>(n));
+  if (n <= 0) return;
+  impl_->matcher.Rollback(static_cast<int>(n));
+  impl_->ended_with_ed.resize(impl_->ended_with_ed.size() - std::min<size_t>(static_cast<size_t>(n), impl_->ended_with_ed.size()));
 }
 
 bool ConstraintMatcher::terminated() const { return impl_->matcher.IsTerminated(); }

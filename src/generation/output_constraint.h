@@ -13,7 +13,10 @@
 // The vocabulary XGrammar matches against is each token's bytes as the
 // detokenizer writes them mid-text (StreamingDetokenizer::bytes_of);
 // special tokens (chat markers, BOS / EOS) are never allowed, except the
-// model's stop tokens once the match is complete.
+// model's stop tokens once the match is complete and the markers of tool
+// calls and reasoning (<think>, <tool_call>, Gemma 4's <|tool_call>, <|"|>
+// and <|channel>, ...), which a model writes as their own tokens and which
+// count as their text.
 //
 // Determinism: a mask depends only on the constraint and the tokens chosen
 // so far, never on threads, batching or timing, so constrained output keeps

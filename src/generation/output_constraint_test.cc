@@ -46,10 +46,9 @@ std::vector<int32_t> allowed(ConstraintMatcher& m) {
 
 // Random logits, masked, argmax, until the stop token: the text generated,
 // through the streaming detokenizer as a user sees it. ascii: bytes >= 0x80
-// never drawn. Over all bytes a uniform walk reaches UTF-16 surrogates
-// (ED A0..BF xx), which XGrammar 0.2.9's string rule accepts as code points
-// and the detokenizer then writes as U+FFFD: valid UTF-8 and valid JSON,
-// but more code points than maxLength counted.
+// never drawn. Over all bytes a uniform walk would reach UTF-16 surrogates
+// (ED A0..BF xx), which XGrammar 0.2.9's string rule accepts as code points;
+// the matcher's SurrogateGuard keeps them out (RandomWalksOverEveryByteGiveJson).
 std::string random_walk(ConstraintMatcher& m, uint64_t seed, bool ascii = true, int max_steps = 400) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
@@ -153,11 +152,18 @@ TEST(OutputConstraint, RandomWalksGiveJsonThatMatchesTheSchema) {
 }
 
 TEST(OutputConstraint, RandomWalksOverEveryByteGiveJson) {
-  for (uint64_t seed = 0; seed < 20; ++seed) {
+  for (uint64_t seed = 0; seed < 60; ++seed) {
     ConstraintMatcher m = matcher(ConstraintKind::JsonSchema,
                                   R"({"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 4})");
     const std::string text = random_walk(m, seed, /*ascii=*/false);
     EXPECT_NO_THROW(EXPECT_TRUE(nlohmann::json::parse(text).is_array())) << text;
+    // No surrogate (SurrogateGuard): every string is characters, at most 8.
+    EXPECT_EQ(text.find("\xEF\xBF\xBD"), std::string::npos) << text;
+    for (const auto& item : nlohmann::json::parse(text)) {
+      const std::string str = item.get<std::string>();
+      EXPECT_LE(std::count_if(str.begin(), str.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }), 8)
+          << str;
+    }
   }
 }
 
@@ -223,6 +229,25 @@ TEST(OutputConstraint, UnsatisfiableSchemasFail) {
   expect_fails(ConstraintKind::JsonSchema, R"({"enum": []})", "json_schema", "enum");
   expect_fails(ConstraintKind::JsonSchema, R"({"type": "integer", "minimum": 5, "maximum": 3})", "json_schema", "");
   expect_fails(ConstraintKind::Regex, "a[]", "regex", "");
+}
+
+// A special token that is a reply marker (here <think>, as Qwen's
+// vocabulary has it) is chosen as its text; other special tokens never.
+TEST(OutputConstraint, ReplyMarkerTokensCountAsTheirText) {
+  nlohmann::json j = tok::byte_level_json();
+  j["model"]["vocab"]["<think>"] = 265;
+  j["added_tokens"].push_back({{"id", 265}, {"content", "<think>"}, {"special", true}, {"normalized", false}});
+  const tok::Tokenizer tokenizer = tok::Tokenizer::from_json(j, nullptr, "test");
+  const std::vector<int32_t> stops{kImEnd};
+  ConstraintCompiler compiler(tokenizer, stops, kVocab);
+  ConstraintMatcher m(compiler.compile({ConstraintKind::Grammar, R"(root ::= "<think>" [a-z]+ "</think>")"}));
+  const std::vector<int32_t> first = allowed(m);
+  EXPECT_NE(std::find(first.begin(), first.end(), 265), first.end());
+  EXPECT_EQ(std::find(first.begin(), first.end(), kImStart), first.end());
+  ASSERT_TRUE(m.accept(265));
+  for (int32_t id : tokenizer.encode("ok</think>", false)) ASSERT_TRUE(m.accept(id));
+  ASSERT_TRUE(m.accept(kImEnd));
+  EXPECT_TRUE(m.terminated());
 }
 
 }  // namespace

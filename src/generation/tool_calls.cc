@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "generation/tool_call_readers.h"
 #include "tokenizer/chat_template.h"
 
 namespace tessera {
@@ -14,23 +15,45 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-// How a style writes one call: `open`, then {"name": "NAME", "<key>": ARGS}
-// (with `begin` / `end` the exact text the constraint writes around ARGS),
-// then `close`. For Llama 3 the call is the JSON alone: it opens with its
-// own `{"name"` and ends with the reply.
+// Reads the text between a block style's open and close markers as one
+// call of one of `tools` (generation/tool_call_readers.h).
+using BlockReader = std::optional<BlockCall> (*)(std::string_view body, const ojson& tools);
+
+// How a style writes one call: `open`, then the call, then `close`. JSON
+// styles (no `read_block`) write {"name": "NAME", "<key>": ARGS}; block
+// styles write what `read_block` reads. For Llama 3 the call is the JSON
+// alone: it opens with its own `{"name"` and ends with the reply. The
+// constraint's tag for a call is begin_before_name NAME begin_after_name,
+// the arguments in XGrammar's `content_style`, then `end`; calls alone
+// (tool_choice "required" / named) are separated by `separator`.
 struct CallSyntax {
   std::string_view open;   // what starts a call in the reply
   bool open_is_json;       // `open` is the start of the call's JSON (kept for the head)
   std::string_view close;  // what ends a call ("" : the end of the reply)
   std::string_view begin_before_name, begin_after_name, end;  // the constraint's tag
   std::string_view trigger;
+  std::string_view content_style;
+  std::string_view separator;
+  BlockReader read_block;
 };
 
 constexpr CallSyntax kHermes{"<tool_call>", false, "</tool_call>", "<tool_call>\n{\"name\": \"",
-                             "\", \"arguments\": ", "}\n</tool_call>", "<tool_call>"};
-constexpr CallSyntax kLlama3{"{\"name\"", true, "", "{\"name\": \"", "\", \"parameters\": ", "}", "{\"name\": \""};
+                             "\", \"arguments\": ", "}\n</tool_call>", "<tool_call>", "json", "\n", nullptr};
+constexpr CallSyntax kLlama3{"{\"name\"", true, "", "{\"name\": \"", "\", \"parameters\": ", "}", "{\"name\": \"",
+                             "json", "\n", nullptr};
+constexpr CallSyntax kQwenXml{"<tool_call>", false, "</tool_call>", "<tool_call>\n<function=", ">\n",
+                              "\n</function>\n</tool_call>", "<tool_call>", "qwen_xml", "\n", read_qwen_xml_call};
+constexpr CallSyntax kGemma4{"<|tool_call>", false, "<tool_call|>", "<|tool_call>call:", "", "<tool_call|>",
+                             "<|tool_call>", "gemma", "", read_gemma4_call};
 
-const CallSyntax& syntax_of(ToolCallStyle style) { return style == ToolCallStyle::Llama3 ? kLlama3 : kHermes; }
+const CallSyntax& syntax_of(ToolCallStyle style) {
+  switch (style) {
+    case ToolCallStyle::Llama3: return kLlama3;
+    case ToolCallStyle::QwenXml: return kQwenXml;
+    case ToolCallStyle::Gemma4: return kGemma4;
+    default: return kHermes;
+  }
+}
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -45,6 +68,31 @@ ojson parameters_of(const ojson& tool) {
   ojson schema = f.contains("parameters") && !f["parameters"].is_null() ? f["parameters"]
                                                                         : ojson{{"type", "object"}, {"properties", ojson::object()}};
   return ojson::parse(with_bounded_integers(schema.dump()));
+}
+
+// `schema` with every length-bounded string (no pattern or format of its
+// own) given the pattern of its bounds. XGrammar drops the length bounds of
+// strings that must exclude a marker (Gemma 4's strings end at <|"|>:
+// unrolling the exclusion per character is too slow to compile), but keeps
+// a pattern, which it intersects with the exclusion as automata; without a
+// bound a model may write one string until max_tokens.
+ojson with_length_patterns(ojson schema) {
+  auto visit = [](auto& self, ojson& node) -> void {
+    if (node.is_array()) {
+      for (ojson& item : node) self(self, item);
+      return;
+    }
+    if (!node.is_object()) return;
+    const bool bounded = node.contains("minLength") || node.contains("maxLength");
+    if (node.value("type", ojson()) == "string" && bounded && !node.contains("pattern") && !node.contains("format")) {
+      const int64_t lo = node.value("minLength", int64_t{0});
+      const std::string hi = node.contains("maxLength") ? std::to_string(node["maxLength"].get<int64_t>()) : "";
+      node["pattern"] = fmt::format("^[\\s\\S]{{{},{}}}$", lo, hi);
+    }
+    for (auto& [key, value] : node.items()) self(self, value);
+  };
+  visit(visit, schema);
+  return schema;
 }
 
 // The tools a call may name: all, or the named one.
@@ -97,23 +145,41 @@ ojson generic_reply_schema(const ToolRequest& r) {
   return {{"anyOf", {with_calls, answer}}};
 }
 
-ojson tagged_calls_structural_tag(const ToolRequest& r, const CallSyntax& syntax) {
+ojson tagged_calls_format(const ToolRequest& r, const CallSyntax& syntax) {
   ojson tags = ojson::array();
-  for (const ojson* t : callable(r))
+  for (const ojson* t : callable(r)) {
+    // At most one whitespace character between tokens: a model free to
+    // write more may write nothing else.
+    const ojson parameters =
+        syntax.content_style == "gemma" ? with_length_patterns(parameters_of(*t)) : parameters_of(*t);
+    ojson content = {{"type", "json_schema"}, {"json_schema", parameters}, {"max_whitespace_cnt", 1}};
+    if (syntax.content_style != "json") content["style"] = syntax.content_style;
+    // A string argument is raw text up to its closing marker: it may not
+    // hold the markers that would end the call early.
+    if (syntax.content_style == "gemma") content["excludes"] = {std::string(syntax.open), std::string(syntax.close)};
     tags.push_back({{"type", "tag"},
                     {"begin", std::string(syntax.begin_before_name) + name_of(*t) + std::string(syntax.begin_after_name)},
-                    // At most one whitespace character between tokens: a
-                    // model free to write more may write nothing else.
-                    {"content", {{"type", "json_schema"}, {"json_schema", parameters_of(*t)}, {"max_whitespace_cnt", 1}}},
+                    {"content", std::move(content)},
                     {"end", std::string(syntax.end)}});
-  ojson format;
+  }
   if (r.choice == ToolChoice::Auto)
-    format = {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.trigger)}}, {"tags", tags},
-              {"at_least_one", false}, {"stop_after_first", !r.parallel}};
-  else
-    format = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", "\n"}, {"at_least_one", true},
-              {"stop_after_first", !r.parallel}};
-  return {{"type", "structural_tag"}, {"format", format}};
+    return {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.trigger)}}, {"tags", tags},
+            {"at_least_one", false}, {"stop_after_first", !r.parallel}};
+  return {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", std::string(syntax.separator)},
+          {"at_least_one", true}, {"stop_after_first", !r.parallel}};
+}
+
+// The reasoning block a reply writes before its calls: closed first when
+// the prompt opened it, optional where the reply may open it.
+std::optional<ojson> reasoning_format(const std::optional<ReasoningSyntax>& syntax, ReasoningStart start) {
+  if (!syntax || start == ReasoningStart::Skipped) return std::nullopt;
+  ojson text = {{"type", "any_text"}, {"excludes", {std::string(syntax->begin), std::string(syntax->end)}}};
+  ojson block = {{"type", "tag"},
+                 {"begin", start == ReasoningStart::Open ? "" : std::string(syntax->begin)},
+                 {"content", std::move(text)},
+                 {"end", std::string(syntax->end) + std::string(syntax->separator)}};
+  if (start == ReasoningStart::Optional) return ojson{{"type", "optional"}, {"content", std::move(block)}};
+  return block;
 }
 
 }  // namespace
@@ -122,6 +188,8 @@ const char* tool_call_style_name(ToolCallStyle style) {
   switch (style) {
     case ToolCallStyle::Hermes: return "hermes";
     case ToolCallStyle::Llama3: return "llama3";
+    case ToolCallStyle::QwenXml: return "qwen_xml";
+    case ToolCallStyle::Gemma4: return "gemma4";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -136,6 +204,8 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   // (<arg_key>), blocks that start with the bare name (MiniMax, Spark), and
   // Apriel's one <tool_calls>[...] list. Llama 3.1 - 3.3 ("Environment:
   // ipython"): one bare {"name": ..., "parameters": ...} per reply.
+  if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolCallStyle::QwenXml;
+  if (has("<|tool_call>call:")) return ToolCallStyle::Gemma4;
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
       !has("<tool_calls>["))
     return ToolCallStyle::Hermes;
@@ -190,7 +260,9 @@ ToolRequest ToolRequest::parse(const ojson& tools, const ojson* tool_choice, con
   return r;
 }
 
-ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request) : style_(style), request_(std::move(request)) {
+ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request, std::optional<ReasoningSyntax> reasoning,
+                         ReasoningStart start)
+    : style_(style), request_(std::move(request)), reasoning_(reasoning), start_(start) {
   if (style_ == ToolCallStyle::Llama3) request_.parallel = false;  // its template takes one call per message
 }
 
@@ -251,9 +323,14 @@ ojson ToolCalling::template_extra() const {
 
 ConstraintSpec ToolCalling::constraint() const {
   if (!parses()) return {};
-  if (style_ != ToolCallStyle::Generic)
-    return {ConstraintKind::StructuralTag, tagged_calls_structural_tag(request_, syntax_of(style_)).dump()};
-  return {ConstraintKind::JsonSchema, generic_reply_schema(request_).dump()};
+  const std::optional<ojson> reasoning = reasoning_format(reasoning_, start_);
+  if (style_ == ToolCallStyle::Generic && !reasoning)
+    return {ConstraintKind::JsonSchema, generic_reply_schema(request_).dump()};
+  ojson calls = style_ == ToolCallStyle::Generic
+                    ? ojson{{"type", "json_schema"}, {"json_schema", generic_reply_schema(request_)}}
+                    : tagged_calls_format(request_, syntax_of(style_));
+  ojson format = reasoning ? ojson{{"type", "sequence"}, {"elements", {*reasoning, calls}}} : calls;
+  return {ConstraintKind::StructuralTag, ojson{{"type", "structural_tag"}, {"format", format}}.dump()};
 }
 
 void ToolCalling::constrain(GenerationSettings& s) const {
@@ -267,19 +344,7 @@ void ToolCalling::constrain(GenerationSettings& s) const {
 }
 
 ToolReply ToolCalling::parse(std::string_view text, const std::string& reply_id) const {
-  ToolReplyStream stream(*this, reply_id);
-  std::vector<ToolReplyDelta> deltas = stream.push(text);
-  for (ToolReplyDelta& d : stream.finish()) deltas.push_back(std::move(d));
-  ToolReply reply;
-  for (const ToolReplyDelta& d : deltas) {
-    if (d.index < 0) {
-      reply.content += d.content;
-      continue;
-    }
-    if (d.index >= static_cast<int>(reply.calls.size())) reply.calls.push_back({d.id, d.name, ""});
-    reply.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
-  }
-  return reply;
+  return ChatReplyStream::parse(text, this, std::nullopt, ReasoningStart::Skipped, reply_id);
 }
 
 ToolReplyStream::ToolReplyStream(const ToolCalling& calling, std::string reply_id)
@@ -407,7 +472,29 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       // The whitespace before a call is dropped (and the open marker, unless
       // it is the JSON's own start).
       buffer_.erase(0, open + (syntax.open_is_json ? 0 : syntax.open.size()));
-      state_ = State::Head;
+      state_ = syntax.read_block ? State::Block : State::Head;
+    }
+    if (state_ == State::Block) {
+      // A block style's call is read whole, once its close marker is seen.
+      const CallSyntax& syntax = syntax_of(calling_.style());
+      const size_t close = buffer_.find(syntax.close);
+      if (close == std::string::npos) return out;
+      std::optional<BlockCall> call = syntax.read_block(std::string_view(buffer_).substr(0, close), calling_.request().tools);
+      if (call) {
+        ToolReplyDelta d;
+        d.index = calls_;
+        d.id = call_id(reply_id_, calls_);
+        d.name = std::move(call->name);
+        d.arguments = call->arguments.dump();
+        out.push_back(std::move(d));
+        ++calls_;
+      } else {  // not a call after all: the text as it is
+        out.push_back(text_delta(std::string(syntax.open) + buffer_.substr(0, close + syntax.close.size())));
+        emitted_content_ = true;
+      }
+      buffer_.erase(0, close + syntax.close.size());
+      state_ = State::Text;
+      continue;
     }
     if (state_ == State::Head) {
       // {"name": "NAME", "arguments": (or "parameters"), any spacing.
@@ -486,11 +573,66 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
     const size_t end = before_closing_brace(buffer_, buffer_.size());
     if (end > 0) out.push_back(arguments_delta(calls_, buffer_.substr(0, end)));
     ++calls_;
+  } else if (state_ == State::Block) {
+    // A block cut short (max_tokens) is no call: the text as it is.
+    out.push_back(text_delta(std::string(syntax_of(calling_.style()).open) + buffer_));
   } else if (state_ == State::Arguments && !buffer_.empty()) {
     out.push_back(arguments_delta(calls_, buffer_));  // a call cut short (max_tokens): as far as it goes
   }
   buffer_.clear();
   return out;
+}
+
+ChatReplyStream::ChatReplyStream(const ToolCalling* tools, std::optional<ReasoningSyntax> reasoning,
+                                 ReasoningStart start, std::string reply_id) {
+  if (reasoning) splitter_.emplace(*reasoning, start);
+  if (tools) calls_.emplace(*tools, std::move(reply_id));
+}
+
+std::vector<ToolReplyDelta> ChatReplyStream::pass(std::vector<ReplyPiece> pieces, bool final) {
+  std::vector<ToolReplyDelta> out;
+  for (ReplyPiece& p : pieces) {
+    if (p.reasoning) {
+      ToolReplyDelta d;
+      d.reasoning = std::move(p.text);
+      out.push_back(std::move(d));
+    } else if (calls_) {
+      for (ToolReplyDelta& d : calls_->push(p.text)) out.push_back(std::move(d));
+    } else if (!p.text.empty()) {
+      out.push_back(text_delta(std::move(p.text)));
+    }
+  }
+  if (final && calls_)
+    for (ToolReplyDelta& d : calls_->finish()) out.push_back(std::move(d));
+  return out;
+}
+
+std::vector<ToolReplyDelta> ChatReplyStream::push(std::string_view text) {
+  if (splitter_) return pass(splitter_->push(text), false);
+  return pass({ReplyPiece{false, std::string(text)}}, false);
+}
+
+std::vector<ToolReplyDelta> ChatReplyStream::finish() {
+  return pass(splitter_ ? splitter_->finish() : std::vector<ReplyPiece>{}, true);
+}
+
+ToolReply ChatReplyStream::parse(std::string_view text, const ToolCalling* tools,
+                                 std::optional<ReasoningSyntax> reasoning, ReasoningStart start,
+                                 const std::string& reply_id) {
+  ChatReplyStream stream(tools, reasoning, start, reply_id);
+  std::vector<ToolReplyDelta> deltas = stream.push(text);
+  for (ToolReplyDelta& d : stream.finish()) deltas.push_back(std::move(d));
+  ToolReply reply;
+  for (const ToolReplyDelta& d : deltas) {
+    reply.reasoning += d.reasoning;
+    if (d.index < 0) {
+      reply.content += d.content;
+      continue;
+    }
+    if (d.index >= static_cast<int>(reply.calls.size())) reply.calls.push_back({d.id, d.name, ""});
+    reply.calls[static_cast<size_t>(d.index)].arguments += d.arguments;
+  }
+  return reply;
 }
 
 }  // namespace tessera

@@ -13,6 +13,12 @@
 //   Llama3   Llama 3.1 - 3.3 templates: one bare JSON call per reply,
 //              {"name": "f", "parameters": {...}}
 //            tools through the template, results as `tool` messages.
+//   QwenXml  Qwen3.5, Qwen3.6, Qwen3-Coder: XML blocks, a string argument as
+//            its raw text, any other as JSON,
+//              <tool_call>\n<function=f>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>
+//   Gemma4   Gemma 4: keys bare, strings between <|"|> markers,
+//              <|tool_call>call:f{city:<|"|>Paris<|"|>,days:2}<tool_call|>
+//            (both: tools and calls through the template as for Hermes).
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -23,9 +29,13 @@
 // (generation/output_constraint.h) so that every call parses and its
 // arguments validate against the tool's parameter schema: Hermes with an
 // XGrammar structural tag (free text, and after "<tool_call>" one of the
-// tools' blocks; "required" / a named function: calls only; Llama3 alike,
-// its trigger the call's own {"name": "), Generic with a JSON Schema of the
-// reply object.
+// tools' blocks; "required" / a named function: calls only; Llama3, QwenXml
+// and Gemma4 alike, Llama3's trigger the call's own {"name": ", the
+// arguments in XGrammar's qwen_xml / gemma styles), Generic with a JSON
+// Schema of the reply object. A template with reasoning markers
+// (generation/reasoning.h) gets its reasoning block before the calls: a
+// prompt that opened one has it closed first, and where the reply may open
+// one, it may.
 #pragma once
 
 #include <cstdint>
@@ -39,15 +49,18 @@
 #include <tessera/generation_settings.hpp>
 
 #include "generation/output_constraint.h"
+#include "generation/reasoning.h"
 
 namespace tessera {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { Hermes, Llama3, Generic };
+enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Generic };
 const char* tool_call_style_name(ToolCallStyle style);
 // Hermes when the template writes <tool_call> blocks of JSON, Llama3 for
-// Llama 3's bare JSON calls, else Generic (also for no template).
+// Llama 3's bare JSON calls, QwenXml for <function=...> blocks with
+// <parameter=...>, Gemma4 for <|tool_call>call:, else Generic (also for
+// no template).
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template);
 
 enum class ToolChoice { Auto, None, Required, Named };
@@ -73,14 +86,16 @@ struct ToolCall {
 };
 
 struct ToolReply {
-  std::string content;  // the text besides the calls ("" if none)
+  std::string reasoning;  // the reasoning block's text (ChatReplyStream), "" if none
+  std::string content;    // the text besides the calls ("" if none)
   std::vector<ToolCall> calls;
 };
 
-// One piece of a streamed reply: content text, or a piece of call `index`
-// (its first piece carries id and name; arguments pieces concatenate to the
-// call's arguments).
+// One piece of a streamed reply: reasoning text, content text, or a piece
+// of call `index` (its first piece carries id and name; arguments pieces
+// concatenate to the call's arguments).
 struct ToolReplyDelta {
+  std::string reasoning;
   std::string content;
   int index = -1;  // >= 0: a call's piece
   std::string id, name, arguments;
@@ -88,7 +103,10 @@ struct ToolReplyDelta {
 
 class ToolCalling {
  public:
-  ToolCalling(ToolCallStyle style, ToolRequest request);
+  // `reasoning`: the template's reasoning markers and where the reply
+  // starts (the constraint lets the reply reason first; none: it does not).
+  ToolCalling(ToolCallStyle style, ToolRequest request, std::optional<ReasoningSyntax> reasoning = std::nullopt,
+              ReasoningStart start = ReasoningStart::Skipped);
 
   ToolCallStyle style() const { return style_; }
   const ToolRequest& request() const { return request_; }
@@ -107,12 +125,14 @@ class ToolCalling {
   // json_schema). Throws Error("request", "tools", ...) when the settings
   // already hold a constraint of their own: the calls need theirs.
   void constrain(GenerationSettings& settings) const;
-  // The whole reply's text as content and calls.
+  // The whole reply's text (after any reasoning) as content and calls.
   ToolReply parse(std::string_view text, const std::string& reply_id) const;
 
  private:
   ToolCallStyle style_;
   ToolRequest request_;
+  std::optional<ReasoningSyntax> reasoning_;
+  ReasoningStart start_;
 };
 
 // A reply streamed as deltas: content as it comes, calls as they are written.
@@ -127,7 +147,7 @@ class ToolReplyStream {
   int calls() const { return calls_; }
 
  private:
-  enum class State { Text, Head, Arguments };
+  enum class State { Text, Head, Arguments, Block };
   const ToolCalling& calling_;
   std::string reply_id_;
   std::string buffer_;  // text not yet handed out
@@ -135,6 +155,27 @@ class ToolReplyStream {
   State state_ = State::Text;
   int calls_ = 0;
   bool emitted_content_ = false;  // leading whitespace is dropped until then
+};
+
+// A chat reply as OpenAI's message: its reasoning split off (when the
+// template has reasoning markers), then its content and, with tools, its
+// calls. Everything pushed then finish() gives exactly what parse() gives.
+class ChatReplyStream {
+ public:
+  // `tools` may be null (no tools: content only), `reasoning` empty (no
+  // markers: no reasoning). `tools` must outlive the stream.
+  ChatReplyStream(const ToolCalling* tools, std::optional<ReasoningSyntax> reasoning, ReasoningStart start,
+                  std::string reply_id);
+  std::vector<ToolReplyDelta> push(std::string_view text);
+  std::vector<ToolReplyDelta> finish();
+  int calls() const { return calls_ ? calls_->calls() : 0; }
+  static ToolReply parse(std::string_view text, const ToolCalling* tools, std::optional<ReasoningSyntax> reasoning,
+                         ReasoningStart start, const std::string& reply_id);
+
+ private:
+  std::vector<ToolReplyDelta> pass(std::vector<ReplyPiece> pieces, bool final);
+  std::optional<ReasoningSplitter> splitter_;
+  std::optional<ToolReplyStream> calls_;
 };
 
 }  // namespace tessera

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "generation/tool_call_readers.h"
 #include "tokenizer/byte_level_tokenizer_for_tests.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/detokenizer.h"
@@ -28,10 +29,11 @@ ojson weather_tools() {
       "properties": {"zone": {"enum": ["utc", "cet"]}}, "required": ["zone"]}}}])");
 }
 
-ToolCalling calling(ToolCallStyle style, const char* choice = "auto", bool parallel = true) {
+ToolCalling calling(ToolCallStyle style, const char* choice = "auto", bool parallel = true,
+                    const ojson& tools = weather_tools()) {
   const ojson c = choice[0] == '{' ? ojson::parse(choice) : ojson(choice);
   const ojson p = parallel;
-  return ToolCalling(style, ToolRequest::parse(weather_tools(), &c, &p));
+  return ToolCalling(style, ToolRequest::parse(tools, &c, &p));
 }
 
 // The reply streamed in pieces split at random points, folded the way
@@ -104,6 +106,58 @@ TEST(ToolCalls, Llama3RepliesParseWholeAndStreamed) {
   EXPECT_EQ(tc.parse("{\"nam", "x").content, "{\"nam");  // not a call
 }
 
+TEST(ToolCalls, QwenXmlRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::QwenXml);
+  // As Qwen3.5's template writes calls: strings raw (here over two lines,
+  // with a quote), other values as JSON or Python's spelling.
+  const std::string text =
+      "Checking.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan \"Fran\"\ncisco\n</parameter>\n"
+      "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n"
+      "<parameter=zone>\ncet\n</parameter>\n</function>\n</tool_call>";
+  const ToolReply r = tc.parse(text, "chatcmpl-abc");
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "San \"Fran\"\ncisco", "days": 2})"));
+  EXPECT_EQ(ojson::parse(r.calls[1].arguments), ojson::parse(R"({"zone": "cet"})"));
+  for (uint64_t seed = 0; seed < 50; ++seed) expect_same(streamed(tc, text, seed), r);
+  // A block that is no call of a tool (an unknown function) and one cut
+  // short are text as they are.
+  const std::string unknown = "<tool_call>\n<function=nope>\n</function>\n</tool_call>";
+  EXPECT_EQ(tc.parse(unknown, "x").content, unknown);
+  EXPECT_EQ(tc.parse("<tool_call>\n<function=get_time>\n<para", "x").content, "<tool_call>\n<function=get_time>\n<para");
+  // Python spellings and JSON lists for values that are not strings.
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "properties": {"on": {"type": "boolean"}, "ids": {"type": "array"}, "x": {}, "s": {"enum": ["1", "2"]}}}}}])");
+  const std::optional<BlockCall> call = read_qwen_xml_call(
+      "<function=f>\n<parameter=on>\nTrue\n</parameter>\n<parameter=ids>\n[1, 2]\n</parameter>\n"
+      "<parameter=x>\nNone\n</parameter>\n<parameter=s>\n1\n</parameter>\n</function>",
+      tools);
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->arguments, ojson::parse(R"({"on": true, "ids": [1, 2], "x": null, "s": "1"})"));
+}
+
+TEST(ToolCalls, Gemma4RepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Gemma4);
+  const std::string text =
+      "Checking.<|tool_call>call:get_weather{city:<|\"|>Paris, \"FR\"<|\"|>,days:2}<tool_call|>"
+      "<|tool_call>call:get_time{zone:<|\"|>cet<|\"|>}<tool_call|>";
+  const ToolReply r = tc.parse(text, "chatcmpl-abc");
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris, \"FR\"", "days": 2})"));
+  EXPECT_EQ(r.calls[1].name, "get_time");
+  for (uint64_t seed = 0; seed < 50; ++seed) expect_same(streamed(tc, text, seed), r);
+  // Nested values, quoted keys, Python spellings; malformed values are no value.
+  EXPECT_EQ(*read_gemma_value(R"({a:[1,-2.5e3,{<|"|>b c<|"|>:null}],t:true,f:False, s:<|"|>x:{y}<|"|>})"),
+            ojson::parse(R"({"a": [1, -2500.0, {"b c": null}], "t": true, "f": false, "s": "x:{y}"})"));
+  EXPECT_FALSE(read_gemma_value("{a:1"));
+  EXPECT_FALSE(read_gemma_value("{a:<|\"|>open}"));
+  EXPECT_FALSE(read_gemma_value("{a:bare}"));
+  EXPECT_FALSE(read_gemma_value("{a:1} trailing"));
+  EXPECT_EQ(tc.parse("<|tool_call>call:get_time{zone:<|\"|>cet}<tool_call|>", "x").calls.size(), 0u);
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -168,10 +222,46 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   EXPECT_EQ(tool_call_style_of(&hermes), ToolCallStyle::Hermes);
   const ChatTemplate llama3 = ChatTemplate::parse("Environment: ipython\n{{ '{\"name\": \"' }}f{{ '\", \"parameters\": ' }}", "t");
   EXPECT_EQ(tool_call_style_of(&llama3), ToolCallStyle::Llama3);
-  const ChatTemplate xml = ChatTemplate::parse("<tool_call>\n<function=name>", "t");
-  EXPECT_EQ(tool_call_style_of(&xml), ToolCallStyle::Generic);
+  const ChatTemplate xml = ChatTemplate::parse("<tool_call>\n<function=name>\n<parameter=x>", "t");
+  EXPECT_EQ(tool_call_style_of(&xml), ToolCallStyle::QwenXml);
+  const ChatTemplate glm = ChatTemplate::parse("<tool_call>{name}<arg_key>k</arg_key>", "t");
+  EXPECT_EQ(tool_call_style_of(&glm), ToolCallStyle::Generic);
+  const ChatTemplate gemma4 = ChatTemplate::parse("{{ '<|tool_call>call:' + name + '{' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&gemma4), ToolCallStyle::Gemma4);
   const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
   EXPECT_EQ(tool_call_style_of(&plain), ToolCallStyle::Generic);
+}
+
+// A required call after reasoning the prompt opened: the block must close
+// first; a reply may open one of its own where the prompt did neither.
+TEST(ToolCalls, ReasoningComesBeforeRequiredCalls) {
+  const tok::Tokenizer tokenizer = tok::Tokenizer::from_json(tok::byte_level_json(), nullptr, "test");
+  const std::vector<int32_t> stops{264};
+  ConstraintCompiler compiler(tokenizer, stops, 272);
+  const ReasoningSyntax think{"<think>", "</think>", "\n\n"};
+  const ojson c = "required";
+  auto accepts = [&](ReasoningStart start, const std::string& text) {
+    const ToolCalling tc(ToolCallStyle::QwenXml, ToolRequest::parse(weather_tools(), &c, nullptr), think, start);
+    ConstraintMatcher m(compiler.compile(tc.constraint()));
+    for (int32_t id : tokenizer.encode(text, false))
+      if (!m.accept(id)) return false;
+    return m.accept(264) && m.terminated();
+  };
+  const std::string call = "<tool_call>\n<function=get_time>\n<parameter=zone>\nutc\n</parameter>\n</function>\n</tool_call>";
+  EXPECT_TRUE(accepts(ReasoningStart::Open, "UTC is asked.</think>\n\n" + call));
+  EXPECT_FALSE(accepts(ReasoningStart::Open, call));  // still inside the block: no end
+  EXPECT_TRUE(accepts(ReasoningStart::Optional, call));
+  EXPECT_TRUE(accepts(ReasoningStart::Optional, "<think>UTC.</think>\n\n" + call));
+  EXPECT_FALSE(accepts(ReasoningStart::Skipped, "<think>UTC.</think>\n\n" + call));
+  EXPECT_TRUE(accepts(ReasoningStart::Skipped, call));
+  // The reply read back: reasoning apart, then the call.
+  const ToolCalling tc(ToolCallStyle::QwenXml, ToolRequest::parse(weather_tools(), &c, nullptr), think,
+                       ReasoningStart::Open);
+  const ToolReply r = ChatReplyStream::parse("UTC is asked.</think>\n\n" + call, &tc, think, ReasoningStart::Open, "r");
+  EXPECT_EQ(r.reasoning, "UTC is asked.");
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, R"({"zone":"utc"})");
 }
 
 // Random logits under each style's constraint: every reply parses into
@@ -180,7 +270,8 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
   const tok::Tokenizer tokenizer = tok::Tokenizer::from_json(tok::byte_level_json(), nullptr, "test");
   const std::vector<int32_t> stops{264};
   ConstraintCompiler compiler(tokenizer, stops, 272);
-  for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::Generic}) {
+  for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::QwenXml,
+                              ToolCallStyle::Gemma4, ToolCallStyle::Generic}) {
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);
@@ -192,7 +283,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
           tok::StreamingDetokenizer detok(tokenizer);
           std::string text;
           bool ended = false;
-          for (int step = 0; step < 600 && !ended; ++step) {
+          for (int step = 0; step < 3000 && !ended; ++step) {
             std::vector<float> logits(272);
             for (float& l : logits) l = u(rng);
             std::fill(logits.begin() + 0x80, logits.begin() + 0x100, -100.0f);  // ASCII (see output_constraint_test)
@@ -218,7 +309,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
               EXPECT_EQ(c.name, "get_weather");
             }
             if (c.name == "get_weather") {
-              EXPECT_TRUE(args["city"].is_string());
+              EXPECT_TRUE(args["city"].is_string() && args["city"].get<std::string>().size() <= 8);
               EXPECT_TRUE(args["days"].is_number_integer() && args["days"] >= 1 && args["days"] <= 7);
             } else {
               EXPECT_EQ(c.name, "get_time");

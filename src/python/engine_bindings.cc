@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "engine/chat_reply_format.h"
 #include "engine/engine.h"
 #include "engine/generation_channel.h"
 #include "generation/tool_calls.h"
@@ -28,7 +29,7 @@ namespace {
 struct GenerationHandle {
   std::shared_ptr<engine::GenerationChannel> channel;
   std::optional<engine::Result> result;  // once taken from the channel
-  std::shared_ptr<const ToolCalling> tools;  // submit_chat with tools: the reply is parsed
+  engine::ChatReplyFormat format;  // submit_chat: the reply is parsed (tools, reasoning)
 
   ~GenerationHandle() {
     if (channel && !result) channel->cancel();
@@ -47,7 +48,7 @@ struct GenerationHandle {
 
 py::str text_of(const std::string& s) { return py::bytes(s).attr("decode")("utf-8", "replace"); }
 
-py::dict to_dict(const engine::Result& r, const ToolCalling* tools = nullptr) {
+py::dict to_dict(const engine::Result& r, const engine::ChatReplyFormat* format = nullptr) {
   py::dict d;
   d["ids"] = r.generation.ids;
   d["text"] = py::bytes(r.generation.text).attr("decode")("utf-8", "replace");
@@ -60,10 +61,12 @@ py::dict to_dict(const engine::Result& r, const ToolCalling* tools = nullptr) {
   d["prefill_tok_s"] = r.generation.prefill_tok_s();
   d["decode_tok_s"] = r.generation.decode_tok_s();
   py::list calls;
-  if (tools) {
+  d["reasoning"] = py::str("");
+  if (format && format->parses()) {
     static std::atomic<uint64_t> replies{0};
-    const ToolReply reply = tools->parse(r.generation.text, fmt::format("py-{:x}", ++replies));
+    const ToolReply reply = format->parse(r.generation.text, fmt::format("py-{:x}", ++replies));
     d["text"] = text_of(reply.content);
+    d["reasoning"] = text_of(reply.reasoning);
     for (const ToolCall& c : reply.calls) {
       py::dict call;
       call["id"] = c.id;
@@ -97,7 +100,7 @@ void bind_engine(py::module_& m) {
              }
              return py::bytes(*text).attr("decode")("utf-8", "replace");
            })
-      .def("result", [](GenerationHandle& h) { return to_dict(h.wait(), h.tools.get()); })
+      .def("result", [](GenerationHandle& h) { return to_dict(h.wait(), &h.format); })
       .def("cancel", [](GenerationHandle& h) { h.channel->cancel(); });
 
   py::class_<engine::Engine>(m, "Engine")
@@ -146,7 +149,8 @@ void bind_engine(py::module_& m) {
       .def(
           "submit_chat",
           [](engine::Engine& e, const std::string& messages_json, const std::string& tools_json,
-             const std::string& tool_choice_json, bool parallel, const py::dict& settings) {
+             const std::string& tool_choice_json, bool parallel, const py::dict& settings,
+             const std::string& template_kwargs_json, bool split_reasoning) {
             engine::Request r;
             auto parse = [](const std::string& text, const char* what) {
               nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
@@ -154,22 +158,23 @@ void bind_engine(py::module_& m) {
               return j;
             };
             const nlohmann::ordered_json choice = parse(tool_choice_json, "tool_choice"), parallel_json = parallel;
-            auto tools = std::make_shared<ToolCalling>(
-                tool_call_style_of(e.model().chat_template()),
-                ToolRequest::parse(parse(tools_json, "tools"), &choice, &parallel_json));
-            r.messages = tools->messages(parse(messages_json, "messages"));
-            r.template_extra = tools->template_extra();
+            const nlohmann::ordered_json tools = parse(tools_json, "tools");
+            std::optional<ToolRequest> tool_request = ToolRequest::parse(tools, &choice, &parallel_json);
+            if (tool_request->tools.empty()) tool_request.reset();
+            r.messages = parse(messages_json, "messages");
+            r.template_extra = parse(template_kwargs_json, "chat_template_kwargs");
+            if (!r.template_extra.is_object()) fail("request", "chat_template_kwargs", "must be an object");
             r.settings = settings_from_python(settings, "chat");
-            tools->constrain(r.settings);
             auto h = std::make_unique<GenerationHandle>();
-            h->tools = std::move(tools);
+            h->format = engine::prepare_chat_reply(e.model(), r, tool_request, split_reasoning);
             h->channel = std::make_shared<engine::GenerationChannel>();
             engine::GenerationChannel::attach(h->channel, r);
             h->channel->set_future(e.submit(std::move(r)));
             return h;
           },
           py::arg("messages_json"), py::arg("tools_json"), py::arg("tool_choice_json"), py::arg("parallel"),
-          py::arg("settings"), py::keep_alive<0, 1>())
+          py::arg("settings"), py::arg("template_kwargs_json") = "{}", py::arg("split_reasoning") = true,
+          py::keep_alive<0, 1>())
       .def("reset",
            [](engine::Engine& e) {
              py::gil_scoped_release release;

@@ -91,7 +91,7 @@ nlohmann::ordered_json messages_of(const json& body) {
           throw wrong_type(param, "a list of {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
       message["tool_calls"] = m["tool_calls"];
     }
-    for (const char* key : {"tool_call_id", "name"})
+    for (const char* key : {"tool_call_id", "name", "reasoning_content"})
       if (m.contains(key)) {
         if (!m[key].is_string()) throw wrong_type(fmt::format("messages[{}].{}", i, key), "a string");
         message[key] = m[key];
@@ -238,6 +238,19 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
       } catch (const Error& e) {
         throw bad_request(e.problem(), e.subject());
       }
+    }
+    // Variables for the template (vLLM's and llama-server's field), such
+    // as {"enable_thinking": false}.
+    if (const json* kw = field(body, "chat_template_kwargs"); kw && !kw->is_null()) {
+      if (!kw->is_object()) throw wrong_type("chat_template_kwargs", "an object");
+      for (const auto& [key, value] : kw->items()) r.template_extra[key] = value;
+    }
+    if (const json* f = field(body, "reasoning_format"); f && !f->is_null()) {
+      if (!f->is_string() || (*f != "auto" && *f != "none" && *f != "deepseek"))
+        throw bad_request("'reasoning_format' must be \"auto\", \"deepseek\" (reasoning_content apart) or \"none\" "
+                          "(reasoning left in content)",
+                          "reasoning_format");
+      c.split_reasoning = *f != "none";
     }
   } else {
     read_prompt(body, r);

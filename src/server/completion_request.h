@@ -15,7 +15,10 @@
 // "lookup+draft": the server's --draft model, generation/speculative.h)
 // and draft_max; constrained decoding: OpenAI's response_format
 // ({"type": "text" | "json_object" | "json_schema", ...}) and llama-server's
-// json_schema (an object or its text) and grammar (GBNF), and regex.
+// json_schema (an object or its text) and grammar (GBNF), and regex. Chat
+// also: tools, tool_choice, parallel_tool_calls (generation/tool_calls.h),
+// chat_template_kwargs (the template's extra variables, such as
+// enable_thinking) and reasoning_format ("none" keeps reasoning in content).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,9 @@ struct CompletionRequest {
   // Chat with `tools` (tool_choice, parallel_tool_calls): the server renders
   // and parses them in the model's style (generation/tool_calls.h).
   std::optional<ToolRequest> tools;
+  // Chat: reasoning goes to reasoning_content (generation/reasoning.h)
+  // unless reasoning_format is "none".
+  bool split_reasoning = true;
 };
 
 // How one generation setting reaches this door: the JSON field that sets

@@ -110,10 +110,11 @@ std::string tool_finish_reason(const engine::Result& r, size_t calls) {
 
 }  // namespace
 
-ojson tool_response(const ResponseHeader& h, const engine::Result& r, const ToolReply& reply) {
+ojson chat_reply_response(const ResponseHeader& h, const engine::Result& r, const ToolReply& reply) {
   ojson out = full_response(h, r);
   ojson& choice = out["choices"][0];
   choice["message"]["content"] = reply.calls.empty() || !reply.content.empty() ? ojson(reply.content) : ojson(nullptr);
+  if (!reply.reasoning.empty()) choice["message"]["reasoning_content"] = reply.reasoning;
   if (!reply.calls.empty()) {
     ojson calls = ojson::array();
     for (const ToolCall& c : reply.calls)
@@ -124,7 +125,14 @@ ojson tool_response(const ResponseHeader& h, const engine::Result& r, const Tool
   return out;
 }
 
-ojson tool_delta_chunk(const ResponseHeader& h, const ToolReplyDelta& d, bool first) {
+ojson reply_delta_chunk(const ResponseHeader& h, const ToolReplyDelta& d, bool first) {
+  if (!d.reasoning.empty()) {
+    ojson out = base(h, true);
+    ojson delta = first ? ojson{{"role", "assistant"}, {"reasoning_content", d.reasoning}}
+                        : ojson{{"reasoning_content", d.reasoning}};
+    out["choices"] = ojson::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", nullptr}}});
+    return out;
+  }
   if (d.index < 0) return text_chunk(h, d.content, first);
   ojson call = {{"index", d.index}};
   if (!d.id.empty()) {
@@ -141,7 +149,7 @@ ojson tool_delta_chunk(const ResponseHeader& h, const ToolReplyDelta& d, bool fi
   return out;
 }
 
-ojson tool_final_chunk(const ResponseHeader& h, const engine::Result& r, int calls) {
+ojson reply_final_chunk(const ResponseHeader& h, const engine::Result& r, int calls) {
   ojson out = final_chunk(h, r);
   out["choices"][0]["finish_reason"] = tool_finish_reason(r, static_cast<size_t>(calls));
   return out;

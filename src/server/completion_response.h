@@ -43,15 +43,16 @@ ojson final_chunk(const ResponseHeader& h, const engine::Result& r);
 // stream_options.include_usage: a chunk with no choices and the usage.
 ojson usage_chunk(const ResponseHeader& h, const engine::Result& r);
 
-// Chat with tools: the reply's message as content and `tool_calls`
-// (generation/tool_calls.h); finish_reason "tool_calls" when it made any
-// and was not cut short.
-ojson tool_response(const ResponseHeader& h, const engine::Result& r, const ToolReply& reply);
-// A stream chunk with one delta of a reply with tools (content, or a piece
-// of a call: its first piece carries id, type and name).
-ojson tool_delta_chunk(const ResponseHeader& h, const ToolReplyDelta& delta, bool first);
-// The last chunk of a reply with tools that made `calls` calls.
-ojson tool_final_chunk(const ResponseHeader& h, const engine::Result& r, int calls);
+// Chat with tools or reasoning (generation/tool_calls.h ChatReplyStream):
+// the reply's message as reasoning_content (when there is any), content
+// and `tool_calls`; finish_reason "tool_calls" when it made any and was not
+// cut short.
+ojson chat_reply_response(const ResponseHeader& h, const engine::Result& r, const ToolReply& reply);
+// A stream chunk with one delta of such a reply (reasoning, content, or a
+// piece of a call: its first piece carries id, type and name).
+ojson reply_delta_chunk(const ResponseHeader& h, const ToolReplyDelta& delta, bool first);
+// The last chunk of such a reply, which made `calls` calls.
+ojson reply_final_chunk(const ResponseHeader& h, const engine::Result& r, int calls);
 
 // The bytes of one server-sent event: "data: <json>\n\n".
 std::string sse_event(const ojson& data);

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "engine/generation_channel.h"
+#include "engine/chat_reply_format.h"
 #include "server/api_error.h"
 #include "server/chat_page.h"
 #include "server/client_connection.h"
@@ -197,16 +198,9 @@ struct Server::Impl {
         throw bad_request("this server has no draft model (start it with --draft PATH)", "speculative");
       c.request.settings.speculative += ":" + options.draft_model;
     }
-    // Tools: rendered and parsed in the style of the model's template; the
-    // constraint keeps every call well-formed.
-    std::shared_ptr<const ToolCalling> tools;
-    if (c.tools) {
-      auto calling = std::make_shared<ToolCalling>(tool_call_style_of(engine().model().chat_template()), *c.tools);
-      c.request.messages = calling->messages(*c.request.messages);
-      c.request.template_extra = calling->template_extra();
-      calling->constrain(c.request.settings);
-      tools = std::move(calling);
-    }
+    // Tools and reasoning: the reply is read back in the model's style.
+    engine::ChatReplyFormat format;
+    if (endpoint == Endpoint::Chat) format = engine::prepare_chat_reply(engine().model(), c.request, c.tools, c.split_reasoning);
     auto channel = std::make_shared<engine::GenerationChannel>();
     engine::GenerationChannel::attach(channel, c.request);
     channel->set_future(engine().submit(std::move(c.request)));  // QueueFull, Error: the exception handler
@@ -237,7 +231,7 @@ struct Server::Impl {
       // body's error object under status 200.
       res.set_chunked_content_provider(
           "application/json",
-          [channel, header, tools](size_t, httplib::DataSink& sink) {
+          [channel, header, format](size_t, httplib::DataSink& sink) {
             while (!channel->wait_finished_for(kHeartbeat)) {
               if (!sink.write(" ", 1)) {
                 channel->cancel();
@@ -247,7 +241,8 @@ struct Server::Impl {
             ojson body;
             try {
               const engine::Result r = channel->result();
-              body = tools ? tool_response(header, r, tools->parse(r.generation.text, header.id)) : full_response(header, r);
+              body = format.parses() ? chat_reply_response(header, r, format.parse(r.generation.text, header.id))
+                                     : full_response(header, r);
             } catch (...) {
               body = request_error(std::current_exception()).body();
             }
@@ -263,15 +258,15 @@ struct Server::Impl {
     const bool include_usage = c.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [channel, header, include_usage, tools](size_t, httplib::DataSink& sink) {
+        [channel, header, include_usage, format](size_t, httplib::DataSink& sink) {
           auto send = [&](const std::string& bytes) { return sink.write(bytes.data(), bytes.size()); };
           bool first = true;
-          std::optional<ToolReplyStream> reply;
-          if (tools) reply.emplace(*tools, header.id);
+          std::optional<ChatReplyStream> reply;
+          if (format.parses()) reply.emplace(format.stream(header.id));
           // Sends text (or, with tools, the deltas it completes); false when the client is gone.
           auto send_deltas = [&](const std::vector<ToolReplyDelta>& deltas) {
             for (const ToolReplyDelta& d : deltas) {
-              if (!send(sse_event(tool_delta_chunk(header, d, first)))) return false;
+              if (!send(sse_event(reply_delta_chunk(header, d, first)))) return false;
               first = false;
             }
             return true;
@@ -287,7 +282,7 @@ struct Server::Impl {
           try {
             const engine::Result r = channel->result();
             if (reply && !send_deltas(reply->finish())) return false;
-            if (!send(sse_event(reply ? tool_final_chunk(header, r, reply->calls()) : final_chunk(header, r)))) return false;
+            if (!send(sse_event(reply ? reply_final_chunk(header, r, reply->calls()) : final_chunk(header, r)))) return false;
             if (include_usage && !send(sse_event(usage_chunk(header, r)))) return false;
           } catch (...) {
             send(sse_event(request_error(std::current_exception()).body()));

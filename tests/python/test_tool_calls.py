@@ -1,6 +1,8 @@
 """Tool calling through `tessera serve` with the official `openai` client:
-SmolLM2-135M (a template without tools: the generic JSON style) and a tiny
-random Qwen3 with Qwen3's real chat template (the Hermes <tool_call> style).
+SmolLM2-135M (a template without tools: the generic JSON style) and tiny
+random models with real chat templates: Qwen3 (the Hermes <tool_call>
+style), Llama 3.2 (bare JSON), Qwen3.5 (XML calls) and Gemma 4 (its
+<|tool_call>call: format); reasoning split off as reasoning_content.
 Calls are schema-valid (arguments validated with `jsonschema`), streamed
 deltas concatenate to the whole reply's calls, tool results go back in as
 `tool` messages, and bad tool requests are 400s naming the field."""
@@ -32,16 +34,29 @@ SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
 ASK = [{"role": "user", "content": "What is the weather in Paris today?"}]
 
 
-@pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3"])
+# Templates whose prompt opens a reasoning block unless told not to: a tiny
+# random model would reason until max_tokens.
+NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+@pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3", "tiny-qwen3.5", "tiny-gemma4"])
 def served(request, pulled_model_path, tmp_path_factory):
     """(server, style): SmolLM2 (generic), a tiny Qwen3 with its real template
-    (hermes) and a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
-    template collection)."""
+    (hermes), a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
+    template collection), a tiny Qwen3.5 with its own (qwen_xml, thinking
+    off) and a tiny Gemma 4 with its own (gemma4)."""
+    extra_body = None
     if request.param == "smollm2":
         model, env, style = pulled_model_path(SMOLLM2), {}, "generic"
     else:
         if request.param == "tiny-qwen3":
             name, template, style = "qwen3", (TEMPLATES / "qwen3.jinja").read_text(), "hermes"
+            extra_body = NO_THINKING
+        elif request.param == "tiny-qwen3.5":
+            name, template, style = "qwen3_5", (TEMPLATES / "qwen3.5.jinja").read_text(), "qwen_xml"
+            extra_body = NO_THINKING
+        elif request.param == "tiny-gemma4":
+            name, template, style = "gemma4", (TEMPLATES / "gemma4.jinja").read_text(), "gemma4"
         else:
             from llamacpp_peer import peer_dir
             name, style = "llama", "llama3"
@@ -50,6 +65,7 @@ def served(request, pulled_model_path, tmp_path_factory):
         model = str(make_tiny_chat_checkpoint(name, directory, template))
         env = {"TESSERA_HOME": str(tmp_path_factory.mktemp("home"))}
     with Server(model, "--threads", 2, env=env) as s:
+        s.chat_extra = extra_body
         yield s, style
 
 
@@ -63,6 +79,8 @@ def chat(server, messages=ASK, **kw):
     kw.setdefault("parallel_tool_calls", False)
     kw.setdefault("max_tokens", 160)
     kw.setdefault("temperature", 0)
+    if getattr(server, "chat_extra", None):
+        kw["extra_body"] = {**server.chat_extra, **kw.get("extra_body", {})}
     return client_of(server).chat.completions.create(model=server.model_name, messages=messages, tools=TOOLS, **kw)
 
 
@@ -159,3 +177,35 @@ def test_python_engine_chat_with_tools(pulled_model_path):
     assert plain.tool_calls == [] and plain.text
     with pytest.raises(tessera.TesseraError, match="tool_choice"):
         engine.chat(ASK, tools=TOOLS, tool_choice="sometimes")
+
+
+@pytest.fixture(scope="module")
+def thinking_qwen35(tmp_path_factory):
+    """A tiny Qwen3.5 with its real template, whose prompt opens <think>."""
+    directory = tmp_path_factory.mktemp("tiny_qwen3_5_thinking")
+    model = str(make_tiny_chat_checkpoint("qwen3_5", directory, (TEMPLATES / "qwen3.5.jinja").read_text()))
+    with Server(model, "--threads", 2, env={"TESSERA_HOME": str(tmp_path_factory.mktemp("home"))}) as s:
+        yield s
+
+
+def test_reasoning_is_split_off_whole_and_streamed(thinking_qwen35):
+    """Qwen3.5's prompt ends inside <think>: a reply cut short is all
+    reasoning; streamed reasoning deltas concatenate to it; reasoning_format
+    "none" leaves it in content."""
+    server = thinking_qwen35
+    client = client_of(server)
+    ask = dict(model=server.model_name, messages=ASK, max_tokens=12, temperature=0)
+    whole = client.chat.completions.create(**ask).choices[0].message
+    reasoning = whole.model_extra.get("reasoning_content")
+    assert reasoning and whole.content == ""
+    streamed, content = "", ""
+    for chunk in client.chat.completions.create(**ask, stream=True):
+        for choice in chunk.choices:
+            streamed += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+            content += choice.delta.content or ""
+    assert (streamed, content) == (reasoning, "")
+    kept = client.chat.completions.create(**ask, extra_body={"reasoning_format": "none"}).choices[0].message
+    assert kept.content.strip() == reasoning and not kept.model_extra.get("reasoning_content")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(**ask, extra_body={"reasoning_format": "sometimes"})
+    assert e.value.body["param"] == "reasoning_format"

@@ -1,10 +1,11 @@
 """Tool calling on real chat templates: llama.cpp's collection
 (models/templates/*.jinja of the llama-cpp-python 0.3.36 sdist) and the
 templates of the models in scope (tests/data/chat_templates). For each
-template whose style is Hermes (<tool_call> JSON blocks) or Llama 3 (one
-bare JSON call), an assistant turn with tool calls (two; Llama 3: one)
-rendered by the template itself parses back into the same calls (names,
-arguments as JSON values); every template renders the
+template whose style is Hermes (<tool_call> JSON blocks), Llama 3 (one
+bare JSON call), Qwen XML (<function=...> blocks) or Gemma 4
+(<|tool_call>call:...), an assistant turn with tool calls (two; Llama 3:
+one) rendered by the template itself parses back into the same calls
+(names, arguments as JSON values); every template renders the
 conversation our tool calling hands it (tools, calls, results) without
 error whenever it renders the same conversation without tools."""
 
@@ -70,7 +71,9 @@ def test_the_styles_of_known_templates():
         assert by_name[name] == "llama3", name
     assert by_name["smollm2.jinja"] == "generic"
     assert by_name["gemma3.jinja"] == "generic"
-    assert by_name["qwen3.5.jinja"] == "generic"  # XML calls, not JSON blocks
+    assert by_name["qwen3.5.jinja"] == "qwen_xml"
+    assert by_name["gemma4.jinja"] == "gemma4"
+    assert by_name["lfm2.jinja"] == "generic"
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -92,8 +95,11 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     # The assistant turn as the template wrote it: its <tool_call> blocks, or
     # Llama 3's JSON up to its end of turn.
     after_user = text.index(conversation()[1]["content"])  # not the instructions' example
-    if style == "hermes":
-        start, end = text.index("<tool_call>", after_user), text.rindex("</tool_call>") + len("</tool_call>")
+    blocks = {"hermes": ("<tool_call>", "</tool_call>"), "qwen_xml": ("<tool_call>", "</tool_call>"),
+              "gemma4": ("<|tool_call>", "<tool_call|>")}
+    if style in blocks:
+        open_, close = blocks[style]
+        start, end = text.index(open_, after_user), text.rindex(close) + len(close)
     else:
         start = text.index('{"name"', after_user)
         end = text.index("<|eot_id|>", start)

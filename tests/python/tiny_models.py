@@ -194,6 +194,8 @@ def make_tiny_chat_checkpoint(name: str, directory: Path, chat_template: str, se
     torch.manual_seed(seed)
     config = _configs()[name]()
     config.vocab_size = VOCAB + 2
+    if getattr(config, "vocab_size_per_layer_input", None):  # Gemma 4's per-layer embeddings
+        config.vocab_size_per_layer_input = config.vocab_size
     config.eos_token_id = VOCAB + 1
     config.max_position_embeddings = 4096  # a real template's tool prompt is ~1,000 byte tokens
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()

@@ -1,0 +1,195 @@
+#include "generation/tool_call_readers.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The tool named `name`'s parameter schema (null when there is no such tool).
+const ojson* parameters_of(const ojson& tools, std::string_view name) {
+  static const ojson kNone;
+  for (const ojson& t : tools) {
+    const ojson& f = t["function"];
+    if (f["name"].get<std::string>() != name) continue;
+    return f.contains("parameters") && f["parameters"].is_object() ? &f["parameters"] : &kNone;
+  }
+  return nullptr;
+}
+
+// Whether every value `schema` admits is a string.
+bool is_string_schema(const ojson& schema) {
+  if (!schema.is_object()) return false;
+  if (const auto t = schema.find("type"); t != schema.end()) return t->is_string() && *t == "string";
+  const auto all_strings = [](const ojson& values) {
+    return values.is_array() && !values.empty() &&
+           std::all_of(values.begin(), values.end(), [](const ojson& v) { return v.is_string(); });
+  };
+  if (const auto e = schema.find("enum"); e != schema.end()) return all_strings(*e);
+  if (const auto c = schema.find("const"); c != schema.end()) return c->is_string();
+  return false;
+}
+
+// A parameter's raw text as the JSON value it stands for.
+ojson qwen_xml_value(std::string_view raw, const ojson* property) {
+  // The template writes "\n" VALUE "\n"; the constraint allows one
+  // whitespace character of any kind there.
+  if (!raw.empty() && is_space(raw.front())) raw.remove_prefix(1);
+  if (!raw.empty() && is_space(raw.back())) raw.remove_suffix(1);
+  if (property && is_string_schema(*property)) {
+    // A choice of strings is written like any other literal, whitespace
+    // around it allowed; free text is the text as it is.
+    if (property->contains("enum") || property->contains("const")) return std::string(trim(raw));
+    return std::string(raw);
+  }
+  const std::string_view t = trim(raw);
+  ojson parsed = ojson::parse(t, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_discarded()) return parsed;
+  if (t == "True") return true;
+  if (t == "False") return false;
+  if (t == "None") return nullptr;
+  return std::string(raw);
+}
+
+// Consumes `lit` at `s`'s start.
+bool take(std::string_view& s, std::string_view lit) {
+  if (!s.starts_with(lit)) return false;
+  s.remove_prefix(lit.size());
+  return true;
+}
+
+void skip_space(std::string_view& s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+}
+
+constexpr std::string_view kGemmaQuote = "<|\"|>";
+
+// Reads one Gemma value at `s`'s start; advances `s` past it.
+std::optional<ojson> gemma_value(std::string_view& s, int depth) {
+  if (depth > 64) return std::nullopt;
+  skip_space(s);
+  if (take(s, kGemmaQuote)) {
+    const size_t end = s.find(kGemmaQuote);
+    if (end == std::string_view::npos) return std::nullopt;
+    ojson v = std::string(s.substr(0, end));
+    s.remove_prefix(end + kGemmaQuote.size());
+    return v;
+  }
+  if (take(s, "{")) {
+    ojson object = ojson::object();
+    skip_space(s);
+    if (take(s, "}")) return object;
+    for (;;) {
+      skip_space(s);
+      std::string key;
+      if (take(s, kGemmaQuote)) {
+        const size_t end = s.find(kGemmaQuote);
+        if (end == std::string_view::npos) return std::nullopt;
+        key = std::string(s.substr(0, end));
+        s.remove_prefix(end + kGemmaQuote.size());
+      } else {
+        const size_t colon = s.find(':');
+        if (colon == std::string_view::npos) return std::nullopt;
+        key = std::string(trim(s.substr(0, colon)));
+        if (key.empty() || key.find_first_of("{}[],") != std::string::npos) return std::nullopt;
+        s.remove_prefix(colon);
+      }
+      skip_space(s);
+      if (!take(s, ":")) return std::nullopt;
+      std::optional<ojson> v = gemma_value(s, depth + 1);
+      if (!v) return std::nullopt;
+      object[key] = std::move(*v);
+      skip_space(s);
+      if (take(s, "}")) return object;
+      if (!take(s, ",")) return std::nullopt;
+    }
+  }
+  if (take(s, "[")) {
+    ojson list = ojson::array();
+    skip_space(s);
+    if (take(s, "]")) return list;
+    for (;;) {
+      std::optional<ojson> v = gemma_value(s, depth + 1);
+      if (!v) return std::nullopt;
+      list.push_back(std::move(*v));
+      skip_space(s);
+      if (take(s, "]")) return list;
+      if (!take(s, ",")) return std::nullopt;
+    }
+  }
+  // A number, true / false / null (or their Python spellings): up to the
+  // next delimiter.
+  size_t end = 0;
+  while (end < s.size() && s[end] != ',' && s[end] != '}' && s[end] != ']') ++end;
+  const std::string_view word = trim(s.substr(0, end));
+  if (word.empty()) return std::nullopt;
+  s.remove_prefix(end);
+  if (word == "True") return ojson(true);
+  if (word == "False") return ojson(false);
+  if (word == "None") return ojson(nullptr);
+  ojson parsed = ojson::parse(word, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || parsed.is_structured() || parsed.is_string()) return std::nullopt;
+  return parsed;
+}
+
+}  // namespace
+
+std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const ojson& tools) {
+  std::string_view s = trim(body);
+  if (!take(s, "<function=")) return std::nullopt;
+  const size_t name_end = s.find('>');
+  if (name_end == std::string_view::npos) return std::nullopt;
+  BlockCall call{std::string(trim(s.substr(0, name_end))), ojson::object()};
+  s.remove_prefix(name_end + 1);
+  const ojson* parameters = parameters_of(tools, call.name);
+  if (!parameters) return std::nullopt;
+  const ojson* properties =
+      parameters->is_object() && parameters->contains("properties") ? &(*parameters)["properties"] : nullptr;
+  for (;;) {
+    skip_space(s);
+    if (take(s, "</function>")) break;
+    if (!take(s, "<parameter=")) return std::nullopt;
+    const size_t key_end = s.find('>');
+    if (key_end == std::string_view::npos) return std::nullopt;
+    const std::string key(trim(s.substr(0, key_end)));
+    s.remove_prefix(key_end + 1);
+    const size_t value_end = s.find("</parameter>");
+    if (value_end == std::string_view::npos) return std::nullopt;
+    const ojson* property = properties && properties->contains(key) ? &(*properties)[key] : nullptr;
+    call.arguments[key] = qwen_xml_value(s.substr(0, value_end), property);
+    s.remove_prefix(value_end + std::string_view("</parameter>").size());
+  }
+  if (!trim(s).empty()) return std::nullopt;
+  return call;
+}
+
+std::optional<ojson> read_gemma_value(std::string_view text) {
+  std::optional<ojson> v = gemma_value(text, 0);
+  if (!v || !trim(text).empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<BlockCall> read_gemma4_call(std::string_view body, const ojson& tools) {
+  std::string_view s = trim(body);
+  if (!take(s, "call:")) return std::nullopt;
+  const size_t brace = s.find('{');
+  if (brace == std::string_view::npos) return std::nullopt;
+  BlockCall call{std::string(trim(s.substr(0, brace))), ojson::object()};
+  if (!parameters_of(tools, call.name)) return std::nullopt;
+  std::optional<ojson> arguments = read_gemma_value(s.substr(brace));
+  if (!arguments || !arguments->is_object()) return std::nullopt;
+  call.arguments = std::move(*arguments);
+  return call;
+}
+
+}  // namespace tessera

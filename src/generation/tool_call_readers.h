@@ -1,0 +1,49 @@
+// Readers of the tool-call formats that are not JSON (generation/tool_calls.h
+// chooses the format from the template): each takes the text between a
+// call's open and close markers and gives the call's name and its
+// arguments as a JSON object, or nullopt when the text is not a call of one
+// of the tools.
+//
+// Qwen XML (Qwen3.5, Qwen3.6, Qwen3-Coder; between <tool_call> and </tool_call>):
+//   <function=NAME>
+//   <parameter=KEY>
+//   VALUE
+//   </parameter>
+//   ...
+//   </function>
+// VALUE is raw text up to </parameter>, less the one whitespace character
+// on each side (the template writes a newline there). A parameter whose schema is a string keeps the text
+// as it is (an enum / const of strings: less surrounding whitespace, which
+// the constraint allows around a literal); any other is read
+// as JSON (the template writes objects and lists as JSON) or as the Python
+// spelling a template's `| string` gives (True, False, None), and failing
+// both is kept as a string.
+//
+// Gemma 4 (between <|tool_call> and <tool_call|>):
+//   call:NAME{KEY:VALUE,...}
+// keys bare (or between <|"|> markers), strings between <|"|> markers with
+// nothing escaped, numbers, true / false / null as JSON spells them, lists
+// [...], objects {...}.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera {
+
+struct BlockCall {
+  std::string name;
+  nlohmann::ordered_json arguments;  // an object
+};
+
+// `tools`: OpenAI's [{"type": "function", "function": {"name", "parameters"}}].
+std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const nlohmann::ordered_json& tools);
+std::optional<BlockCall> read_gemma4_call(std::string_view body, const nlohmann::ordered_json& tools);
+
+// One Gemma 4 value, the whole of `text` (surrounding whitespace allowed).
+std::optional<nlohmann::ordered_json> read_gemma_value(std::string_view text);
+
+}  // namespace tessera
