@@ -1,6 +1,7 @@
 #include "generation/tool_call_readers.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace tessera {
 
@@ -142,7 +143,149 @@ std::optional<ojson> gemma_value(std::string_view& s, int depth) {
   return parsed;
 }
 
+// Reads one Python literal at `s`'s start; advances `s` past it.
+std::optional<ojson> python_value(std::string_view& s, int depth) {
+  if (depth > 64) return std::nullopt;
+  skip_space(s);
+  if (s.empty()) return std::nullopt;
+  const char q = s.front();
+  if (q == '"' || q == '\'') {
+    std::string out;
+    size_t i = 1;
+    for (; i < s.size() && s[i] != q; ++i) {
+      if (s[i] != '\\') {
+        out += s[i];
+        continue;
+      }
+      if (++i == s.size()) return std::nullopt;
+      switch (s[i]) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {  // \uXXXX as JSON writes it; a surrogate pair is two
+          if (i + 4 >= s.size()) return std::nullopt;
+          std::string escape = "\"\\u" + std::string(s.substr(i + 1, 4));
+          size_t used = 4;
+          const unsigned long unit = std::strtoul(std::string(s.substr(i + 1, 4)).c_str(), nullptr, 16);
+          if (unit >= 0xD800 && unit < 0xDC00 && i + 10 < s.size() && s.substr(i + 5, 2) == "\\u") {
+            escape += "\\u" + std::string(s.substr(i + 7, 4));
+            used = 10;
+          }
+          const ojson decoded = ojson::parse(escape + "\"", nullptr, /*allow_exceptions=*/false);
+          if (decoded.is_discarded()) return std::nullopt;
+          out += decoded.get<std::string>();
+          i += used;
+          break;
+        }
+        default: out += s[i];  // \\, \', \", \/
+      }
+    }
+    if (i >= s.size()) return std::nullopt;
+    s.remove_prefix(i + 1);
+    return ojson(std::move(out));
+  }
+  if (take(s, "[")) {
+    ojson list = ojson::array();
+    skip_space(s);
+    if (take(s, "]")) return list;
+    for (;;) {
+      std::optional<ojson> v = python_value(s, depth + 1);
+      if (!v) return std::nullopt;
+      list.push_back(std::move(*v));
+      skip_space(s);
+      if (take(s, "]")) return list;
+      if (!take(s, ",")) return std::nullopt;
+      skip_space(s);
+      if (take(s, "]")) return list;  // a trailing comma
+    }
+  }
+  if (take(s, "{")) {
+    ojson object = ojson::object();
+    skip_space(s);
+    if (take(s, "}")) return object;
+    for (;;) {
+      std::optional<ojson> key = python_value(s, depth + 1);
+      if (!key || !key->is_string()) return std::nullopt;
+      skip_space(s);
+      if (!take(s, ":")) return std::nullopt;
+      std::optional<ojson> v = python_value(s, depth + 1);
+      if (!v) return std::nullopt;
+      object[key->get<std::string>()] = std::move(*v);
+      skip_space(s);
+      if (take(s, "}")) return object;
+      if (!take(s, ",")) return std::nullopt;
+    }
+  }
+  size_t end = 0;
+  while (end < s.size() && s[end] != ',' && s[end] != ')' && s[end] != ']' && s[end] != '}') ++end;
+  const std::string_view word = trim(s.substr(0, end));
+  if (word.empty()) return std::nullopt;
+  s.remove_prefix(end);
+  if (word == "True" || word == "true") return ojson(true);
+  if (word == "False" || word == "false") return ojson(false);
+  if (word == "None" || word == "null") return ojson(nullptr);
+  ojson parsed = ojson::parse(word, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_number()) return std::nullopt;
+  return parsed;
+}
+
 }  // namespace
+
+std::string python_literal(const ojson& value) {
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  if (value.is_null()) return "None";
+  if (value.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + python_literal(value[i]);
+    return out + "]";
+  }
+  if (value.is_object()) {
+    std::string out = "{";
+    bool first = true;
+    for (const auto& [k, v] : value.items()) {
+      out += (first ? "" : ", ") + ojson(k).dump() + ": " + python_literal(v);
+      first = false;
+    }
+    return out + "}";
+  }
+  return value.dump();  // strings in double quotes with JSON's escapes (valid Python), numbers
+}
+
+std::optional<std::vector<BlockCall>> read_pythonic_calls(std::string_view body, const ojson& tools) {
+  std::string_view s = trim(body);
+  if (!take(s, "[")) return std::nullopt;
+  std::vector<BlockCall> calls;
+  for (;;) {
+    skip_space(s);
+    const size_t paren = s.find('(');
+    if (paren == std::string_view::npos) return std::nullopt;
+    BlockCall call{std::string(trim(s.substr(0, paren))), ojson::object()};
+    if (!parameters_of(tools, call.name)) return std::nullopt;
+    s.remove_prefix(paren + 1);
+    skip_space(s);
+    while (!take(s, ")")) {
+      const size_t eq = s.find('=');
+      if (eq == std::string_view::npos) return std::nullopt;
+      const std::string key(trim(s.substr(0, eq)));
+      if (key.empty() || key.find_first_of(",()[]{}\"'") != std::string::npos) return std::nullopt;
+      s.remove_prefix(eq + 1);
+      std::optional<ojson> v = python_value(s, 0);
+      if (!v) return std::nullopt;
+      call.arguments[key] = std::move(*v);
+      skip_space(s);
+      if (take(s, ",")) skip_space(s);
+      else if (!s.starts_with(")")) return std::nullopt;
+    }
+    calls.push_back(std::move(call));
+    skip_space(s);
+    if (take(s, "]")) break;
+    if (!take(s, ",")) return std::nullopt;
+  }
+  if (!trim(s).empty()) return std::nullopt;
+  return calls;
+}
 
 std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const ojson& tools) {
   std::string_view s = trim(body);

@@ -24,11 +24,18 @@
 // keys bare (or between <|"|> markers), strings between <|"|> markers with
 // nothing escaped, numbers, true / false / null as JSON spells them, lists
 // [...], objects {...}.
+//
+// Pythonic (LFM2, LFM2.5; between <|tool_call_start|> and <|tool_call_end|>):
+//   [NAME(KEY=VALUE, ...), ...]
+// one or more calls, VALUE a Python literal: strings in single or double
+// quotes, numbers, True / False / None (or JSON's true / false / null),
+// lists, dicts with string keys.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +49,11 @@ struct BlockCall {
 // `tools`: OpenAI's [{"type": "function", "function": {"name", "parameters"}}].
 std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const nlohmann::ordered_json& tools);
 std::optional<BlockCall> read_gemma4_call(std::string_view body, const nlohmann::ordered_json& tools);
+
+std::optional<std::vector<BlockCall>> read_pythonic_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// A JSON value as a Python literal (the Pythonic format's arguments).
+std::string python_literal(const nlohmann::ordered_json& value);
 
 // One Gemma 4 value, the whole of `text` (surrounding whitespace allowed).
 std::optional<nlohmann::ordered_json> read_gemma_value(std::string_view text);

@@ -17,7 +17,18 @@ namespace {
 
 // Reads the text between a block style's open and close markers as one
 // call of one of `tools` (generation/tool_call_readers.h).
-using BlockReader = std::optional<BlockCall> (*)(std::string_view body, const ojson& tools);
+using BlockReader = std::optional<std::vector<BlockCall>> (*)(std::string_view body, const ojson& tools);
+
+std::optional<std::vector<BlockCall>> one_call(std::optional<BlockCall> call) {
+  if (!call) return std::nullopt;
+  return std::vector<BlockCall>{std::move(*call)};
+}
+std::optional<std::vector<BlockCall>> read_qwen_xml_block(std::string_view body, const ojson& tools) {
+  return one_call(read_qwen_xml_call(body, tools));
+}
+std::optional<std::vector<BlockCall>> read_gemma4_block(std::string_view body, const ojson& tools) {
+  return one_call(read_gemma4_call(body, tools));
+}
 
 // How a style writes one call: `open`, then the call, then `close`. JSON
 // styles (no `read_block`) write {"name": "NAME", "<key>": ARGS}; block
@@ -42,15 +53,18 @@ constexpr CallSyntax kHermes{"<tool_call>", false, "</tool_call>", "<tool_call>\
 constexpr CallSyntax kLlama3{"{\"name\"", true, "", "{\"name\": \"", "\", \"parameters\": ", "}", "{\"name\": \"",
                              "json", "\n", nullptr};
 constexpr CallSyntax kQwenXml{"<tool_call>", false, "</tool_call>", "<tool_call>\n<function=", ">\n",
-                              "\n</function>\n</tool_call>", "<tool_call>", "qwen_xml", "\n", read_qwen_xml_call};
+                              "\n</function>\n</tool_call>", "<tool_call>", "qwen_xml", "\n", read_qwen_xml_block};
 constexpr CallSyntax kGemma4{"<|tool_call>", false, "<tool_call|>", "<|tool_call>call:", "", "<tool_call|>",
-                             "<|tool_call>", "gemma", "", read_gemma4_call};
+                             "<|tool_call>", "gemma", "", read_gemma4_block};
+constexpr CallSyntax kPythonic{"<|tool_call_start|>", false, "<|tool_call_end|>", "<|tool_call_start|>[", "(",
+                               ")]<|tool_call_end|>", "<|tool_call_start|>", "python", "", read_pythonic_calls};
 
 const CallSyntax& syntax_of(ToolCallStyle style) {
   switch (style) {
     case ToolCallStyle::Llama3: return kLlama3;
     case ToolCallStyle::QwenXml: return kQwenXml;
     case ToolCallStyle::Gemma4: return kGemma4;
+    case ToolCallStyle::Pythonic: return kPythonic;
     default: return kHermes;
   }
 }
@@ -145,6 +159,33 @@ ojson generic_reply_schema(const ToolRequest& r) {
   return {{"anyOf", {with_calls, answer}}};
 }
 
+// A Pythonic call's arguments, KEY=VALUE, ...: the required properties in
+// the schema's order, then each optional one or not (after a required one
+// only: a leading ", " would not parse), every value as JSON (a Python
+// literal but for true / false / null, which the reader takes too).
+ojson python_arguments_format(const ojson& parameters) {
+  const ojson properties = parameters.value("properties", ojson::object());
+  const ojson required = parameters.value("required", ojson::array());
+  auto value = [](const ojson& schema) {
+    return ojson{{"type", "json_schema"}, {"json_schema", schema}, {"max_whitespace_cnt", 1}};
+  };
+  auto constant = [](std::string text) { return ojson{{"type", "const_string"}, {"value", std::move(text)}}; };
+  ojson elements = ojson::array();
+  for (const auto& [key, schema] : properties.items()) {
+    if (std::find(required.begin(), required.end(), key) == required.end()) continue;
+    elements.push_back(constant((elements.empty() ? "" : ", ") + key + "="));
+    elements.push_back(value(schema));
+  }
+  if (!elements.empty())
+    for (const auto& [key, schema] : properties.items()) {
+      if (std::find(required.begin(), required.end(), key) != required.end()) continue;
+      elements.push_back({{"type", "optional"},
+                          {"content", {{"type", "sequence"}, {"elements", {constant(", " + key + "="), value(schema)}}}}});
+    }
+  if (elements.empty()) return constant("");
+  return {{"type", "sequence"}, {"elements", elements}};
+}
+
 ojson tagged_calls_format(const ToolRequest& r, const CallSyntax& syntax) {
   ojson tags = ojson::array();
   for (const ojson* t : callable(r)) {
@@ -153,7 +194,8 @@ ojson tagged_calls_format(const ToolRequest& r, const CallSyntax& syntax) {
     const ojson parameters =
         syntax.content_style == "gemma" ? with_length_patterns(parameters_of(*t)) : parameters_of(*t);
     ojson content = {{"type", "json_schema"}, {"json_schema", parameters}, {"max_whitespace_cnt", 1}};
-    if (syntax.content_style != "json") content["style"] = syntax.content_style;
+    if (syntax.content_style == "python") content = python_arguments_format(parameters);
+    else if (syntax.content_style != "json") content["style"] = syntax.content_style;
     // A string argument is raw text up to its closing marker: it may not
     // hold the markers that would end the call early.
     if (syntax.content_style == "gemma") content["excludes"] = {std::string(syntax.open), std::string(syntax.close)};
@@ -190,6 +232,7 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::Llama3: return "llama3";
     case ToolCallStyle::QwenXml: return "qwen_xml";
     case ToolCallStyle::Gemma4: return "gemma4";
+    case ToolCallStyle::Pythonic: return "pythonic";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -206,6 +249,7 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   // ipython"): one bare {"name": ..., "parameters": ...} per reply.
   if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolCallStyle::QwenXml;
   if (has("<|tool_call>call:")) return ToolCallStyle::Gemma4;
+  if (has("List of tools: <|tool_list_start|>[") || has("List of tools: [")) return ToolCallStyle::Pythonic;
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
       !has("<tool_calls>["))
     return ToolCallStyle::Hermes;
@@ -268,6 +312,28 @@ ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request, std::optional
 
 ojson ToolCalling::messages(const ojson& openai_messages) const {
   ojson out = ojson::array();
+  if (style_ == ToolCallStyle::Pythonic) {
+    // Its templates know no `tool_calls`: the calls go in the content, as
+    // the model writes them.
+    for (const ojson& m : openai_messages) {
+      ojson copy = m;
+      if (copy.contains("tool_calls")) {
+        std::string calls;
+        for (const ojson& call : copy["tool_calls"]) {
+          const ojson args = arguments_object(call["function"]["arguments"]);
+          std::string list;
+          if (args.is_object())
+            for (const auto& [key, value] : args.items()) list += (list.empty() ? "" : ", ") + key + "=" + python_literal(value);
+          calls += (calls.empty() ? "" : ", ") + call["function"]["name"].get<std::string>() + "(" + list + ")";
+        }
+        const std::string text = copy.contains("content") && copy["content"].is_string() ? copy["content"].get<std::string>() : "";
+        copy["content"] = text + std::string(kPythonic.open) + "[" + calls + "]" + std::string(kPythonic.close);
+        copy.erase("tool_calls");
+      }
+      out.push_back(std::move(copy));
+    }
+    return out;
+  }
   if (style_ != ToolCallStyle::Generic) {
     for (const ojson& m : openai_messages) {
       ojson copy = m;
@@ -479,15 +545,18 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       const CallSyntax& syntax = syntax_of(calling_.style());
       const size_t close = buffer_.find(syntax.close);
       if (close == std::string::npos) return out;
-      std::optional<BlockCall> call = syntax.read_block(std::string_view(buffer_).substr(0, close), calling_.request().tools);
-      if (call) {
-        ToolReplyDelta d;
-        d.index = calls_;
-        d.id = call_id(reply_id_, calls_);
-        d.name = std::move(call->name);
-        d.arguments = call->arguments.dump();
-        out.push_back(std::move(d));
-        ++calls_;
+      std::optional<std::vector<BlockCall>> calls =
+          syntax.read_block(std::string_view(buffer_).substr(0, close), calling_.request().tools);
+      if (calls) {
+        for (BlockCall& call : *calls) {
+          ToolReplyDelta d;
+          d.index = calls_;
+          d.id = call_id(reply_id_, calls_);
+          d.name = std::move(call.name);
+          d.arguments = call.arguments.dump();
+          out.push_back(std::move(d));
+          ++calls_;
+        }
       } else {  // not a call after all: the text as it is
         out.push_back(text_delta(std::string(syntax.open) + buffer_.substr(0, close + syntax.close.size())));
         emitted_content_ = true;

@@ -19,6 +19,14 @@
 //   Gemma4   Gemma 4: keys bare, strings between <|"|> markers,
 //              <|tool_call>call:f{city:<|"|>Paris<|"|>,days:2}<tool_call|>
 //            (both: tools and calls through the template as for Hermes).
+//   Pythonic LFM2, LFM2.5: a list of Python calls, arguments as literals,
+//              <|tool_call_start|>[f(city="Paris", days=2)]<|tool_call_end|>
+//            tools through the template; its templates know no
+//            `tool_calls`, so earlier calls go back written so in the
+//            assistant's content. Under the constraint a call writes its
+//            required arguments (and, after them, optional ones) in the
+//            schema's order, values in JSON's spelling; a tool without
+//            required arguments is called with none.
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -55,12 +63,12 @@ namespace tessera {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Generic };
+enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Pythonic, Generic };
 const char* tool_call_style_name(ToolCallStyle style);
 // Hermes when the template writes <tool_call> blocks of JSON, Llama3 for
 // Llama 3's bare JSON calls, QwenXml for <function=...> blocks with
-// <parameter=...>, Gemma4 for <|tool_call>call:, else Generic (also for
-// no template).
+// <parameter=...>, Gemma4 for <|tool_call>call:, Pythonic for LFM2's tool
+// list, else Generic (also for no template).
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template);
 
 enum class ToolChoice { Auto, None, Required, Named };

@@ -158,6 +158,34 @@ TEST(ToolCalls, Gemma4RepliesParseWholeAndStreamed) {
   EXPECT_EQ(tc.parse("<|tool_call>call:get_time{zone:<|\"|>cet}<tool_call|>", "x").calls.size(), 0u);
 }
 
+TEST(ToolCalls, PythonicRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Pythonic);
+  // LFM2 writes a list of calls; several lists are several blocks.
+  const std::string text =
+      "Checking.<|tool_call_start|>[get_weather(city='San \\'Fran\\'', days=2), get_time(zone=\"cet\")]"
+      "<|tool_call_end|><|tool_call_start|>[get_time(zone=\"utc\")]<|tool_call_end|>";
+  const ToolReply r = tc.parse(text, "chatcmpl-abc");
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 3u);
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "San 'Fran'", "days": 2})"));
+  EXPECT_EQ(r.calls[1].name, "get_time");
+  EXPECT_EQ(r.calls[2].id, "call_abc_2");
+  for (uint64_t seed = 0; seed < 50; ++seed) expect_same(streamed(tc, text, seed), r);
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "f"}}])");
+  const auto calls = read_pythonic_calls(
+      R"([f(a=True, b=None, c=[1, 2.5, "x\n\u00e9\ud83d\ude00"], d={"k": false}, e=-3), f()])", tools);
+  ASSERT_TRUE(calls);
+  ASSERT_EQ(calls->size(), 2u);
+  EXPECT_EQ((*calls)[0].arguments,
+            ojson::parse(R"({"a": true, "b": null, "c": [1, 2.5, "x\n\u00e9\ud83d\ude00"], "d": {"k": false}, "e": -3})"));
+  EXPECT_EQ((*calls)[1].arguments, ojson::object());
+  EXPECT_FALSE(read_pythonic_calls("[f(a=unquoted)]", tools));
+  EXPECT_FALSE(read_pythonic_calls("[g()]", tools));  // not a tool
+  EXPECT_FALSE(read_pythonic_calls("[f(a=1]", tools));
+  // Written back as the model writes them: Python's spelling.
+  EXPECT_EQ(python_literal(ojson::parse(R"({"a": [true, null, "q\""]})")), R"({"a": [True, None, "q\""]})");
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -189,6 +217,10 @@ TEST(ToolCalls, MessagesForEachStyle) {
   EXPECT_EQ(hermes[1]["tool_calls"][0]["function"]["arguments"], ojson::parse(R"({"city": "Paris", "days": 1})"));
   EXPECT_EQ(hermes[1]["content"], "");
   EXPECT_EQ(hermes[2]["role"], "tool");
+  const ojson pythonic = calling(ToolCallStyle::Pythonic).messages(messages);
+  EXPECT_FALSE(pythonic[1].contains("tool_calls"));
+  EXPECT_EQ(pythonic[1]["content"], "<|tool_call_start|>[get_weather(city=\"Paris\", days=1)]<|tool_call_end|>");
+  EXPECT_EQ(pythonic[2]["role"], "tool");
   const ojson generic = calling(ToolCallStyle::Generic).messages(messages);
   ASSERT_EQ(generic.size(), 4u);
   EXPECT_EQ(generic[0]["role"], "system");
@@ -228,6 +260,8 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   EXPECT_EQ(tool_call_style_of(&glm), ToolCallStyle::Generic);
   const ChatTemplate gemma4 = ChatTemplate::parse("{{ '<|tool_call>call:' + name + '{' }}", "t");
   EXPECT_EQ(tool_call_style_of(&gemma4), ToolCallStyle::Gemma4);
+  const ChatTemplate lfm2 = ChatTemplate::parse("{{ 'List of tools: <|tool_list_start|>[' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&lfm2), ToolCallStyle::Pythonic);
   const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
   EXPECT_EQ(tool_call_style_of(&plain), ToolCallStyle::Generic);
 }
@@ -271,7 +305,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
   const std::vector<int32_t> stops{264};
   ConstraintCompiler compiler(tokenizer, stops, 272);
   for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::QwenXml,
-                              ToolCallStyle::Gemma4, ToolCallStyle::Generic}) {
+                              ToolCallStyle::Gemma4, ToolCallStyle::Pythonic, ToolCallStyle::Generic}) {
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);

@@ -1,8 +1,9 @@
 """Tool calling through `tessera serve` with the official `openai` client:
 SmolLM2-135M (a template without tools: the generic JSON style) and tiny
 random models with real chat templates: Qwen3 (the Hermes <tool_call>
-style), Llama 3.2 (bare JSON), Qwen3.5 (XML calls) and Gemma 4 (its
-<|tool_call>call: format); reasoning split off as reasoning_content.
+style), Llama 3.2 (bare JSON), Qwen3.5 (XML calls), Gemma 4 (its
+<|tool_call>call: format) and LFM2 (Python calls); reasoning split off as
+reasoning_content.
 Calls are schema-valid (arguments validated with `jsonschema`), streamed
 deltas concatenate to the whole reply's calls, tool results go back in as
 `tool` messages, and bad tool requests are 400s naming the field."""
@@ -39,12 +40,14 @@ ASK = [{"role": "user", "content": "What is the weather in Paris today?"}]
 NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
 
 
-@pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3", "tiny-qwen3.5", "tiny-gemma4"])
+@pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3", "tiny-qwen3.5", "tiny-gemma4",
+                                                "tiny-lfm2"])
 def served(request, pulled_model_path, tmp_path_factory):
     """(server, style): SmolLM2 (generic), a tiny Qwen3 with its real template
     (hermes), a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
     template collection), a tiny Qwen3.5 with its own (qwen_xml, thinking
-    off) and a tiny Gemma 4 with its own (gemma4)."""
+    off), a tiny Gemma 4 with its own (gemma4) and a tiny LFM2 with its own
+    (pythonic)."""
     extra_body = None
     if request.param == "smollm2":
         model, env, style = pulled_model_path(SMOLLM2), {}, "generic"
@@ -57,6 +60,8 @@ def served(request, pulled_model_path, tmp_path_factory):
             extra_body = NO_THINKING
         elif request.param == "tiny-gemma4":
             name, template, style = "gemma4", (TEMPLATES / "gemma4.jinja").read_text(), "gemma4"
+        elif request.param == "tiny-lfm2":
+            name, template, style = "lfm2", (TEMPLATES / "lfm2.jinja").read_text(), "pythonic"
         else:
             from llamacpp_peer import peer_dir
             name, style = "llama", "llama3"

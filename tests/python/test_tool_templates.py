@@ -2,8 +2,9 @@
 (models/templates/*.jinja of the llama-cpp-python 0.3.36 sdist) and the
 templates of the models in scope (tests/data/chat_templates). For each
 template whose style is Hermes (<tool_call> JSON blocks), Llama 3 (one
-bare JSON call), Qwen XML (<function=...> blocks) or Gemma 4
-(<|tool_call>call:...), an assistant turn with tool calls (two; Llama 3:
+bare JSON call), Qwen XML (<function=...> blocks), Gemma 4
+(<|tool_call>call:...) or Pythonic (LFM2's [f(k=v)] lists, which its
+templates take in the content), an assistant turn with tool calls (two; Llama 3:
 one) rendered by the template itself parses back into the same calls
 (names, arguments as JSON values); every template renders the
 conversation our tool calling hands it (tools, calls, results) without
@@ -73,7 +74,8 @@ def test_the_styles_of_known_templates():
     assert by_name["gemma3.jinja"] == "generic"
     assert by_name["qwen3.5.jinja"] == "qwen_xml"
     assert by_name["gemma4.jinja"] == "gemma4"
-    assert by_name["lfm2.jinja"] == "generic"
+    assert by_name["lfm2.jinja"] == "pythonic"
+    assert by_name["lfm2.5.jinja"] == "pythonic"
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -96,7 +98,8 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     # Llama 3's JSON up to its end of turn.
     after_user = text.index(conversation()[1]["content"])  # not the instructions' example
     blocks = {"hermes": ("<tool_call>", "</tool_call>"), "qwen_xml": ("<tool_call>", "</tool_call>"),
-              "gemma4": ("<|tool_call>", "<tool_call|>")}
+              "gemma4": ("<|tool_call>", "<tool_call|>"),
+              "pythonic": ("<|tool_call_start|>", "<|tool_call_end|>")}
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
