@@ -45,6 +45,32 @@ class GenerationResult:
     reasoning: str = ""
 
 
+class ChatStream:
+    """Engine.chat_stream's iterator of reply deltas; `cancel()` (or
+    dropping it) stops the generation at its next token."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        self._pending: list = []
+        self.result: Optional[GenerationResult] = None
+
+    def __iter__(self) -> Iterator[dict]:
+        return self
+
+    def __next__(self) -> dict:
+        while not self._pending:
+            try:
+                self._pending = list(self._handle.next_deltas())
+            except StopIteration:
+                if self.result is None:
+                    self.result = GenerationResult(**self._handle.result())
+                raise
+        return self._pending.pop(0)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 class TextStream:
     """An iterator of text pieces as they become final. After it is
     exhausted, `result` holds the GenerationResult; `cancel()` (or dropping
@@ -135,6 +161,20 @@ class Engine:
                                           settings_arguments("chat", settings),
                                           json.dumps(chat_template_kwargs or {}), split_reasoning)
         return GenerationResult(**handle.result())
+
+    def chat_stream(self, messages: Sequence[dict], *, tools: Optional[Sequence[dict]] = None, tool_choice="auto",
+                    parallel_tool_calls: bool = True, chat_template_kwargs: Optional[dict] = None,
+                    split_reasoning: bool = True, **settings) -> "ChatStream":
+        """As chat(), but returns an iterator of deltas as the reply is
+        written: {"reasoning": text}, {"content": text}, or a piece of call
+        `index` {"index", "id", "name", "arguments"} (id and name on its
+        first piece; the arguments pieces concatenate to the call's). After
+        it is exhausted, `result` holds the GenerationResult."""
+        handle = self._engine.submit_chat(json.dumps(list(messages)), json.dumps(list(tools or [])),
+                                          json.dumps(tool_choice), parallel_tool_calls,
+                                          settings_arguments("chat", settings),
+                                          json.dumps(chat_template_kwargs or {}), split_reasoning)
+        return ChatStream(handle)
 
     def reset(self) -> None:
         """Forgets every conversation's KV state."""

@@ -8,10 +8,13 @@ turns' KV (and prefills only what the turn adds).
 
     client = openai.OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="unused")
 
-Routes: POST /v1/chat/completions (not streamed; `tools` as tessera serve
-takes them, and every generation setting by its name), GET /v1/models,
-GET /health. Each response carries `usage.prompt_tokens_details.cached_tokens`,
-Tessera's `timings` and `replica` (the replica's id and pid).
+Routes: POST /v1/chat/completions (`stream` with server-sent events as
+tessera serve sends them, `tools`, `chat_template_kwargs` and every
+generation setting by its name), GET /v1/models, GET /health. Each
+response carries `usage.prompt_tokens_details.cached_tokens`, Tessera's
+`timings` and `replica` (the replica's id and pid); a stream carries the
+usage only with stream_options.include_usage. A reply's reasoning comes
+back as `reasoning_content`.
 
 Routing (ConversationAffinityRouter): a request's key is its message list;
 after a request is routed its key is remembered with the replica. A new
@@ -23,7 +26,7 @@ conversations that share a system prompt still spread over the replicas
 (each replica's prefix cache serves the shared part).
 
 A replica that dies fails only the requests in flight on it, each with a
-503 OpenAI-shaped error; Ray Serve restarts it and the other replicas keep
+503 OpenAI-shaped error (a stream: an error event before [DONE]); Ray Serve restarts it and the other replicas keep
 serving. No home-made cluster layer: scale-out, health checks and restarts
 are Ray Serve's."""
 
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from ray import serve
 from ray.serve._private.request_router.request_router import RequestRouter
 from ray.serve.config import RequestRouterConfig
@@ -141,6 +144,43 @@ class TesseraReplica:
                                       "function": {"name": c["name"], "arguments": c["arguments"]}}
                                      for c in r.tool_calls]
             finish = "tool_calls" if finish == "stop" else finish
+        return self._reply_object(start, r, message, finish)
+
+    def chat_stream(self, call: ChatCall):
+        """The reply as OpenAI's chunk objects (without id and model, which
+        the ingress adds), as they are written: reasoning_content, content
+        and tool_calls deltas, then the finish reason and the usage."""
+        start = time.time()
+        stream = self.engine.chat_stream(call.messages, tools=call.tools, tool_choice=call.tool_choice,
+                                         parallel_tool_calls=call.parallel_tool_calls,
+                                         chat_template_kwargs=call.chat_template_kwargs, **call.settings)
+        first = True
+        for d in stream:
+            if "reasoning" in d:
+                delta = {"reasoning_content": d["reasoning"]}
+            elif "content" in d:
+                delta = {"content": d["content"]}
+            else:
+                piece = {"index": d["index"], "function": {"arguments": d["arguments"]}}
+                if "id" in d:
+                    piece.update(id=d["id"], type="function")
+                    piece["function"]["name"] = d["name"]
+                delta = {"tool_calls": [piece]}
+            if first:
+                delta = {"role": "assistant", **delta}
+                first = False
+            yield {"object": "chat.completion.chunk", "created": int(start),
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        r = stream.result
+        finish = "length" if r.finish_reason in ("length", "context") else "stop"
+        if r.tool_calls and finish == "stop":
+            finish = "tool_calls"
+        final = self._reply_object(start, r, {}, finish)
+        final["object"] = "chat.completion.chunk"
+        final["choices"] = [{"index": 0, "delta": {}, "finish_reason": finish}]
+        yield final
+
+    def _reply_object(self, start: float, r, message: dict, finish: str) -> dict:
         completion = len(r.ids)
         return {
             "object": "chat.completion", "created": int(start),
@@ -185,8 +225,6 @@ def _ingress(model_name: str):
                 return _error(400, "the request body is not valid JSON", code="invalid_json")
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
                 return _error(400, "'messages' must be a non-empty list", "messages")
-            if body.get("stream"):
-                return _error(400, "streaming is not served through Ray Serve yet; use tessera serve", "stream")
             if body.get("model") not in (None, model_name):
                 return _error(404, f"model '{body['model']}' does not exist; this endpoint serves '{model_name}'",
                               "model", "model_not_found")
@@ -201,6 +239,10 @@ def _ingress(model_name: str):
                             tool_choice=body.get("tool_choice", "auto"),
                             parallel_tool_calls=body.get("parallel_tool_calls", True),
                             chat_template_kwargs=body.get("chat_template_kwargs"))
+            if body.get("stream"):
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return StreamingResponse(self._stream(call, include_usage), media_type="text/event-stream",
+                                         headers={"Cache-Control": "no-cache"})
             try:
                 reply = await self.replicas.chat.remote(call)
             except Exception as e:  # noqa: BLE001 (the replica's error, or its death)
@@ -211,6 +253,27 @@ def _ingress(model_name: str):
             reply["id"] = "chatcmpl-" + os.urandom(8).hex()
             reply["model"] = model_name
             return reply
+
+        async def _stream(self, call: ChatCall, include_usage: bool):
+            """Server-sent events of the replica's chunks; a replica that
+            fails mid-reply ends the stream with an error event."""
+            reply_id = "chatcmpl-" + os.urandom(8).hex()
+            try:
+                async for chunk in self.replicas.options(stream=True).chat_stream.remote(call):
+                    usage = chunk.pop("usage", None)
+                    chunk.update(id=reply_id, model=model_name)
+                    yield f"data: {json.dumps(chunk)}\n\n"
+                    if usage is not None and include_usage:
+                        yield f"data: {json.dumps({'id': reply_id, 'object': 'chat.completion.chunk', 'model': model_name, 'choices': [], 'usage': usage})}\n\n"
+            except Exception as e:  # noqa: BLE001 (the replica's error, or its death)
+                text = str(e)
+                bad = "TesseraError" in type(e).__name__ or "TesseraError" in text
+                yield "data: " + json.dumps({"error": {
+                    "message": text.splitlines()[-1] if bad and text else
+                    f"the replica serving this request failed: {type(e).__name__}",
+                    "type": "invalid_request_error" if bad else "server_error",
+                    "code": None if bad else "replica_failed"}}) + "\n\n"
+            yield "data: [DONE]\n\n"
 
     return OpenAIIngress
 

@@ -122,7 +122,7 @@ bool is_reply_marker(std::string_view text) {
   static constexpr std::string_view kMarkers[] = {
       "<think>",     "</think>",     "<tool_call>", "</tool_call>",        "<|tool_call>",
       "<tool_call|>", "<|\"|>",       "<|channel>",  "<channel|>",          "<|tool_call_start|>",
-      "<|tool_call_end|>"};
+      "<|tool_call_end|>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"};
   return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
 }
 

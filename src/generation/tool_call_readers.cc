@@ -287,6 +287,65 @@ std::optional<std::vector<BlockCall>> read_pythonic_calls(std::string_view body,
   return calls;
 }
 
+std::optional<std::vector<BlockCall>> read_mistral_calls(std::string_view body, const ojson& tools) {
+  constexpr std::string_view kOpen = "[TOOL_CALLS]", kArgs = "[ARGS]", kCallId = "[CALL_ID]";
+  std::vector<BlockCall> calls;
+  std::string_view s = body;
+  for (bool first = true;; first = false) {
+    if (!first) {
+      skip_space(s);
+      if (s.empty()) break;
+      if (!take(s, kOpen)) return std::nullopt;
+    }
+    skip_space(s);
+    if (s.starts_with('[')) {  // Nemo: a JSON list of calls
+      // The list's end: the first prefix that parses (the rest may be more blocks).
+      size_t depth = 0, end = 0;
+      bool in_string = false;
+      for (size_t i = 0; i < s.size() && !end; ++i) {
+        const char c = s[i];
+        if (in_string) {
+          if (c == '\\') ++i;
+          else if (c == '"') in_string = false;
+        } else if (c == '"') {
+          in_string = true;
+        } else if (c == '[' || c == '{') {
+          ++depth;
+        } else if ((c == ']' || c == '}') && --depth == 0) {
+          end = i + 1;
+        }
+      }
+      if (!end) return std::nullopt;
+      const ojson list = ojson::parse(s.substr(0, end), nullptr, /*allow_exceptions=*/false);
+      if (!list.is_array()) return std::nullopt;
+      for (const ojson& call : list) {
+        if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return std::nullopt;
+        BlockCall c{call["name"].get<std::string>(), call.value("arguments", ojson::object())};
+        if (!parameters_of(tools, c.name) || !c.arguments.is_object()) return std::nullopt;
+        calls.push_back(std::move(c));
+      }
+      s.remove_prefix(end);
+      continue;
+    }
+    const size_t args = s.find(kArgs);
+    if (args == std::string_view::npos) return std::nullopt;
+    std::string_view name = s.substr(0, args);
+    if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
+    BlockCall call{std::string(trim(name)), ojson::object()};
+    if (!parameters_of(tools, call.name)) return std::nullopt;
+    s.remove_prefix(args + kArgs.size());
+    const size_t next = s.find(kOpen);
+    const ojson arguments = ojson::parse(trim(s.substr(0, next)), nullptr, /*allow_exceptions=*/false);
+    if (!arguments.is_object()) return std::nullopt;
+    call.arguments = arguments;
+    calls.push_back(std::move(call));
+    if (next == std::string_view::npos) break;
+    s.remove_prefix(next);
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
+}
+
 std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const ojson& tools) {
   std::string_view s = trim(body);
   if (!take(s, "<function=")) return std::nullopt;

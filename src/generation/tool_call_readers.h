@@ -55,6 +55,12 @@ std::optional<std::vector<BlockCall>> read_pythonic_calls(std::string_view body,
 // A JSON value as a Python literal (the Pythonic format's arguments).
 std::string python_literal(const nlohmann::ordered_json& value);
 
+// Mistral (after the first [TOOL_CALLS], to the end of the reply):
+//   NAME[ARGS]{...}[TOOL_CALLS]NAME[ARGS]{...}   (Small 3.2, Devstral, Ministral 3;
+//                                                  NAME[CALL_ID]ID[ARGS] too)
+//   [{"name": NAME, "arguments": {...}}, ...]     (Nemo; several lists each after [TOOL_CALLS])
+std::optional<std::vector<BlockCall>> read_mistral_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
 // One Gemma 4 value, the whole of `text` (surrounding whitespace allowed).
 std::optional<nlohmann::ordered_json> read_gemma_value(std::string_view text);
 

@@ -1,6 +1,7 @@
 #include "generation/tool_calls.h"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include <fmt/format.h>
@@ -56,6 +57,10 @@ constexpr CallSyntax kQwenXml{"<tool_call>", false, "</tool_call>", "<tool_call>
                               "\n</function>\n</tool_call>", "<tool_call>", "qwen_xml", "\n", read_qwen_xml_block};
 constexpr CallSyntax kGemma4{"<|tool_call>", false, "<tool_call|>", "<|tool_call>call:", "", "<tool_call|>",
                              "<|tool_call>", "gemma", "", read_gemma4_block};
+constexpr CallSyntax kMistral{"[TOOL_CALLS]", false, "", "[TOOL_CALLS]", "[ARGS]", "", "[TOOL_CALLS]", "json", "",
+                              read_mistral_calls};
+constexpr CallSyntax kMistralList{"[TOOL_CALLS]", false, "", "[TOOL_CALLS][{\"name\": \"", "\", \"arguments\": ", "}]",
+                                  "[TOOL_CALLS]", "json", "", read_mistral_calls};
 constexpr CallSyntax kPythonic{"<|tool_call_start|>", false, "<|tool_call_end|>", "<|tool_call_start|>[", "(",
                                ")]<|tool_call_end|>", "<|tool_call_start|>", "python", "", read_pythonic_calls};
 
@@ -65,6 +70,8 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::QwenXml: return kQwenXml;
     case ToolCallStyle::Gemma4: return kGemma4;
     case ToolCallStyle::Pythonic: return kPythonic;
+    case ToolCallStyle::Mistral: return kMistral;
+    case ToolCallStyle::MistralList: return kMistralList;
     default: return kHermes;
   }
 }
@@ -122,6 +129,22 @@ ojson arguments_object(const ojson& arguments) {
   if (!arguments.is_string()) return arguments;
   ojson parsed = ojson::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? arguments : parsed;
+}
+
+// Mistral's templates take only call ids of 9 letters and digits: `id`
+// mapped to such one, the same for the call and its result (FNV-1a).
+std::string nine_character_id(const std::string& id) {
+  static constexpr char kDigits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  if (id.size() == 9 && std::all_of(id.begin(), id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+    return id;
+  uint64_t h = 1469598103934665603ull;
+  for (char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  std::string out(9, 'a');
+  for (char& c : out) {
+    c = kDigits[h % 62];
+    h /= 62;
+  }
+  return out;
 }
 
 std::string call_id(const std::string& reply_id, int index) {
@@ -233,6 +256,8 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::QwenXml: return "qwen_xml";
     case ToolCallStyle::Gemma4: return "gemma4";
     case ToolCallStyle::Pythonic: return "pythonic";
+    case ToolCallStyle::Mistral: return "mistral";
+    case ToolCallStyle::MistralList: return "mistral_list";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -250,6 +275,8 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolCallStyle::QwenXml;
   if (has("<|tool_call>call:")) return ToolCallStyle::Gemma4;
   if (has("List of tools: <|tool_list_start|>[") || has("List of tools: [")) return ToolCallStyle::Pythonic;
+  if (has("[TOOL_CALLS]") && has("[ARGS]")) return ToolCallStyle::Mistral;
+  if (has("[TOOL_CALLS][")) return ToolCallStyle::MistralList;
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
       !has("<tool_calls>["))
     return ToolCallStyle::Hermes;
@@ -335,12 +362,17 @@ ojson ToolCalling::messages(const ojson& openai_messages) const {
     return out;
   }
   if (style_ != ToolCallStyle::Generic) {
+    const bool mistral = style_ == ToolCallStyle::Mistral || style_ == ToolCallStyle::MistralList;
     for (const ojson& m : openai_messages) {
       ojson copy = m;
+      if (mistral && copy.contains("tool_call_id") && copy["tool_call_id"].is_string())
+        copy["tool_call_id"] = nine_character_id(copy["tool_call_id"].get<std::string>());
       if (copy.contains("tool_calls")) {
-        for (ojson& call : copy["tool_calls"])
+        for (ojson& call : copy["tool_calls"]) {
           if (call.contains("function") && call["function"].contains("arguments"))
             call["function"]["arguments"] = arguments_object(call["function"]["arguments"]);
+          if (mistral) call["id"] = nine_character_id(call.value("id", ""));
+        }
         if (!copy.contains("content") || copy["content"].is_null()) copy["content"] = "";
       }
       out.push_back(std::move(copy));
@@ -541,8 +573,10 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       state_ = syntax.read_block ? State::Block : State::Head;
     }
     if (state_ == State::Block) {
-      // A block style's call is read whole, once its close marker is seen.
+      // A block style's call is read whole, once its close marker is seen
+      // (Mistral's have none: they run to the end of the reply).
       const CallSyntax& syntax = syntax_of(calling_.style());
+      if (syntax.close.empty()) return out;
       const size_t close = buffer_.find(syntax.close);
       if (close == std::string::npos) return out;
       std::optional<std::vector<BlockCall>> calls =
@@ -643,8 +677,22 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
     if (end > 0) out.push_back(arguments_delta(calls_, buffer_.substr(0, end)));
     ++calls_;
   } else if (state_ == State::Block) {
-    // A block cut short (max_tokens) is no call: the text as it is.
-    out.push_back(text_delta(std::string(syntax_of(calling_.style()).open) + buffer_));
+    const CallSyntax& syntax = syntax_of(calling_.style());
+    std::optional<std::vector<BlockCall>> calls;
+    if (syntax.close.empty()) calls = syntax.read_block(buffer_, calling_.request().tools);
+    if (calls) {
+      for (BlockCall& call : *calls) {
+        ToolReplyDelta d;
+        d.index = calls_;
+        d.id = call_id(reply_id_, calls_);
+        d.name = std::move(call.name);
+        d.arguments = call.arguments.dump();
+        out.push_back(std::move(d));
+        ++calls_;
+      }
+    } else {  // a block cut short (max_tokens) is no call: the text as it is
+      out.push_back(text_delta(std::string(syntax.open) + buffer_));
+    }
   } else if (state_ == State::Arguments && !buffer_.empty()) {
     out.push_back(arguments_delta(calls_, buffer_));  // a call cut short (max_tokens): as far as it goes
   }

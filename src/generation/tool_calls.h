@@ -27,6 +27,12 @@
 //            required arguments (and, after them, optional ones) in the
 //            schema's order, values in JSON's spelling; a tool without
 //            required arguments is called with none.
+//   Mistral  Mistral Small 3.2, Devstral, Ministral 3:
+//              [TOOL_CALLS]f[ARGS]{"city": "Paris"}
+//   MistralList  Mistral Nemo: [TOOL_CALLS][{"name": "f", "arguments": {...}}]
+//            (both: tools and calls through the template, call ids made
+//            the 9 letters and digits its templates insist on; the calls
+//            run to the end of the reply and are read there).
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -63,7 +69,7 @@ namespace tessera {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Pythonic, Generic };
+enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Pythonic, Mistral, MistralList, Generic };
 const char* tool_call_style_name(ToolCallStyle style);
 // Hermes when the template writes <tool_call> blocks of JSON, Llama3 for
 // Llama 3's bare JSON calls, QwenXml for <function=...> blocks with

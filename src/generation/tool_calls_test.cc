@@ -186,6 +186,39 @@ TEST(ToolCalls, PythonicRepliesParseWholeAndStreamed) {
   EXPECT_EQ(python_literal(ojson::parse(R"({"a": [true, null, "q\""]})")), R"({"a": [True, None, "q\""]})");
 }
 
+TEST(ToolCalls, MistralRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Mistral);
+  const std::string text =
+      "Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 2}"
+      "[TOOL_CALLS]get_time[CALL_ID]a1b2c3d4e[ARGS]{\"zone\": \"cet\"}";
+  const ToolReply r = tc.parse(text, "chatcmpl-abc");
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(r.calls[1].name, "get_time");
+  for (uint64_t seed = 0; seed < 50; ++seed) expect_same(streamed(tc, text, seed), r);
+  const ToolCalling nemo = calling(ToolCallStyle::MistralList);
+  const std::string list =
+      "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"utc\"}, \"id\": \"abcdefghi\"}, "
+      "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a]b\", \"days\": 1}}][TOOL_CALLS][{\"name\": "
+      "\"get_time\", \"arguments\": {\"zone\": \"cet\"}}]";
+  const ToolReply n = nemo.parse(list, "chatcmpl-abc");
+  ASSERT_EQ(n.calls.size(), 3u);
+  EXPECT_EQ(ojson::parse(n.calls[1].arguments), ojson::parse(R"({"city": "a]b", "days": 1})"));
+  EXPECT_EQ(n.calls[2].arguments, R"({"zone":"cet"})");
+  for (uint64_t seed = 0; seed < 50; ++seed) expect_same(streamed(nemo, list, seed), n);
+  // Cut short: the text as it is.
+  EXPECT_EQ(tc.parse("[TOOL_CALLS]get_time[ARGS]{\"zo", "r").content, "[TOOL_CALLS]get_time[ARGS]{\"zo");
+  // Call ids become the 9 letters and digits Mistral's templates insist on, a call's and its result's alike.
+  const ojson messages = ojson::parse(R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "call_x_0",
+      "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "call_x_0", "content": "noon"}])");
+  const ojson m = tc.messages(messages);
+  const std::string id = m[0]["tool_calls"][0]["id"];
+  EXPECT_EQ(id.size(), 9u);
+  EXPECT_EQ(m[1]["tool_call_id"], id);
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -262,6 +295,10 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   EXPECT_EQ(tool_call_style_of(&gemma4), ToolCallStyle::Gemma4);
   const ChatTemplate lfm2 = ChatTemplate::parse("{{ 'List of tools: <|tool_list_start|>[' }}", "t");
   EXPECT_EQ(tool_call_style_of(&lfm2), ToolCallStyle::Pythonic);
+  const ChatTemplate mistral = ChatTemplate::parse("{{ '[TOOL_CALLS]' + name + '[ARGS]' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&mistral), ToolCallStyle::Mistral);
+  const ChatTemplate nemo = ChatTemplate::parse("{{ '[TOOL_CALLS][' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&nemo), ToolCallStyle::MistralList);
   const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
   EXPECT_EQ(tool_call_style_of(&plain), ToolCallStyle::Generic);
 }
@@ -305,7 +342,8 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
   const std::vector<int32_t> stops{264};
   ConstraintCompiler compiler(tokenizer, stops, 272);
   for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::QwenXml,
-                              ToolCallStyle::Gemma4, ToolCallStyle::Pythonic, ToolCallStyle::Generic}) {
+                              ToolCallStyle::Gemma4, ToolCallStyle::Pythonic, ToolCallStyle::Mistral,
+                              ToolCallStyle::MistralList, ToolCallStyle::Generic}) {
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);

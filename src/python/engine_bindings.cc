@@ -30,6 +30,9 @@ struct GenerationHandle {
   std::shared_ptr<engine::GenerationChannel> channel;
   std::optional<engine::Result> result;  // once taken from the channel
   engine::ChatReplyFormat format;  // submit_chat: the reply is parsed (tools, reasoning)
+  std::string reply_id;  // the calls' ids are call_<its tail>_<n>
+  std::optional<ChatReplyStream> deltas;  // next_deltas(): the reply read as it streams
+  bool deltas_done = false;
 
   ~GenerationHandle() {
     if (channel && !result) channel->cancel();
@@ -48,7 +51,27 @@ struct GenerationHandle {
 
 py::str text_of(const std::string& s) { return py::bytes(s).attr("decode")("utf-8", "replace"); }
 
-py::dict to_dict(const engine::Result& r, const engine::ChatReplyFormat* format = nullptr) {
+// A streamed reply's delta as {"reasoning", "content"} or a call's piece
+// {"index", "id", "name", "arguments"} (id and name on its first piece only).
+py::dict delta_dict(const ToolReplyDelta& d) {
+  py::dict out;
+  if (!d.reasoning.empty()) {
+    out["reasoning"] = text_of(d.reasoning);
+  } else if (d.index < 0) {
+    out["content"] = text_of(d.content);
+  } else {
+    out["index"] = d.index;
+    if (!d.id.empty()) {
+      out["id"] = d.id;
+      out["name"] = d.name;
+    }
+    out["arguments"] = text_of(d.arguments);
+  }
+  return out;
+}
+
+py::dict to_dict(const engine::Result& r, const engine::ChatReplyFormat* format = nullptr,
+                 const std::string& reply_id = "") {
   py::dict d;
   d["ids"] = r.generation.ids;
   d["text"] = py::bytes(r.generation.text).attr("decode")("utf-8", "replace");
@@ -63,8 +86,7 @@ py::dict to_dict(const engine::Result& r, const engine::ChatReplyFormat* format 
   py::list calls;
   d["reasoning"] = py::str("");
   if (format && format->parses()) {
-    static std::atomic<uint64_t> replies{0};
-    const ToolReply reply = format->parse(r.generation.text, fmt::format("py-{:x}", ++replies));
+    const ToolReply reply = format->parse(r.generation.text, reply_id);
     d["text"] = text_of(reply.content);
     d["reasoning"] = text_of(reply.reasoning);
     for (const ToolCall& c : reply.calls) {
@@ -100,7 +122,30 @@ void bind_engine(py::module_& m) {
              }
              return py::bytes(*text).attr("decode")("utf-8", "replace");
            })
-      .def("result", [](GenerationHandle& h) { return to_dict(h.wait(), &h.format); })
+      .def("next_deltas",
+           [](GenerationHandle& h) -> py::list {
+             // The next text read as deltas (possibly none yet); the
+             // reply's last deltas once it has ended; StopIteration after.
+             if (h.deltas_done) throw py::stop_iteration();
+             if (!h.deltas) h.deltas.emplace(h.format.stream(h.reply_id));
+             std::optional<std::string> text;
+             {
+               py::gil_scoped_release release;
+               text = h.channel->next_text();
+             }
+             std::vector<ToolReplyDelta> deltas;
+             if (text) {
+               deltas = h.deltas->push(*text);
+             } else {
+               h.wait();  // rethrows the request's error
+               deltas = h.deltas->finish();
+               h.deltas_done = true;
+             }
+             py::list out;
+             for (const ToolReplyDelta& d : deltas) out.append(delta_dict(d));
+             return out;
+           })
+      .def("result", [](GenerationHandle& h) { return to_dict(h.wait(), &h.format, h.reply_id); })
       .def("cancel", [](GenerationHandle& h) { h.channel->cancel(); });
 
   py::class_<engine::Engine>(m, "Engine")
@@ -167,6 +212,8 @@ void bind_engine(py::module_& m) {
             r.settings = settings_from_python(settings, "chat");
             auto h = std::make_unique<GenerationHandle>();
             h->format = engine::prepare_chat_reply(e.model(), r, tool_request, split_reasoning);
+            static std::atomic<uint64_t> replies{0};
+            h->reply_id = fmt::format("chatcmpl-py{:x}", ++replies);
             h->channel = std::make_shared<engine::GenerationChannel>();
             engine::GenerationChannel::attach(h->channel, r);
             h->channel->set_future(e.submit(std::move(r)));

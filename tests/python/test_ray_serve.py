@@ -5,7 +5,7 @@ two-turn conversations each land their second turn on the replica that
 served the first, which reuses the first turn's KV (TTFT a small fraction
 of the first turn's cold prefill); killing one replica fails only the
 requests in flight on it, each with a clean 503, while the other keeps
-serving. Skipped with a message when Ray is not installed or cannot start
+serving. Streamed replies (content and tool calls) equal whole ones. Skipped with a message when Ray is not installed or cannot start
 here; bounded in time."""
 
 import json
@@ -101,6 +101,39 @@ def test_turns_reach_the_replica_that_holds_the_conversation(ray_endpoint):
         assert second["usage"]["prompt_tokens_details"]["cached_tokens"] >= 0.9 * first["usage"]["prompt_tokens"]
         assert second["timings"]["ttft_ms"] <= 0.1 * first["timings"]["ttft_ms"], (first["timings"], second["timings"])
     assert len(replicas) == 2  # the conversations spread over both replicas
+
+
+def test_streamed_replies_equal_whole_replies(ray_endpoint):
+    """stream: true through the ingress, with the official client: content
+    deltas and tool-call deltas concatenate to the whole reply's, the finish
+    reason and (stream_options.include_usage) the usage come last."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=ray_endpoint + "/v1", api_key="unused", max_retries=0, timeout=120)
+    ask = dict(model=SMOLLM2, messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+               max_tokens=40, temperature=0)
+    whole = client.chat.completions.create(**ask).choices[0]
+    text, finish, usage = "", None, None
+    for chunk in client.chat.completions.create(**ask, stream=True, stream_options={"include_usage": True}):
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+            finish = choice.finish_reason or finish
+    assert (text, finish) == (whole.message.content, whole.finish_reason)
+    assert usage is not None and usage.completion_tokens > 0
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 24}}, "required": ["city"]}}}]
+    whole = client.chat.completions.create(**ask, tools=tools, tool_choice="required").choices[0]
+    calls, finish = {}, None
+    for chunk in client.chat.completions.create(**ask, tools=tools, tool_choice="required", stream=True):
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for d in choice.delta.tool_calls or []:
+                c = calls.setdefault(d.index, {"name": None, "arguments": ""})
+                c["name"] = c["name"] or (d.function.name if d.id else None)
+                c["arguments"] += d.function.arguments or ""
+    assert [(c["name"], c["arguments"]) for _, c in sorted(calls.items())] == \
+        [(c.function.name, c.function.arguments) for c in whole.message.tool_calls]
+    assert finish == whole.finish_reason == "tool_calls"
 
 
 def test_a_dead_replica_fails_only_its_requests(ray_endpoint):

@@ -178,6 +178,16 @@ def test_python_engine_chat_with_tools(pulled_model_path):
     assert r.tool_calls and r.finish_reason == "eos"
     for call in r.tool_calls:
         jsonschema.validate(json.loads(call["arguments"]), SCHEMAS[call["name"]])
+    # Streamed: the deltas concatenate to the same calls, ids included.
+    stream = engine.chat_stream(ASK, tools=TOOLS, tool_choice="required", parallel_tool_calls=False, max_tokens=160)
+    calls = {}
+    for d in stream:
+        if "index" in d:
+            c = calls.setdefault(d["index"], {"id": d.get("id"), "name": d.get("name"), "arguments": ""})
+            c["arguments"] += d["arguments"]
+    assert [(c["name"], c["arguments"]) for _, c in sorted(calls.items())] == \
+        [(c["name"], c["arguments"]) for c in r.tool_calls]
+    assert [c["id"] for _, c in sorted(calls.items())] == [c["id"] for c in stream.result.tool_calls]
     plain = engine.chat(ASK, max_tokens=8)  # no tools: a plain chat reply
     assert plain.tool_calls == [] and plain.text
     with pytest.raises(tessera.TesseraError, match="tool_choice"):

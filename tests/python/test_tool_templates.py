@@ -3,8 +3,9 @@
 templates of the models in scope (tests/data/chat_templates). For each
 template whose style is Hermes (<tool_call> JSON blocks), Llama 3 (one
 bare JSON call), Qwen XML (<function=...> blocks), Gemma 4
-(<|tool_call>call:...) or Pythonic (LFM2's [f(k=v)] lists, which its
-templates take in the content), an assistant turn with tool calls (two; Llama 3:
+(<|tool_call>call:...), Pythonic (LFM2's [f(k=v)] lists, which its
+templates take in the content) or Mistral ([TOOL_CALLS]f[ARGS]{...}, and
+Nemo's [TOOL_CALLS][{...}] list), an assistant turn with tool calls (two; Llama 3:
 one) rendered by the template itself parses back into the same calls
 (names, arguments as JSON values); every template renders the
 conversation our tool calling hands it (tools, calls, results) without
@@ -76,6 +77,10 @@ def test_the_styles_of_known_templates():
     assert by_name["gemma4.jinja"] == "gemma4"
     assert by_name["lfm2.jinja"] == "pythonic"
     assert by_name["lfm2.5.jinja"] == "pythonic"
+    assert by_name["mistralai-Mistral-Nemo-Instruct-2407.jinja"] == "mistral_list"
+    for name in ("Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja",
+                 "mistralai-Ministral-3-14B-Reasoning-2512.jinja"):
+        assert by_name[name] == "mistral", name
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -103,6 +108,9 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
+    elif style in ("mistral", "mistral_list"):  # the calls run to the end of the turn
+        start = text.index("[TOOL_CALLS]", after_user)
+        end = text.index(EXTRA["eos_token"], start)
     else:
         start = text.index('{"name"', after_user)
         end = text.index("<|eot_id|>", start)
