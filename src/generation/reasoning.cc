@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "generation/reply_text.h"
 #include "tokenizer/chat_template.h"
 
 namespace tessera {
@@ -12,19 +13,9 @@ namespace {
 constexpr ReasoningSyntax kThink{"<think>", "</think>", "\n\n"};
 constexpr ReasoningSyntax kChannel{"<|channel>thought\n", "<channel|>", ""};
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view trim_end(std::string_view s) {
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// Length of the longest suffix of `text` that is a proper prefix of `marker`.
-size_t partial_marker(std::string_view text, std::string_view marker) {
-  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
-  return 0;
-}
+using reply_text::is_space;
+using reply_text::partial_marker;
+using reply_text::trim_end;
 
 }  // namespace
 

@@ -3,19 +3,16 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "generation/reply_text.h"
+
 namespace tessera {
 
 using ojson = nlohmann::ordered_json;
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using reply_text::is_space;
+using reply_text::trim;
 
 // The tool named `name`'s parameter schema (null when there is no such tool).
 const ojson* parameters_of(const ojson& tools, std::string_view name) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "generation/reply_text.h"
 #include "generation/tool_call_readers.h"
 #include "tokenizer/chat_template.h"
 
@@ -76,7 +77,8 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
   }
 }
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+using reply_text::is_space;
+using reply_text::partial_marker;
 
 const ojson& function_of(const ojson& tool) { return tool["function"]; }
 
@@ -521,14 +523,19 @@ ToolReplyDelta text_delta(std::string text) {
   return d;
 }
 
-// Length of the longest suffix of `text` that is a proper prefix of `marker`.
-size_t partial_marker(std::string_view text, std::string_view marker) {
-  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
-  return 0;
-}
-
 }  // namespace
+
+void ToolReplyStream::emit_calls(std::vector<BlockCall>& calls, std::vector<ToolReplyDelta>& out) {
+  for (BlockCall& call : calls) {
+    ToolReplyDelta d;
+    d.index = calls_;
+    d.id = call_id(reply_id_, calls_);
+    d.name = std::move(call.name);
+    d.arguments = call.arguments.dump();
+    out.push_back(std::move(d));
+    ++calls_;
+  }
+}
 
 std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
   std::vector<ToolReplyDelta> out;
@@ -582,15 +589,7 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       std::optional<std::vector<BlockCall>> calls =
           syntax.read_block(std::string_view(buffer_).substr(0, close), calling_.request().tools);
       if (calls) {
-        for (BlockCall& call : *calls) {
-          ToolReplyDelta d;
-          d.index = calls_;
-          d.id = call_id(reply_id_, calls_);
-          d.name = std::move(call.name);
-          d.arguments = call.arguments.dump();
-          out.push_back(std::move(d));
-          ++calls_;
-        }
+        emit_calls(*calls, out);
       } else {  // not a call after all: the text as it is
         out.push_back(text_delta(std::string(syntax.open) + buffer_.substr(0, close + syntax.close.size())));
         emitted_content_ = true;
@@ -681,15 +680,7 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
     std::optional<std::vector<BlockCall>> calls;
     if (syntax.close.empty()) calls = syntax.read_block(buffer_, calling_.request().tools);
     if (calls) {
-      for (BlockCall& call : *calls) {
-        ToolReplyDelta d;
-        d.index = calls_;
-        d.id = call_id(reply_id_, calls_);
-        d.name = std::move(call.name);
-        d.arguments = call.arguments.dump();
-        out.push_back(std::move(d));
-        ++calls_;
-      }
+      emit_calls(*calls, out);
     } else {  // a block cut short (max_tokens) is no call: the text as it is
       out.push_back(text_delta(std::string(syntax.open) + buffer_));
     }

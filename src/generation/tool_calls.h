@@ -64,6 +64,7 @@
 
 #include "generation/output_constraint.h"
 #include "generation/reasoning.h"
+#include "generation/tool_call_readers.h"
 
 namespace tessera {
 
@@ -162,6 +163,8 @@ class ToolReplyStream {
 
  private:
   enum class State { Text, Head, Arguments, Block };
+  // Hands out whole calls (a block style's), numbered on from calls_.
+  void emit_calls(std::vector<BlockCall>& calls, std::vector<ToolReplyDelta>& out);
   const ToolCalling& calling_;
   std::string reply_id_;
   std::string buffer_;  // text not yet handed out
