@@ -38,17 +38,22 @@ bool is_string_schema(const ojson& schema) {
   return false;
 }
 
-// A parameter's raw text as the JSON value it stands for.
-ojson qwen_xml_value(std::string_view raw, const ojson* property) {
-  // The template writes "\n" VALUE "\n"; the constraint allows one
-  // whitespace character of any kind there.
-  if (!raw.empty() && is_space(raw.front())) raw.remove_prefix(1);
-  if (!raw.empty() && is_space(raw.back())) raw.remove_suffix(1);
+// A parameter's raw text as the JSON value it stands for. The templates
+// write free text as it is (Qwen XML between newlines: `padded`); the
+// constraint (XGrammar's qwen_xml / glm_xml) writes free text the same way
+// and any other value with one whitespace character allowed on each side,
+// a string with a length, pattern or format included.
+ojson xml_value(std::string_view raw, const ojson* property, bool padded) {
+  auto strip_one = [](std::string_view v) {
+    if (!v.empty() && is_space(v.front())) v.remove_prefix(1);
+    if (!v.empty() && is_space(v.back())) v.remove_suffix(1);
+    return v;
+  };
   if (property && is_string_schema(*property)) {
-    // A choice of strings is written like any other literal, whitespace
-    // around it allowed; free text is the text as it is.
     if (property->contains("enum") || property->contains("const")) return std::string(trim(raw));
-    return std::string(raw);
+    const bool shaped = property->contains("minLength") || property->contains("maxLength") ||
+                        property->contains("pattern") || property->contains("format");
+    return std::string(shaped || padded ? strip_one(raw) : raw);
   }
   const std::string_view t = trim(raw);
   ojson parsed = ojson::parse(t, nullptr, /*allow_exceptions=*/false);
@@ -56,7 +61,7 @@ ojson qwen_xml_value(std::string_view raw, const ojson* property) {
   if (t == "True") return true;
   if (t == "False") return false;
   if (t == "None") return nullptr;
-  return std::string(raw);
+  return std::string(padded ? strip_one(raw) : raw);
 }
 
 // Consumes `lit` at `s`'s start.
@@ -365,10 +370,37 @@ std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const ojson& 
     const size_t value_end = s.find("</parameter>");
     if (value_end == std::string_view::npos) return std::nullopt;
     const ojson* property = properties && properties->contains(key) ? &(*properties)[key] : nullptr;
-    call.arguments[key] = qwen_xml_value(s.substr(0, value_end), property);
+    call.arguments[key] = xml_value(s.substr(0, value_end), property, /*padded=*/true);
     s.remove_prefix(value_end + std::string_view("</parameter>").size());
   }
   if (!trim(s).empty()) return std::nullopt;
+  return call;
+}
+
+std::optional<BlockCall> read_glm_xml_call(std::string_view body, const ojson& tools) {
+  std::string_view s = trim(body);
+  const size_t first_key = s.find("<arg_key>");
+  BlockCall call{std::string(trim(s.substr(0, first_key))), ojson::object()};
+  const ojson* parameters = parameters_of(tools, call.name);
+  if (!parameters || call.name.empty()) return std::nullopt;
+  const ojson* properties =
+      parameters->is_object() && parameters->contains("properties") ? &(*parameters)["properties"] : nullptr;
+  s.remove_prefix(first_key == std::string_view::npos ? s.size() : first_key);
+  while (!s.empty()) {
+    if (!take(s, "<arg_key>")) return std::nullopt;
+    const size_t key_end = s.find("</arg_key>");
+    if (key_end == std::string_view::npos) return std::nullopt;
+    const std::string key(trim(s.substr(0, key_end)));
+    s.remove_prefix(key_end + std::string_view("</arg_key>").size());
+    skip_space(s);
+    if (!take(s, "<arg_value>")) return std::nullopt;
+    const size_t value_end = s.find("</arg_value>");
+    if (value_end == std::string_view::npos) return std::nullopt;
+    const ojson* property = properties && properties->contains(key) ? &(*properties)[key] : nullptr;
+    call.arguments[key] = xml_value(s.substr(0, value_end), property, /*padded=*/false);
+    s.remove_prefix(value_end + std::string_view("</arg_value>").size());
+    skip_space(s);
+  }
   return call;
 }
 

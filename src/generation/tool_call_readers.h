@@ -12,12 +12,18 @@
 //   ...
 //   </function>
 // VALUE is raw text up to </parameter>, less the one whitespace character
-// on each side (the template writes a newline there). A parameter whose schema is a string keeps the text
-// as it is (an enum / const of strings: less surrounding whitespace, which
-// the constraint allows around a literal); any other is read
-// as JSON (the template writes objects and lists as JSON) or as the Python
-// spelling a template's `| string` gives (True, False, None), and failing
-// both is kept as a string.
+// on each side (the template writes a newline there). A parameter whose
+// schema is a string keeps the text (an enum / const of strings: less any
+// surrounding whitespace, which the constraint allows around a literal);
+// any other is read as JSON (the template writes objects and lists as JSON)
+// or as the Python spelling a template's `| string` gives (True, False,
+// None), and failing both is kept as a string.
+//
+// GLM XML (GLM 4.6 / 4.7, Ling 3; between <tool_call> and </tool_call>):
+//   NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...
+// whitespace allowed between the parts; VALUE as Qwen XML's, but free text
+// (a string without length, pattern or format) has no newlines around it
+// to take off.
 //
 // Gemma 4 (between <|tool_call> and <tool_call|>):
 //   call:NAME{KEY:VALUE,...}
@@ -48,6 +54,7 @@ struct BlockCall {
 
 // `tools`: OpenAI's [{"type": "function", "function": {"name", "parameters"}}].
 std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const nlohmann::ordered_json& tools);
+std::optional<BlockCall> read_glm_xml_call(std::string_view body, const nlohmann::ordered_json& tools);
 std::optional<BlockCall> read_gemma4_call(std::string_view body, const nlohmann::ordered_json& tools);
 
 std::optional<std::vector<BlockCall>> read_pythonic_calls(std::string_view body, const nlohmann::ordered_json& tools);

@@ -28,6 +28,9 @@ std::optional<std::vector<BlockCall>> one_call(std::optional<BlockCall> call) {
 std::optional<std::vector<BlockCall>> read_qwen_xml_block(std::string_view body, const ojson& tools) {
   return one_call(read_qwen_xml_call(body, tools));
 }
+std::optional<std::vector<BlockCall>> read_glm_xml_block(std::string_view body, const ojson& tools) {
+  return one_call(read_glm_xml_call(body, tools));
+}
 std::optional<std::vector<BlockCall>> read_gemma4_block(std::string_view body, const ojson& tools) {
   return one_call(read_gemma4_call(body, tools));
 }
@@ -62,6 +65,8 @@ constexpr CallSyntax kMistral{"[TOOL_CALLS]", false, "", "[TOOL_CALLS]", "[ARGS]
                               read_mistral_calls};
 constexpr CallSyntax kMistralList{"[TOOL_CALLS]", false, "", "[TOOL_CALLS][{\"name\": \"", "\", \"arguments\": ", "}]",
                                   "[TOOL_CALLS]", "json", "", read_mistral_calls};
+constexpr CallSyntax kGlmXml{"<tool_call>", false, "</tool_call>", "<tool_call>", "", "</tool_call>", "<tool_call>",
+                             "glm_xml", "\n", read_glm_xml_block};
 constexpr CallSyntax kPythonic{"<|tool_call_start|>", false, "<|tool_call_end|>", "<|tool_call_start|>[", "(",
                                ")]<|tool_call_end|>", "<|tool_call_start|>", "python", "", read_pythonic_calls};
 
@@ -73,6 +78,7 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::Pythonic: return kPythonic;
     case ToolCallStyle::Mistral: return kMistral;
     case ToolCallStyle::MistralList: return kMistralList;
+    case ToolCallStyle::GlmXml: return kGlmXml;
     default: return kHermes;
   }
 }
@@ -260,6 +266,7 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::Pythonic: return "pythonic";
     case ToolCallStyle::Mistral: return "mistral";
     case ToolCallStyle::MistralList: return "mistral_list";
+    case ToolCallStyle::GlmXml: return "glm_xml";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -275,6 +282,7 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   // Apriel's one <tool_calls>[...] list. Llama 3.1 - 3.3 ("Environment:
   // ipython"): one bare {"name": ..., "parameters": ...} per reply.
   if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolCallStyle::QwenXml;
+  if (has("<tool_call>") && has("<arg_key>") && has("<arg_value>")) return ToolCallStyle::GlmXml;
   if (has("<|tool_call>call:")) return ToolCallStyle::Gemma4;
   if (has("List of tools: <|tool_list_start|>[") || has("List of tools: [")) return ToolCallStyle::Pythonic;
   if (has("[TOOL_CALLS]") && has("[ARGS]")) return ToolCallStyle::Mistral;

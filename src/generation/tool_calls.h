@@ -33,6 +33,8 @@
 //            (both: tools and calls through the template, call ids made
 //            the 9 letters and digits its templates insist on; the calls
 //            run to the end of the reply and are read there).
+//   GlmXml   GLM 4.6 / 4.7, Ling 3:
+//              <tool_call>f<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -70,7 +72,7 @@ namespace tessera {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Pythonic, Mistral, MistralList, Generic };
+enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Pythonic, Mistral, MistralList, GlmXml, Generic };
 const char* tool_call_style_name(ToolCallStyle style);
 // Hermes when the template writes <tool_call> blocks of JSON, Llama3 for
 // Llama 3's bare JSON calls, QwenXml for <function=...> blocks with

@@ -220,6 +220,22 @@ TEST(ToolCalls, MistralRepliesParseWholeAndStreamed) {
   EXPECT_EQ(m[1]["tool_call_id"], id);
 }
 
+TEST(ToolCalls, GlmXmlRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::GlmXml);
+  const std::string text =
+      "Checking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value> Paris\n</arg_value>\n"
+      "<arg_key>days</arg_key><arg_value>2</arg_value>\n</tool_call><tool_call>get_time<arg_key>zone</arg_key>"
+      "<arg_value>cet</arg_value></tool_call>";
+  const ToolReply r = parsed_whole_and_streamed(tc, text);
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  // city has a maxLength: the whitespace the constraint allows around it is taken off.
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+  const std::string unknown = "<tool_call>nope<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>";
+  EXPECT_EQ(tc.parse(unknown, "x").content, unknown);
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -290,8 +306,8 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   EXPECT_EQ(tool_call_style_of(&llama3), ToolCallStyle::Llama3);
   const ChatTemplate xml = ChatTemplate::parse("<tool_call>\n<function=name>\n<parameter=x>", "t");
   EXPECT_EQ(tool_call_style_of(&xml), ToolCallStyle::QwenXml);
-  const ChatTemplate glm = ChatTemplate::parse("<tool_call>{name}<arg_key>k</arg_key>", "t");
-  EXPECT_EQ(tool_call_style_of(&glm), ToolCallStyle::Generic);
+  const ChatTemplate glm = ChatTemplate::parse("<tool_call>{name}<arg_key>k</arg_key><arg_value>", "t");
+  EXPECT_EQ(tool_call_style_of(&glm), ToolCallStyle::GlmXml);
   const ChatTemplate gemma4 = ChatTemplate::parse("{{ '<|tool_call>call:' + name + '{' }}", "t");
   EXPECT_EQ(tool_call_style_of(&gemma4), ToolCallStyle::Gemma4);
   const ChatTemplate lfm2 = ChatTemplate::parse("{{ 'List of tools: <|tool_list_start|>[' }}", "t");
@@ -344,7 +360,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
   ConstraintCompiler compiler(tokenizer, stops, 272);
   for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::QwenXml,
                               ToolCallStyle::Gemma4, ToolCallStyle::Pythonic, ToolCallStyle::Mistral,
-                              ToolCallStyle::MistralList, ToolCallStyle::Generic}) {
+                              ToolCallStyle::MistralList, ToolCallStyle::GlmXml, ToolCallStyle::Generic}) {
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);

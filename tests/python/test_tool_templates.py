@@ -5,7 +5,8 @@ template whose style is Hermes (<tool_call> JSON blocks), Llama 3 (one
 bare JSON call), Qwen XML (<function=...> blocks), Gemma 4
 (<|tool_call>call:...), Pythonic (LFM2's [f(k=v)] lists, which its
 templates take in the content) or Mistral ([TOOL_CALLS]f[ARGS]{...}, and
-Nemo's [TOOL_CALLS][{...}] list), an assistant turn with tool calls (two; Llama 3:
+Nemo's [TOOL_CALLS][{...}] list) or GLM XML (<arg_key> / <arg_value>), an
+assistant turn with tool calls (two; Llama 3:
 one) rendered by the template itself parses back into the same calls
 (names, arguments as JSON values); every template renders the
 conversation our tool calling hands it (tools, calls, results) without
@@ -78,6 +79,8 @@ def test_the_styles_of_known_templates():
     assert by_name["lfm2.jinja"] == "pythonic"
     assert by_name["lfm2.5.jinja"] == "pythonic"
     assert by_name["mistralai-Mistral-Nemo-Instruct-2407.jinja"] == "mistral_list"
+    for name in ("GLM-4.6.jinja", "GLM-4.7-Flash.jinja", "inclusionai-ling-3.0-flash.jinja"):
+        assert by_name[name] == "glm_xml", name
     for name in ("Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja",
                  "mistralai-Ministral-3-14B-Reasoning-2512.jinja"):
         assert by_name[name] == "mistral", name
@@ -104,7 +107,7 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     after_user = text.index(conversation()[1]["content"])  # not the instructions' example
     blocks = {"hermes": ("<tool_call>", "</tool_call>"), "qwen_xml": ("<tool_call>", "</tool_call>"),
               "gemma4": ("<|tool_call>", "<tool_call|>"),
-              "pythonic": ("<|tool_call_start|>", "<|tool_call_end|>")}
+              "pythonic": ("<|tool_call_start|>", "<|tool_call_end|>"), "glm_xml": ("<tool_call>", "</tool_call>")}
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
