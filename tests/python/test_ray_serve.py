@@ -109,7 +109,7 @@ def test_streamed_replies_equal_whole_replies(ray_endpoint):
     reason and (stream_options.include_usage) the usage come last."""
     openai = pytest.importorskip("openai")
     client = openai.OpenAI(base_url=ray_endpoint + "/v1", api_key="unused", max_retries=0, timeout=120)
-    ask = dict(model=SMOLLM2, messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+    ask = dict(model=client.models.list().data[0].id, messages=[{"role": "user", "content": "What is the weather in Paris?"}],
                max_tokens=40, temperature=0)
     whole = client.chat.completions.create(**ask).choices[0]
     text, finish, usage = "", None, None
