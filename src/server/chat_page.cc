@@ -20,6 +20,8 @@ std::string_view chat_page_html() {
   .assistant { background: #fff; border: 1px solid #e7e5e4; margin-right: 15%; }
   .stats { font-size: 12px; color: #57534e; margin: -6px 0 10px; font-family: monospace; }
   .error { background: #fee2e2; }
+  .reasoning { white-space: pre-wrap; font-size: 13px; color: #78716c; font-style: italic; border-left: 3px solid #d6d3d1;
+               padding: 4px 12px; margin: 10px 15% 0 0; }
   form { position: fixed; bottom: 0; left: 0; right: 0; background: #fafaf9; border-top: 1px solid #e7e5e4; padding: 12px; }
   form div { max-width: 820px; margin: 0 auto; display: flex; gap: 8px; }
   textarea { flex: 1; font: inherit; padding: 8px; resize: vertical; min-height: 42px; }
@@ -72,7 +74,7 @@ async function streamReply(reply) {
     throw new Error(body.error ? body.error.message : response.statusText);
   }
   const reader = response.body.getReader(), decoder = new TextDecoder();
-  let buffer = "", text = "", timings = null, pieces = 0;
+  let buffer = "", text = "", timings = null, pieces = 0, thought = null;
   for (;;) {
     const {value, done} = await reader.read();
     if (done) break;
@@ -88,6 +90,17 @@ async function streamReply(reply) {
       if (chunk.error) throw new Error(chunk.error.message);
       if (chunk.timings) timings = chunk.timings;
       const choice = chunk.choices && chunk.choices[0];
+      // A reasoning model's thinking (delta.reasoning_content): shown above
+      // the reply, not sent back with the conversation.
+      if (choice && choice.delta && choice.delta.reasoning_content) {
+        if (!thought) {
+          thought = document.createElement("div");
+          thought.className = "reasoning";
+          reply.parentNode.insertBefore(thought, reply);
+        }
+        thought.textContent += choice.delta.reasoning_content;
+        window.scrollTo(0, document.body.scrollHeight);
+      }
       if (choice && choice.delta && choice.delta.content) {
         text += choice.delta.content;
         reply.textContent = text;

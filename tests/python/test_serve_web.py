@@ -1,7 +1,8 @@
 """The web chat page of `tessera serve` in headless Chromium, driven over the
 DevTools protocol (--remote-debugging-pipe: NUL-separated JSON on fds 3 / 4):
 the page loads, names the model, sends the message given as ?prompt=, shows
-the reply growing while it streams, then its speed. A screenshot is kept
+the reply growing while it streams, then its speed; a reasoning model's
+thinking shows in its own element above the reply. A screenshot is kept
 under the test's tmp dir (its path is printed)."""
 
 import base64
@@ -14,7 +15,10 @@ import time
 
 import pytest
 
+from pathlib import Path
+
 from serve_helpers import Server
+from tiny_models import make_tiny_chat_checkpoint
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
@@ -127,3 +131,28 @@ def test_web_chat_page_streams_a_reply(pulled_model_path, tmp_path):
         finally:
             browser.close()
         assert server.alive()
+
+
+def test_web_chat_page_shows_reasoning_apart(tmp_path):
+    """A tiny random Qwen3.5 with its real template, whose prompt opens
+    <think>: the reply (cut at the page's max_tokens) is all reasoning,
+    which shows in a .reasoning element, the reply itself empty."""
+    template = (Path(__file__).resolve().parents[1] / "data" / "chat_templates" / "qwen3.5.jinja").read_text()
+    model = make_tiny_chat_checkpoint("qwen3_5", tmp_path / "tiny_qwen3_5", template)
+    with Server(str(model), "--threads", 2, env={"TESSERA_HOME": str(tmp_path / "home")}) as server:
+        browser = Browser(tmp_path / "chromium-profile")
+        try:
+            browser.open(f"{server.url}/?prompt=Why%3F")
+            state, deadline = None, time.monotonic() + 90
+            while time.monotonic() < deadline:
+                state = browser.evaluate(STATE)
+                if state and state["done"]:
+                    break
+                time.sleep(0.05)
+            assert state and state["done"], state
+            thought = browser.evaluate("(document.querySelector('.reasoning') || {}).textContent || null")
+            assert thought and state["reply"] == "", (thought, state)
+            order = browser.evaluate("[...document.getElementById('log').children].map((e) => e.className)")
+            assert order[:3] == ["msg user", "reasoning", "msg assistant"], order
+        finally:
+            browser.close()
