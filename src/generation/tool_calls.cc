@@ -656,16 +656,11 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
   if (calling_.style() == ToolCallStyle::Generic) {
     const ojson reply = ojson::parse(all_, nullptr, /*allow_exceptions=*/false);
     if (reply.is_object() && reply.contains("tool_calls") && reply["tool_calls"].is_array()) {
-      for (const ojson& call : reply["tool_calls"]) {
-        if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) continue;
-        ToolReplyDelta d;
-        d.index = calls_;
-        d.id = call_id(reply_id_, calls_);
-        d.name = call["name"].get<std::string>();
-        d.arguments = call.contains("arguments") ? call["arguments"].dump() : "{}";
-        out.push_back(std::move(d));
-        ++calls_;
-      }
+      std::vector<BlockCall> calls;
+      for (const ojson& call : reply["tool_calls"])
+        if (call.is_object() && call.contains("name") && call["name"].is_string())
+          calls.push_back({call["name"].get<std::string>(), call.value("arguments", ojson::object())});
+      emit_calls(calls, out);
     } else if (reply.is_object() && reply.contains("response") && reply["response"].is_string()) {
       if (!reply["response"].get<std::string>().empty()) out.push_back(text_delta(reply["response"].get<std::string>()));
     } else if (!all_.empty()) {

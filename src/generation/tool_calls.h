@@ -165,7 +165,7 @@ class ToolReplyStream {
 
  private:
   enum class State { Text, Head, Arguments, Block };
-  // Hands out whole calls (a block style's), numbered on from calls_.
+  // Hands out whole calls (a block style's, or the generic reply's), numbered on from calls_.
   void emit_calls(std::vector<BlockCall>& calls, std::vector<ToolReplyDelta>& out);
   const ToolCalling& calling_;
   std::string reply_id_;
