@@ -90,8 +90,9 @@ void register_bench(CLI::App& app) {
     kernels.apply(lo);
     auto m = load_model_for_running(model, lo, reference);
     const BenchResult r = run_benchmark(*m, o);
-    const std::string isa(isa_name(m->isa()));  // the level the kernels run (TESSERA_ISA or the CPU's best)
-    const bool avx_vnni = runs_avx_vnni(m->isa());  // the avx2 kernels' AVX-VNNI variants
+    const BackendInfo backend = m->backend().info();
+    const std::string isa = backend.level;  // the level the kernels run (TESSERA_ISA or the CPU's best)
+    const bool avx_vnni = backend.runs("avx_vnni");  // the avx2 kernels' AVX-VNNI variants
     const uint64_t disk = weights_on_disk(m->path());
     const bool decoded = o.gen > 0;  // else no decode rate, TTFT or ceiling exists
     const bool ceilings = o.bandwidth && decoded;

@@ -13,7 +13,7 @@
 #include "kernels/cpu_isa.h"
 #include "model/architectures.h"
 #include "model/open_model_source.h"
-#include "runtime/cpu_cores.h"
+#include "core/cpu_cores.h"
 #include "runtime/model.h"
 #include "state/sequence_state.h"
 #include "sources/model_summary.h"

@@ -145,7 +145,7 @@ void register_serve(CLI::App& app) {
         running_server = &server;
         const Model& served = engine->model();
         fmt::print("tessera serve: {} threads ({} physical cores here), isa {}, arithmetic {}, {} slots\n",
-                   served.pool().threads(), physical_core_count(), isa_name(served.isa()),
+                   served.pool().threads(), physical_core_count(), served.backend().info().level,
                    arithmetic_name(served.arithmetic()), engine_options.slots);
         fmt::print("tessera serve: {} listening on http://{}:{}\n", options.model_name, options.host, port);
         std::fflush(stdout);

@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "generation/generate.h"
-#include "runtime/cpu_cores.h"
+#include "core/cpu_cores.h"
 #include "runtime/model.h"
 
 namespace tessera::cli {

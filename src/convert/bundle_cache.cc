@@ -22,7 +22,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sha256.h"
-#include "runtime/cpu_cores.h"
+#include "core/cpu_cores.h"
 #include "sources/model_registry.h"
 #include "sources/model_source.h"
 

@@ -4,7 +4,6 @@
 #include <map>
 #include <random>
 
-#include "kernels/cpu_isa.h"
 #include "runtime/session.h"
 
 namespace tessera {
@@ -37,11 +36,12 @@ AuditResult audit_model(const Model& model, int64_t decode_steps) {
     for (int64_t i = 0; i < decode_steps && s.length() < s.context_length(); ++i) s.forward(next);
   }
   AuditResult r;
-  r.isa = std::string(isa_name(model.isa()));
-  r.avx_vnni = runs_avx_vnni(model.isa());
+  const BackendInfo backend = model.backend().info();
+  r.isa = backend.level;
+  r.avx_vnni = backend.runs("avx_vnni");
   for (size_t i = 0; i < set.programs.size(); ++i) {
-    const BoundProgram& b = model.bound(i);
-    const std::vector<KernelPlacement>& place = b.placement();
+    // Where each op ran, as the backend placed it.
+    const std::vector<OpPlacement>& place = model.executable(i).placement();
     ProgramAudit pa;
     pa.program = set.programs[i].name;
     std::map<std::string, KernelUse> uses;

@@ -1,5 +1,5 @@
 // Compute-plan audit: which kernel every op of every program is placed on
-// (runtime/executor.h), and how much of the measured time goes to reference
+// (cpu/executor.h), and how much of the measured time goes to reference
 // kernels standing in for missing optimized ones — our counterpart of the
 // seed's "ops on the fast engine" check (≤ 5% elsewhere).
 //

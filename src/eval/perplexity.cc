@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "eval/kld_base_file.h"
 #include "runtime/session.h"
-#include "runtime/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace tessera {
 

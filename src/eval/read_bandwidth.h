@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "kernels/cpu_isa.h"
-#include "runtime/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace tessera {
 

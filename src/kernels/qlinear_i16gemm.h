@@ -55,7 +55,7 @@ constexpr int64_t kI16GemmMinTokens = 4;
 // AVX-512 and AVX-VNNI tiles take 6 tokens, the AVX2 vpmaddwd tile 4. A
 // call's last few tokens otherwise run a narrower tile with too few
 // independent sums to cover vpdpwssd's latency (2 of 128 tokens cost about
-// as much as 6; the executor sizes its row blocks by this, runtime/executor.cc).
+// as much as 6; the executor sizes its row blocks by this, cpu/executor.cc).
 constexpr int64_t kI16GemmTokenMultiple = 12;
 
 // y[t * ldy + n] for t < acts.rows, n in [n_begin, n_end); acts.cols == w.cols().

@@ -5,7 +5,7 @@
 #include "bundle/bundle.h"
 #include "convert/bundle_cache.h"
 #include "core/error.h"
-#include "runtime/cpu_cores.h"
+#include "core/cpu_cores.h"
 #include "sources/model_source.h"
 
 namespace tessera {

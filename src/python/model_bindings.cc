@@ -100,7 +100,7 @@ void bind_model(py::module_& m) {
            py::arg("weights_memory") = "auto", py::arg("reference") = false)
       .def_property_readonly("path", &Model::path)
       .def_property_readonly("from_bundle", &Model::from_bundle)
-      .def_property_readonly("isa", [](const Model& x) { return std::string(isa_name(x.isa())); })
+      .def_property_readonly("isa", [](const Model& x) { return x.backend().info().level; })
       .def_property_readonly("arithmetic", [](const Model& x) { return std::string(arithmetic_name(x.arithmetic())); })
       .def_property_readonly("threads", [](const Model& x) { return x.pool().threads(); })
       .def_property_readonly("kv_type", [](const Model& x) { return std::string(kv_type_name(x.kv_type())); })
@@ -116,7 +116,7 @@ void bind_model(py::module_& m) {
           [](const Model& x, const std::string& program, int64_t rows) {
             const auto& ps = x.programs().programs;
             for (size_t i = 0; i < ps.size(); ++i)
-              if (ps[i].name == program) return x.bound(i).workspace_bytes(rows);
+              if (ps[i].name == program) return x.executable(i).buffer_bytes(rows);
             fail("model", "program", "no program named '{}'", program);
           },
           py::arg("program"), py::arg("rows"))

@@ -9,13 +9,14 @@
 
 #include "bundle/bundle.h"
 #include "bundle/bundle_summary.h"
+#include "core/cpu_cores.h"
 #include "core/error.h"
 #include "core/model_spec_json.h"
 #include "core/progress.h"
 #include "core/sha256.h"
 #include "model/architectures.h"
+#include "cpu/cpu_backend.h"
 #include "model/open_model_source.h"
-#include "runtime/cpu_cores.h"
 #include "sources/gguf.h"
 #include "sources/stop_tokens.h"
 
@@ -79,13 +80,17 @@ void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std:
     build.prefill_sizes = std::move(default_prefill);
   }
   programs_ = model::build_programs(spec_, build);
-  isa_ = options.isa ? *options.isa : active_isa();
   kv_type_ = options.kv_type;
   arithmetic_ = options.arithmetic;
-  if (!isa_supported(isa_)) fail(path_, "isa", "this CPU does not support {}", isa_name(isa_));
-  bound_.reserve(programs_.programs.size());
-  for (const Program& p : programs_.programs)
-    bound_.emplace_back(p, weights_, isa_, qlinear_cache_, options.row_block, options.arithmetic);
+  // The backend: the CPU's, at the instruction set asked for or the best this CPU has.
+  CpuBackendOptions cpu;
+  cpu.isa = options.isa ? *options.isa : active_isa();
+  cpu.row_block = options.row_block;
+  cpu.arithmetic = options.arithmetic;
+  if (!isa_supported(cpu.isa)) fail(path_, "isa", "this CPU does not support {}", isa_name(cpu.isa));
+  backend_ = std::make_unique<CpuBackend>(cpu, *pool_);
+  executables_.reserve(programs_.programs.size());
+  for (const Program& p : programs_.programs) executables_.push_back(backend_->bind(p, weights_));
 
   // RoPE tables of the global and (Gemma 3) local layers.
   int64_t global_layer = -1, local_layer = -1;

@@ -1,5 +1,6 @@
-// A loaded model: spec, programs bound to f32 weights, tokenizer, chat
-// template, stop tokens and the thread pool. Immutable once loaded; any
+// A loaded model: spec, programs bound to its weights by a backend
+// (backend/backend.h), tokenizer, chat template, stop tokens and the host's
+// thread pool. Immutable once loaded; any
 // number of Sessions (session.h) run on it, one at a time.
 #pragma once
 
@@ -12,11 +13,12 @@
 #include "core/model_spec.h"
 #include "graph/program.h"
 #include "model/builders.h"
-#include "runtime/arithmetic.h"
-#include "runtime/executor.h"
+#include "backend/arithmetic.h"
+#include "backend/backend.h"
+#include "backend/weight_store.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu_isa.h"
 #include "runtime/rope_table.h"
-#include "runtime/thread_pool.h"
-#include "runtime/weight_store.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,7 +26,7 @@ namespace tessera {
 
 struct LoadOptions {
   // Compute threads (results are identical for any count); 0: the machine's
-  // physical cores (runtime/cpu_cores.h).
+  // physical cores (core/cpu_cores.h).
   int threads = 0;
   // Programs: layer chunks and prefill variants. 0 / empty: a bundle's own
   // (manifest "build"), else 1 chunk and model::BuildOptions' sizes.
@@ -32,12 +34,13 @@ struct LoadOptions {
   std::vector<int64_t> prefill_sizes;
   bool progress = false;  // progress bar on stderr while weights load
   bool verify = false;    // bundles: check every tensor's sha256
-  // Kernels' instruction set; unset: active_isa() (TESSERA_ISA or the best the
-  // CPU has). Isa::Scalar runs every op on its reference kernel.
+  // The CPU backend's instruction set (cpu/cpu_backend.h); unset:
+  // active_isa() (TESSERA_ISA or the best the CPU has). Isa::Scalar runs
+  // every op on its reference kernel.
   std::optional<Isa> isa;
-  // Tokens per row block of long calls (runtime/executor.h; 0: calls run whole).
+  // Tokens per row block of long calls (backend/backend.h; 0: calls run whole).
   int64_t row_block = kDefaultRowBlock;
-  // The integer-dot linears' arithmetic (runtime/arithmetic.h): fast (the
+  // The integer-dot linears' arithmetic (backend/arithmetic.h): fast (the
   // default: one int8 activation pass, every call on the integer-dot
   // kernels; closer to an F32 copy of a GGUF than llama.cpp's own arithmetic,
   // docs/QUANTIZATION.md) or exact (two passes: the oracle's and parity's).
@@ -68,7 +71,9 @@ class Model {
   const std::string& identity() const { return identity_; }
   const ModelSpec& spec() const { return spec_; }
   const ProgramSet& programs() const { return programs_; }
-  const BoundProgram& bound(size_t program_index) const { return bound_[program_index]; }
+  // programs().programs[i] bound to the weights by backend().
+  const Executable& executable(size_t program_index) const { return *executables_[program_index]; }
+  const Backend& backend() const { return *backend_; }
   // Null when the source has no tokenizer (an HF directory without tokenizer.json).
   const tok::Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
   const tok::Tokenizer& require_tokenizer() const;
@@ -78,11 +83,12 @@ class Model {
   const std::vector<int32_t>& stop_token_ids() const { return stop_ids_; }
   const RopeTable& rope(bool local) const { return local && rope_local_ ? *rope_local_ : *rope_; }
   bool has_local_rope() const { return rope_local_.has_value(); }
+  // The host's threads: the CPU backend runs its kernels on them, and host
+  // work (perplexity's log-softmax, the bandwidth probe) may use them.
   ThreadPool& pool() const { return *pool_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }
   const WeightStore& weights() const { return weights_; }
   bool from_bundle() const { return from_bundle_; }
-  Isa isa() const { return isa_; }
   KvType kv_type() const { return kv_type_; }
   Arithmetic arithmetic() const { return arithmetic_; }
   // How a bundle's weights are held: Mmap or HugePages (what Auto resolved
@@ -95,17 +101,16 @@ class Model {
   ModelSpec spec_;
   ProgramSet programs_;
   WeightStore weights_;
-  Isa isa_ = Isa::Scalar;
   KvType kv_type_ = KvType::F32;
   Arithmetic arithmetic_ = Arithmetic::Exact;
   std::optional<FileMemory> weights_memory_;
-  QLinearCache qlinear_cache_;  // before bound_: the programs point into it
-  std::vector<BoundProgram> bound_;
+  std::unique_ptr<ThreadPool> pool_;            // before backend_: the backend runs on it
+  std::unique_ptr<Backend> backend_;            // before executables_: they point into it
+  std::vector<std::unique_ptr<Executable>> executables_;
   std::optional<tok::Tokenizer> tokenizer_;
   std::optional<ChatTemplate> chat_template_;
   std::vector<int32_t> stop_ids_;
   std::optional<RopeTable> rope_, rope_local_;
-  std::unique_ptr<ThreadPool> pool_;
   bool from_bundle_ = false;
 
   // `argmax`: the last chunk ends with an Argmax op (model::BuildOptions).

@@ -13,7 +13,7 @@ namespace tessera {
 Session::Session(const Model& model, int64_t context_length)
     : model_(model),
       state_(model.spec(), context_length > 0 ? context_length : model.spec().context_length, model.kv_type()),
-      workspaces_(model.programs().programs.size()) {
+      buffers_(model.programs().programs.size()) {
   if (context_length > model.spec().context_length && model.spec().context_length > 0)
     fail(model.path(), "context length", "{} exceeds the model's maximum of {} positions", context_length,
          model.spec().context_length);
@@ -120,8 +120,8 @@ bool Session::warm_for_as_decode(int64_t rows) const {
   const int64_t variant = variant_for(set, rows);
   for (size_t i = 0; i < set.programs.size(); ++i) {
     if (set.programs[i].max_tokens != variant) continue;
-    const std::optional<Workspace>& ws = workspaces_[i];
-    if (!ws || ws->rows_fitted < rows || ws->logit_rows_fitted < rows) return false;
+    const std::unique_ptr<CallBuffers>& buffers = buffers_[i];
+    if (!buffers || !buffers->fitted_for(rows, rows)) return false;
   }
   return true;
 }
@@ -136,39 +136,40 @@ void Session::prepare_as_decode(int64_t max_rows) {
     for (int32_t r = 0; r < ctx.rows; ++r) ctx.logit_rows.push_back(r);
     for (size_t i = 0; i < set.programs.size(); ++i) {
       if (set.programs[i].max_tokens != variant) continue;
-      if (!workspaces_[i]) workspaces_[i] = model_.bound(i).make_workspace();
-      model_.bound(i).fit(*workspaces_[i], ctx);
+      if (!buffers_[i]) buffers_[i] = model_.executable(i).make_buffers();
+      model_.executable(i).fit(*buffers_[i], ctx);
     }
   }
 }
 
-Workspace* Session::run_programs(CallContext& ctx, std::span<const int32_t> ids,
+CallBuffers* Session::run_programs(CallContext& ctx, std::span<const int32_t> ids,
                                        std::span<const int64_t> positions, int64_t variant) {
   const int64_t n = static_cast<int64_t>(ids.size());
   const ProgramSet& set = model_.programs();
   bool consecutive = true;
   for (int64_t t = 1; t < n; ++t) consecutive &= positions[t] == positions[0] + t;
-  Workspace* prev = nullptr;
+  CallBuffers* prev = nullptr;
   const Program* prev_program = nullptr;
   for (size_t i = 0; i < set.programs.size(); ++i) {
     const Program& p = set.programs[i];
     if (p.max_tokens != variant) continue;
-    if (!workspaces_[i]) workspaces_[i] = model_.bound(i).make_workspace();
-    Workspace& ws = *workspaces_[i];
-    model_.bound(i).fit(ws, ctx);
+    const Executable& exe = model_.executable(i);
+    if (!buffers_[i]) buffers_[i] = exe.make_buffers();
+    CallBuffers& ws = *buffers_[i];
+    exe.fit(ws, ctx);
     const bool timed = static_cast<bool>(on_program_timed);
     std::chrono::steady_clock::time_point start;
     if (timed) start = std::chrono::steady_clock::now();
     for (int id : p.inputs) {
       const Value& v = p.values[id];
       if (v.name == "ids") {
-        std::copy(ids.begin(), ids.end(), ws.i(id));
+        std::copy(ids.begin(), ids.end(), ws.i32_rows(id));
       } else if (v.name == "positions") {
-        for (int64_t t = 0; t < n; ++t) ws.i(id)[t] = static_cast<int32_t>(positions[t]);
+        for (int64_t t = 0; t < n; ++t) ws.i32_rows(id)[t] = static_cast<int32_t>(positions[t]);
       } else if (v.name == "rope.cos" || v.name == "rope_local.cos") {
         const RopeTable& table = model_.rope(v.name == "rope_local.cos");
-        float* cos = ws.f(id);
-        float* sin = ws.f(p.find_value(v.name.substr(0, v.name.size() - 3) + "sin"));
+        float* cos = ws.f32_rows(id);
+        float* sin = ws.f32_rows(p.find_value(v.name.substr(0, v.name.size() - 3) + "sin"));
         if (consecutive) {
           table.fill(positions[0], n, cos, sin);
         } else {  // a step of several sequences: each row at its own position
@@ -182,7 +183,7 @@ Workspace* Session::run_programs(CallContext& ctx, std::span<const int32_t> ids,
                      prev_program->outputs.end()) {
         // Carried from the chunk before (model/builders.cc connect_chunks):
         // the residual stream, per-layer embeddings, a shared layer's k / v.
-        std::memcpy(ws.f(id), prev->f(from), sizeof(float) * n * v.cols);
+        std::memcpy(ws.f32_rows(id), prev->f32_rows(from), sizeof(float) * n * v.cols);
       } else {
         fail(p.name, v.name, "the runtime does not know how to provide this input");
       }
@@ -191,14 +192,14 @@ Workspace* Session::run_programs(CallContext& ctx, std::span<const int32_t> ids,
       if (op_profiles->size() < set.programs.size()) op_profiles->resize(set.programs.size());
       ctx.profile = &(*op_profiles)[i];
     }
-    model_.bound(i).run(ws, ctx);
+    exe.run(ws, ctx);
     if (timed)
       on_program_timed(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     prev = &ws;
     prev_program = &p;
     const int x = p.find_value("x");
     if (on_chunk_output && x >= 0 && std::find(p.outputs.begin(), p.outputs.end(), x) != p.outputs.end())
-      on_chunk_output(p.chunk, ws.f(x), n, p.values[x].cols);
+      on_chunk_output(p.chunk, ws.f32_rows(x), n, p.values[x].cols);
   }
   return prev;
 }
@@ -210,7 +211,6 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
   CallContext ctx;
   ctx.rows = n;
   ctx.state = &state_;
-  ctx.pool = &model_.pool();
   ctx.decode_kernels = decode_kernels_;
   if (on_linear_input) ctx.on_linear_input = &on_linear_input;
   if (logits_out || ids_out) {
@@ -224,13 +224,13 @@ void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* log
   }
   std::vector<int64_t> positions(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) positions[t] = length() + t;
-  Workspace* prev = run_programs(ctx, ids, positions, variant);
+  CallBuffers* prev = run_programs(ctx, ids, positions, variant);
   if ((logits_out || ids_out) && prev) {
     const Program& last = *set.variant(variant).back();
     const int64_t rows = static_cast<int64_t>(ctx.logit_rows.size()), vocab = model_.spec().vocab_size;
-    if (logits_out) std::memcpy(logits_out, prev->f(last.find_value("logits")), sizeof(float) * rows * vocab);
+    if (logits_out) std::memcpy(logits_out, prev->f32_rows(last.find_value("logits")), sizeof(float) * rows * vocab);
     if (const int next = last.find_value("next_ids"); next >= 0)
-      std::memcpy(ids_out, prev->i(next), sizeof(int32_t) * rows);
+      std::memcpy(ids_out, prev->i32_rows(next), sizeof(int32_t) * rows);
     else
       greedy_ready_ = false;  // greedy_ids() scans the logits
   }
@@ -271,7 +271,6 @@ void Session::decode_batch(std::span<Session* const> sessions, std::span<const i
   const int64_t variant = variant_for(set, n);
   CallContext ctx;
   ctx.rows = n;
-  ctx.pool = &model.pool();
   // Every Linear on the one-token path, every stateful op on each row's own
   // state: each row gets its session's decode bits.
   ctx.decode_kernels = true;
@@ -281,15 +280,15 @@ void Session::decode_batch(std::span<Session* const> sessions, std::span<const i
     ctx.logit_rows.push_back(static_cast<int32_t>(r));
     positions[r] = sessions[r]->length();
   }
-  Workspace* last_ws = lead.run_programs(ctx, ids, positions, variant);
+  CallBuffers* last_ws = lead.run_programs(ctx, ids, positions, variant);
   const Program& last = *set.variant(variant).back();
   const int64_t vocab = model.spec().vocab_size;
-  const float* logits = last_ws->f(last.find_value("logits"));
+  const float* logits = last_ws->f32_rows(last.find_value("logits"));
   const int next = last.find_value("next_ids");
   for (int64_t r = 0; r < n; ++r) {
     Session& s = *sessions[r];
     s.logits_.assign(logits + r * vocab, logits + (r + 1) * vocab);
-    s.greedy_ids_.assign(1, next >= 0 ? last_ws->i(next)[r] : 0);
+    s.greedy_ids_.assign(1, next >= 0 ? last_ws->i32_rows(next)[r] : 0);
     s.greedy_ready_ = next >= 0;
     s.state_.advance(1);
     s.history_.push_back(ids[r]);

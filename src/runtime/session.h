@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -132,13 +133,13 @@ class Session {
   void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out);
   // Runs the programs of `variant` over one call's rows (row t at
   // positions[t]) on this session's workspaces; returns the last program's.
-  Workspace* run_programs(CallContext& ctx, std::span<const int32_t> ids, std::span<const int64_t> positions,
+  CallBuffers* run_programs(CallContext& ctx, std::span<const int32_t> ids, std::span<const int64_t> positions,
                           int64_t variant);
 
   const Model& model_;
   SequenceState state_;
   std::vector<int32_t> history_;
-  std::vector<std::optional<Workspace>> workspaces_;  // by program index, made on first use
+  std::vector<std::unique_ptr<CallBuffers>> buffers_;  // by program index, made on first use
   std::vector<float> logits_;
   std::vector<int32_t> greedy_ids_;  // valid when greedy_ready_
   bool greedy_ready_ = false;

@@ -1,4 +1,4 @@
-"""The fast arithmetic level (runtime/arithmetic.h, the default): one int8 activation pass
+"""The fast arithmetic level (backend/arithmetic.h, the default): one int8 activation pass
 on every integer-dot linear, and every call on those kernels whatever its
 token count, so a request's bits depend on nothing but its tokens: not the
 thread count, the chunks, how the prompt is split into calls, what it is

@@ -306,7 +306,7 @@ def test_info_and_tokenize_read_bundles(real_bundle, pulled_model_path):
 
 def test_row_blocks_keep_the_bits(tiny_dir, tmp_path):
     """Calls longer than a row block run their norms, linears and MLP block by
-    block (runtime/executor.h): every level gives the bits of the whole call,
+    block (cpu/executor.h): every level gives the bits of the whole call,
     with blocks of tile-rounded (64 + 36 rows) and plain (34 + 34 + 32) sizes."""
     name, src = tiny_dir
     bundle = str(convert(src, tmp_path / "b", "--weights", "lut4", "--group-size", "16", "--chunks", "2"))

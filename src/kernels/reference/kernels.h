@@ -38,7 +38,7 @@ void linear_any(const float* x, int64_t rows, int64_t in, const WeightView& w, c
 // embed() from a table in any stored format (row ids[t] decoded, then scaled).
 void embed_any(const WeightView& table, const int32_t* ids, int64_t rows, float scale, float* out);
 // embed_any()'s steps with row ids[t] decoded by decode(id, dst) (a table kept
-// in another layout, runtime/executor.cc): ids checked against vocab, rows scaled.
+// in another layout, cpu/executor.cc): ids checked against vocab, rows scaled.
 void embed_decoded(int64_t vocab, int64_t width, const int32_t* ids, int64_t rows, float scale, float* out,
                    const std::function<void(int64_t id, float* dst)>& decode);
 

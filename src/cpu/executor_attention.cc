@@ -9,14 +9,14 @@
 #include "kernels/float_linear.h"
 #include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/kernels.h"
-#include "runtime/executor_ops.h"
+#include "cpu/executor_ops.h"
 
 namespace tessera {
 
 void BoundProgram::run_attention(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
   const Program& p = *program_;
   const int64_t T = ctx.rows;
-  ThreadPool& pool = *ctx.pool;
+  ThreadPool& pool = *pool_;
   const kernels::VectorOps& v = *vops_;
   const Op& op = *b.op;
   switch (op.kind) {

@@ -1,6 +1,7 @@
-// Runs one program: binds each op to its weights and to a kernel once — the
-// placement plan — checking every shape against the program's values, then
-// executes the ops in order over a workspace of value buffers.
+// The CPU backend's Executable (backend/backend.h): binds each op of one
+// program to its weights and to a kernel once — the placement plan —
+// checking every shape against the program's values, then executes the ops
+// in order over a workspace of value buffers (its CallBuffers).
 //
 // Placement, per op, for the instruction set chosen at load (kernels/cpu_isa.h):
 //   Linear on lut4 / int8 weights   kernels/qlinear.h (int8 activations);
@@ -34,25 +35,25 @@
 #include "kernels/qlinear_amx.h"
 #include "kernels/qlinear_refine.h"
 #include "kernels/vector_ops.h"
-#include "runtime/arithmetic.h"
+#include "backend/arithmetic.h"
+#include "backend/backend.h"
+#include "backend/weight_store.h"
+#include "core/thread_pool.h"
 #include "state/sequence_state.h"
-#include "runtime/thread_pool.h"
-#include "runtime/weight_store.h"
 
 namespace tessera {
 
-// Tokens per row block. A call of more tokens runs each run of row-local ops
-// (the norms, linears, RoPE and MLP between two attention ops) one block of
-// rows at a time, so the values that live only inside such a run — the
-// normed input, the projections' outputs, the MLP's gate and up — hold one
-// block's rows instead of the whole call's: for a 512-token prefill of the
-// Qwen2.5-0.5B shape, 5 MiB instead of 23 (docs/BENCHMARKING.md, "Memory").
-// Every row's arithmetic is the same as in one whole call, so the bits are too.
-constexpr int64_t kDefaultRowBlock = 128;
+// Row blocks (kDefaultRowBlock, backend/backend.h): a call of more tokens
+// runs each run of row-local ops one block of rows at a time, so the values
+// that live only inside such a run — the normed input, the projections'
+// outputs, the MLP's gate and up — hold one block's rows instead of the
+// whole call's: for a 512-token prefill of the Qwen2.5-0.5B shape, 5 MiB
+// instead of 23 (docs/BENCHMARKING.md, "Memory"). Every row's arithmetic is
+// the same as in one whole call, so the bits are too.
 
 // Value buffers of one program, grown to the largest call run so far
 // (BoundProgram::fit): a session of short calls never holds a long call's rows.
-struct Workspace {
+struct Workspace final : CallBuffers {
   std::vector<std::vector<float>> f32;    // by value id (empty for i32 values)
   std::vector<std::vector<int32_t>> i32;  // by value id (empty for f32 values)
   // By value id: elements from the buffer's start to the current row block's
@@ -68,43 +69,12 @@ struct Workspace {
 
   float* f(int id) { return f32[id].data() + offset[id]; }
   int32_t* i(int id) { return i32[id].data() + offset[id]; }
-};
 
-// Wall time per op of a program, summed over calls (tessera audit).
-struct OpProfile {
-  std::vector<double> seconds;
-  std::vector<int64_t> calls;
-};
-
-// What a call hands a program besides its input values.
-struct CallContext {
-  int64_t rows = 0;                  // tokens in this call (<= max_tokens)
-  std::vector<int32_t> logit_rows;   // rows (0..rows-1) whose logits are wanted
-  SequenceState* state = nullptr;    // the sequence's per-layer state (KV, conv tails)
-  // Set instead of `state` for a step of several sequences at once (one
-  // token each, Session::decode_batch): row r is the next token of the
-  // sequence whose state is row_states[r], at position row_states[r]->length().
-  // The ops that read or write state handle each row against its own.
-  std::vector<SequenceState*> row_states;
-  ThreadPool* pool = nullptr;
-  OpProfile* profile = nullptr;      // optional: per-op timing
-  // Every Linear takes the kernel path of a one-token call (the integer-dot
-  // kernels, whose bits do not depend on the number of tokens), never the
-  // int16 GEMM or AMX tiles of longer calls: each row then has the bits a
-  // decode step of that token alone would give. Speculative verification
-  // (generation/speculative.h) sets it so that its output equals plain decode's.
-  bool decode_kernels = false;
-  // Optional: called before every Linear with its weight's name and its
-  // input [rows][cols] (calibration, convert/calibration.h).
-  // Set, it sees whole calls: row blocks are off.
-  const std::function<void(const std::string& weight, const float* x, int64_t rows, int64_t cols)>*
-      on_linear_input = nullptr;
-};
-
-// Which kernel an op runs, for the audit.
-struct KernelPlacement {
-  std::string kernel;     // e.g. "linear.lut4.avx512", "rms_norm.avx2", "linear.f32.reference"
-  bool fallback = false;  // a reference kernel standing in for a missing optimized one
+  float* f32_rows(int id) override { return f(id); }
+  int32_t* i32_rows(int id) override { return i(id); }
+  bool fitted_for(int64_t rows, int64_t logit_rows) const override {
+    return rows_fitted >= rows && logit_rows_fitted >= logit_rows;
+  }
 };
 
 // Kernel-ready forms of weights, shared by every program of a model (the
@@ -126,27 +96,33 @@ struct QLinearCache {
   std::shared_ptr<HugePageArena> arena = std::make_shared<HugePageArena>();
 };
 
-class BoundProgram {
+class BoundProgram final : public Executable {
  public:
   // Throws Error naming the weight whose shape does not fit. `row_block`:
   // tokens per row block (kDefaultRowBlock; 0: every call runs whole).
-  // `arithmetic`: the integer-dot linears' level (runtime/arithmetic.h):
+  // `arithmetic`: the integer-dot linears' level (backend/arithmetic.h):
   // their activation passes, and whether long calls may take the GEMMs.
-  BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
+  // Linear layers split output features and attention splits heads across
+  // `pool`, which never changes the bits.
+  BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache, ThreadPool& pool,
                int64_t row_block = kDefaultRowBlock, Arithmetic arithmetic = Arithmetic::Exact);
 
-  const Program& program() const { return *program_; }
+  const Program& program() const override { return *program_; }
   Isa isa() const { return isa_; }
   Arithmetic arithmetic() const { return arithmetic_; }
-  const std::vector<KernelPlacement>& placement() const { return placement_; }
+  const std::vector<OpPlacement>& placement() const override { return placement_; }
   // An empty workspace; fit() sizes it for a call.
   Workspace make_workspace() const;
+  std::unique_ptr<CallBuffers> make_buffers() const override;
   // Grows `ws` to hold the values of a call of ctx.rows tokens and
   // ctx.logit_rows; done by run(), and needed before writing the inputs.
   void fit(Workspace& ws, const CallContext& ctx) const;
   void run(Workspace& ws, const CallContext& ctx) const;
+  // The seam's entries: `buffers` are this backend's (a Workspace).
+  void fit(CallBuffers& buffers, const CallContext& ctx) const override;
+  void run(CallBuffers& buffers, const CallContext& ctx) const override;
   // Bytes of the value buffers a call of `rows` tokens (and one logit row) needs.
-  int64_t workspace_bytes(int64_t rows) const;
+  int64_t buffer_bytes(int64_t rows) const override;
 
  private:
   struct BoundOp {
@@ -177,7 +153,7 @@ class BoundProgram {
   enum class LinearPath { Reference, IntegerDot, Amx, I16Gemm, Float };
   LinearPath linear_path(const BoundOp& b, int64_t rows) const;
   void run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
-  // run_op by op family (runtime/executor_ops.h), one file each.
+  // run_op by op family (cpu/executor_ops.h), one file each.
   void run_linear(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
   void run_attention(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
   void run_sequence_mixer(const BoundOp& b, Workspace& ws, const CallContext& ctx) const;
@@ -204,8 +180,9 @@ class BoundProgram {
   Isa isa_;
   Arithmetic arithmetic_;
   const kernels::VectorOps* vops_;
+  ThreadPool* pool_;
   std::vector<BoundOp> ops_;
-  std::vector<KernelPlacement> placement_;
+  std::vector<OpPlacement> placement_;
   int64_t row_block_;
   // By op index: for the first op of a run of row-local ops that holds a
   // Linear, the index one past its last op; 0 otherwise.

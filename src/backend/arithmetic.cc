@@ -1,4 +1,4 @@
-#include "runtime/arithmetic.h"
+#include "backend/arithmetic.h"
 
 #include "core/error.h"
 

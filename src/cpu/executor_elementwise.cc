@@ -8,7 +8,7 @@
 #include "kernels/float_linear.h"
 #include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/kernels.h"
-#include "runtime/executor_ops.h"
+#include "cpu/executor_ops.h"
 
 namespace tessera {
 
@@ -16,7 +16,7 @@ void BoundProgram::run_elementwise(const BoundOp& b, Workspace& ws, const CallCo
   const Program& p = *program_;
   const int64_t T = ctx.rows;
   const int64_t L = static_cast<int64_t>(ctx.logit_rows.size());
-  ThreadPool& pool = *ctx.pool;
+  ThreadPool& pool = *pool_;
   auto rows_of = [&](int id) { return p.values[id].rows == RowsKind::Tokens ? T : L; };
   const kernels::VectorOps& v = *vops_;
   const Op& op = *b.op;

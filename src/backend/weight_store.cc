@@ -1,4 +1,4 @@
-#include "runtime/weight_store.h"
+#include "backend/weight_store.h"
 
 #include "core/error.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/cpu_cores.h"
+#include "core/cpu_cores.h"
 
 #include <algorithm>
 #include <fstream>

@@ -9,14 +9,14 @@
 #include "kernels/float_linear.h"
 #include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/kernels.h"
-#include "runtime/executor_ops.h"
+#include "cpu/executor_ops.h"
 
 namespace tessera {
 
 void BoundProgram::run_sequence_mixer(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
   const Program& p = *program_;
   const int64_t T = ctx.rows;
-  ThreadPool& pool = *ctx.pool;
+  ThreadPool& pool = *pool_;
   const kernels::VectorOps& v = *vops_;
   const Op& op = *b.op;
   switch (op.kind) {
@@ -79,7 +79,7 @@ void BoundProgram::run_delta_rule(const BoundOp& b, Workspace& ws, const CallCon
   const float* neg_exp_a = b.prepared.data();
   const float* dt_bias = b.prepared.data() + Hv;
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  ctx.pool->parallel_for(T, [&](int64_t t0, int64_t t1) {
+  pool_->parallel_for(T, [&](int64_t t0, int64_t t1) {
     std::vector<float> kn(static_cast<size_t>(dk));
     for (int64_t t = t0; t < t1; ++t) {
       const float* row = qkv + t * width;
@@ -105,7 +105,7 @@ void BoundProgram::run_delta_rule(const BoundOp& b, Workspace& ws, const CallCon
     }
   });
   const kernels::VectorOps& v = *vops_;
-  ctx.pool->parallel_for(Hv, [&](int64_t h0, int64_t h1) {
+  pool_->parallel_for(Hv, [&](int64_t h0, int64_t h1) {
     std::vector<float> scratch(static_cast<size_t>(dv));
     for (int64_t h = h0; h < h1; ++h) {
       float* Sh = S + h * dk * dv;
@@ -123,7 +123,7 @@ void BoundProgram::run_rows_on_own_states(const BoundOp& b, Workspace& ws, const
   const Program& p = *program_;
   const Op& op = *b.op;
   const int64_t B = ctx.rows;
-  ThreadPool& pool = *ctx.pool;
+  ThreadPool& pool = *pool_;
   const kernels::VectorOps& v = *vops_;
   const auto& states = ctx.row_states;
   switch (op.kind) {

@@ -1,4 +1,4 @@
-// What the executor's files share (runtime/executor.cc: binding, placement,
+// What the executor's files share (cpu/executor.cc: binding, placement,
 // the call loop; executor_<family>.cc: running each family of ops). Not a
 // public header.
 //
@@ -15,7 +15,7 @@
 
 #include "graph/program.h"
 #include "kernels/cpu_isa.h"
-#include "runtime/executor.h"
+#include "cpu/executor.h"
 
 namespace tessera {
 

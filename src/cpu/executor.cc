@@ -1,4 +1,4 @@
-#include "runtime/executor.h"
+#include "cpu/executor.h"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +12,7 @@
 #include "kernels/float_linear.h"
 #include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/kernels.h"
-#include "runtime/executor_ops.h"
+#include "cpu/executor_ops.h"
 
 namespace tessera {
 
@@ -28,7 +28,7 @@ void expect_shape(const Program& p, const WeightView& t, const std::string& name
 // `level` names the vector kernels (and the float Linear kernels);
 // `linear_level` the integer Linear kernels of this program (amx for
 // prefill programs at Isa::Amx).
-KernelPlacement place(const Op& op, const WeightView* w, bool integer_linear, bool float_linear,
+OpPlacement place(const Op& op, const WeightView* w, bool integer_linear, bool float_linear,
                       const std::string& level, const std::string& linear_level) {
   const bool scalar = level == isa_name(Isa::Scalar);
   switch (op.kind) {
@@ -76,8 +76,13 @@ bool row_local(const Program& p, const Op& op) {
 }  // namespace
 
 BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, Isa isa, QLinearCache& cache,
-                           int64_t row_block, Arithmetic arithmetic)
-    : program_(&program), isa_(isa), arithmetic_(arithmetic), vops_(&kernels::vector_ops(isa)), row_block_(row_block) {
+                           ThreadPool& pool, int64_t row_block, Arithmetic arithmetic)
+    : program_(&program),
+      isa_(isa),
+      arithmetic_(arithmetic),
+      vops_(&kernels::vector_ops(isa)),
+      pool_(&pool),
+      row_block_(row_block) {
   const Program& p = program;
   const std::string level(isa_name(vector_isa(isa)));
   const int act_passes = layer_act_passes(arithmetic);
@@ -385,7 +390,19 @@ void BoundProgram::fit(Workspace& ws, const CallContext& ctx) const {
   ws.logit_rows_fitted = std::max(ws.logit_rows_fitted, L);
 }
 
-int64_t BoundProgram::workspace_bytes(int64_t rows) const {
+std::unique_ptr<CallBuffers> BoundProgram::make_buffers() const {
+  return std::make_unique<Workspace>(make_workspace());
+}
+
+void BoundProgram::fit(CallBuffers& buffers, const CallContext& ctx) const {
+  fit(static_cast<Workspace&>(buffers), ctx);
+}
+
+void BoundProgram::run(CallBuffers& buffers, const CallContext& ctx) const {
+  run(static_cast<Workspace&>(buffers), ctx);
+}
+
+int64_t BoundProgram::buffer_bytes(int64_t rows) const {
   CallContext ctx;
   ctx.rows = rows;
   ctx.logit_rows = {static_cast<int32_t>(rows - 1)};
@@ -448,9 +465,6 @@ size_t BoundProgram::run_step(size_t i, Workspace& ws, const CallContext& ctx, b
   }
   return n;
 }
-
-
-
 
 void BoundProgram::run_op(const BoundOp& b, Workspace& ws, const CallContext& ctx) const {
   const OpFamily family = op_family(b.op->kind);

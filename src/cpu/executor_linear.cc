@@ -9,7 +9,7 @@
 #include "kernels/float_linear.h"
 #include "kernels/qlinear_i16gemm.h"
 #include "kernels/reference/kernels.h"
-#include "runtime/executor_ops.h"
+#include "cpu/executor_ops.h"
 
 namespace tessera {
 
@@ -46,7 +46,7 @@ void BoundProgram::run_linear_group(size_t first, size_t count, Workspace& ws, c
     interleaved |= ops_[first + m].iw != nullptr;
   }
   const Isa isa = isa_;
-  ctx.pool->parallel_for(
+  pool_->parallel_for(
       start[count],
       [&](int64_t begin, int64_t end) {
         for (size_t m = 0; m < count; ++m) {
@@ -69,7 +69,7 @@ void BoundProgram::run_linear(const BoundOp& b, Workspace& ws, const CallContext
   const Program& p = *program_;
   const int64_t T = ctx.rows;
   const int64_t L = static_cast<int64_t>(ctx.logit_rows.size());
-  ThreadPool& pool = *ctx.pool;
+  ThreadPool& pool = *pool_;
   auto rows_of = [&](int id) { return p.values[id].rows == RowsKind::Tokens ? T : L; };
   const Op& op = *b.op;
   switch (op.kind) {
