@@ -23,7 +23,8 @@ ChatReplyFormat prepare_chat_reply(const Model& model, Request& request, const s
   const ToolCallStyle style = tool_call_style_of(tpl);
   if (tools) {
     const ToolCalling plain(style, *tools);
-    request.messages = plain.messages(request.messages.value_or(nlohmann::ordered_json::array()));
+    request.messages =
+        plain.messages(request.messages.value_or(nlohmann::ordered_json::array()), call_message_form_of(tpl));
     const nlohmann::ordered_json extra = plain.template_extra();
     for (const auto& [key, value] : extra.items()) request.template_extra[key] = value;
   }

@@ -122,7 +122,12 @@ bool is_reply_marker(std::string_view text) {
   static constexpr std::string_view kMarkers[] = {
       "<think>",     "</think>",     "<tool_call>", "</tool_call>",        "<|tool_call>",
       "<tool_call|>", "<|\"|>",       "<|channel>",  "<channel|>",          "<|tool_call_start|>",
-      "<|tool_call_end|>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"};
+      "<|tool_call_end|>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]",
+      // DeepSeek
+      "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>",
+      // Kimi K2
+      "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+      "<|tool_call_argument_begin|>"};
   return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
 }
 

@@ -423,4 +423,82 @@ std::optional<BlockCall> read_gemma4_call(std::string_view body, const ojson& to
   return call;
 }
 
+namespace {
+
+// A call's arguments written as one JSON object (surrounding whitespace allowed).
+std::optional<ojson> json_object(std::string_view text) {
+  ojson value = ojson::parse(trim(text), nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) return std::nullopt;
+  return value;
+}
+
+// Calls written one after another, each between `begin` and `end`, with
+// whitespace allowed around them; `read_one` reads what is between.
+template <typename ReadOne>
+std::optional<std::vector<BlockCall>> marked_calls(std::string_view body, std::string_view begin, std::string_view end,
+                                                   ReadOne read_one) {
+  std::vector<BlockCall> calls;
+  std::string_view s = body;
+  for (;;) {
+    skip_space(s);
+    if (s.empty()) break;
+    if (!take(s, begin)) return std::nullopt;
+    const size_t close = s.find(end);
+    if (close == std::string_view::npos) return std::nullopt;
+    std::optional<BlockCall> call = read_one(s.substr(0, close));
+    if (!call) return std::nullopt;
+    calls.push_back(std::move(*call));
+    s.remove_prefix(close + end.size());
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
+}
+
+}  // namespace
+
+std::optional<std::vector<BlockCall>> read_deepseek_calls(std::string_view body, const ojson& tools) {
+  constexpr std::string_view kSep = "<｜tool▁sep｜>";
+  return marked_calls(body, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
+                      [&](std::string_view s) -> std::optional<BlockCall> {
+                        const size_t sep = s.find(kSep);
+                        if (sep == std::string_view::npos) return std::nullopt;
+                        std::string_view head = s.substr(0, sep), rest = s.substr(sep + kSep.size());
+                        if (trim(head) == "function") {  // R1: NAME\n```json\n{...}\n```
+                          const size_t newline = rest.find('\n');
+                          if (newline == std::string_view::npos) return std::nullopt;
+                          head = rest.substr(0, newline);
+                          rest = trim(rest.substr(newline + 1));
+                          if (!take(rest, "```json") || !rest.ends_with("```")) return std::nullopt;
+                          rest.remove_suffix(3);
+                        }
+                        BlockCall call{std::string(trim(head)), ojson::object()};
+                        std::optional<ojson> arguments = json_object(rest);
+                        if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
+                        call.arguments = std::move(*arguments);
+                        return call;
+                      });
+}
+
+std::optional<std::vector<BlockCall>> read_kimi_calls(std::string_view body, const ojson& tools) {
+  constexpr std::string_view kArguments = "<|tool_call_argument_begin|>";
+  return marked_calls(body, "<|tool_call_begin|>", "<|tool_call_end|>",
+                      [&](std::string_view s) -> std::optional<BlockCall> {
+                        const size_t args = s.find(kArguments);
+                        if (args == std::string_view::npos) return std::nullopt;
+                        // functions.NAME:INDEX
+                        std::string_view id = trim(s.substr(0, args));
+                        if (!take(id, "functions.")) return std::nullopt;
+                        const size_t colon = id.rfind(':');
+                        if (colon == std::string_view::npos) return std::nullopt;
+                        const std::string_view index = id.substr(colon + 1);
+                        const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+                        if (index.empty() || !std::all_of(index.begin(), index.end(), digit)) return std::nullopt;
+                        BlockCall call{std::string(id.substr(0, colon)), ojson::object()};
+                        std::optional<ojson> arguments = json_object(s.substr(args + kArguments.size()));
+                        if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
+                        call.arguments = std::move(*arguments);
+                        return call;
+                      });
+}
+
 }  // namespace tessera

@@ -68,6 +68,18 @@ std::string python_literal(const nlohmann::ordered_json& value);
 //   [{"name": NAME, "arguments": {...}}, ...]     (Nemo; several lists each after [TOOL_CALLS])
 std::optional<std::vector<BlockCall>> read_mistral_calls(std::string_view body, const nlohmann::ordered_json& tools);
 
+// DeepSeek (between <｜tool▁calls▁begin｜> and <｜tool▁calls▁end｜>), calls one
+// after another, whitespace allowed between them:
+//   <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>              (V3.1)
+//   <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>
+//                                                             (R1 and its distills)
+std::optional<std::vector<BlockCall>> read_deepseek_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// Kimi K2 (between <|tool_calls_section_begin|> and <|tool_calls_section_end|>):
+//   <|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>{...}<|tool_call_end|> ...
+// INDEX counts the calls of the conversation (the template's own numbering).
+std::optional<std::vector<BlockCall>> read_kimi_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
 // One Gemma 4 value, the whole of `text` (surrounding whitespace allowed).
 std::optional<nlohmann::ordered_json> read_gemma_value(std::string_view text);
 

@@ -51,6 +51,13 @@ struct CallSyntax {
   std::string_view content_style;
   std::string_view separator;
   BlockReader read_block;
+  // `open` and `close` wrap all the calls of a reply (DeepSeek, Kimi): the
+  // constraint's call tags go inside one tag of them, `separator` between
+  // calls; `read_block` reads what is between them.
+  bool wraps_calls = false;
+  // Set (Kimi): the name's tag is followed by a call index (digits) and
+  // this text, then the arguments.
+  std::string_view after_index = "";
 };
 
 constexpr CallSyntax kHermes{"<tool_call>", false, "</tool_call>", "<tool_call>\n{\"name\": \"",
@@ -70,6 +77,17 @@ constexpr CallSyntax kGlmXml{"<tool_call>", false, "</tool_call>", "<tool_call>"
 constexpr CallSyntax kPythonic{"<|tool_call_start|>", false, "<|tool_call_end|>", "<|tool_call_start|>[", "(",
                                ")]<|tool_call_end|>", "<|tool_call_start|>", "python", "", read_pythonic_calls};
 
+constexpr CallSyntax kDeepSeekV3{"<｜tool▁calls▁begin｜>", false, "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+                                 "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁begin｜>", "json", "",
+                                 read_deepseek_calls, true};
+constexpr CallSyntax kDeepSeekR1{"<｜tool▁calls▁begin｜>", false, "<｜tool▁calls▁end｜>",
+                                 "<｜tool▁call▁begin｜>function<｜tool▁sep｜>", "\n```json\n",
+                                 "\n```<｜tool▁call▁end｜>", "<｜tool▁calls▁begin｜>", "json", "\n",
+                                 read_deepseek_calls, true};
+constexpr CallSyntax kKimi{"<|tool_calls_section_begin|>", false, "<|tool_calls_section_end|>",
+                           "<|tool_call_begin|>functions.", ":", "<|tool_call_end|>", "<|tool_calls_section_begin|>",
+                           "json", "", read_kimi_calls, true, "<|tool_call_argument_begin|>"};
+
 const CallSyntax& syntax_of(ToolCallStyle style) {
   switch (style) {
     case ToolCallStyle::Llama3: return kLlama3;
@@ -79,6 +97,9 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::Mistral: return kMistral;
     case ToolCallStyle::MistralList: return kMistralList;
     case ToolCallStyle::GlmXml: return kGlmXml;
+    case ToolCallStyle::DeepSeekV3: return kDeepSeekV3;
+    case ToolCallStyle::DeepSeekR1: return kDeepSeekR1;
+    case ToolCallStyle::Kimi: return kKimi;
     default: return kHermes;
   }
 }
@@ -230,10 +251,26 @@ ojson tagged_calls_format(const ToolRequest& r, const CallSyntax& syntax) {
     // A string argument is raw text up to its closing marker: it may not
     // hold the markers that would end the call early.
     if (syntax.content_style == "gemma") content["excludes"] = {std::string(syntax.open), std::string(syntax.close)};
+    if (!syntax.after_index.empty())
+      content = {{"type", "sequence"},
+                 {"elements",
+                  {{{"type", "regex"}, {"pattern", "[0-9]{1,5}"}},  // bounded: a model may write digits forever
+                   {{"type", "const_string"}, {"value", std::string(syntax.after_index)}},
+                   std::move(content)}}};
     tags.push_back({{"type", "tag"},
                     {"begin", std::string(syntax.begin_before_name) + name_of(*t) + std::string(syntax.begin_after_name)},
                     {"content", std::move(content)},
                     {"end", std::string(syntax.end)}});
+  }
+  if (syntax.wraps_calls) {
+    // One block of calls: opened by the trigger where the calls are free (auto).
+    ojson calls = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", std::string(syntax.separator)},
+                   {"at_least_one", true}, {"stop_after_first", !r.parallel}};
+    ojson block = {{"type", "tag"}, {"begin", std::string(syntax.open)}, {"content", std::move(calls)},
+                   {"end", std::string(syntax.close)}};
+    if (r.choice != ToolChoice::Auto) return block;
+    return {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.trigger)}}, {"tags", {std::move(block)}},
+            {"at_least_one", false}, {"stop_after_first", !r.parallel}};
   }
   if (r.choice == ToolChoice::Auto)
     return {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.trigger)}}, {"tags", tags},
@@ -267,6 +304,9 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::Mistral: return "mistral";
     case ToolCallStyle::MistralList: return "mistral_list";
     case ToolCallStyle::GlmXml: return "glm_xml";
+    case ToolCallStyle::DeepSeekV3: return "deepseek_v3";
+    case ToolCallStyle::DeepSeekR1: return "deepseek_r1";
+    case ToolCallStyle::Kimi: return "kimi";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -285,6 +325,11 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   if (has("<tool_call>") && has("<arg_key>") && has("<arg_value>")) return ToolCallStyle::GlmXml;
   if (has("<|tool_call>call:")) return ToolCallStyle::Gemma4;
   if (has("List of tools: <|tool_list_start|>[") || has("List of tools: [")) return ToolCallStyle::Pythonic;
+  // DeepSeek: R1 (and its distills) write `function<｜tool▁sep｜>NAME` and a
+  // ```json fence, V3.1 `NAME<｜tool▁sep｜>` and the bare JSON.
+  if (has("<｜tool▁calls▁begin｜>") && has("<｜tool▁sep｜>"))
+    return has("```json") ? ToolCallStyle::DeepSeekR1 : ToolCallStyle::DeepSeekV3;
+  if (has("<|tool_calls_section_begin|>") && has("<|tool_call_argument_begin|>")) return ToolCallStyle::Kimi;
   if (has("[TOOL_CALLS]") && has("[ARGS]")) return ToolCallStyle::Mistral;
   if (has("[TOOL_CALLS][")) return ToolCallStyle::MistralList;
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
@@ -347,7 +392,16 @@ ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request, std::optional
   if (style_ == ToolCallStyle::Llama3) request_.parallel = false;  // its template takes one call per message
 }
 
-ojson ToolCalling::messages(const ojson& openai_messages) const {
+CallMessageForm call_message_form_of(const ChatTemplate* chat_template) {
+  CallMessageForm form;
+  if (!chat_template) return form;
+  const std::string& s = chat_template->source();
+  for (std::string_view concat : {"['arguments'] +", "['arguments']+", ".arguments +", ".arguments+"})
+    form.text_arguments |= s.find(concat) != std::string::npos;
+  return form;
+}
+
+ojson ToolCalling::messages(const ojson& openai_messages, CallMessageForm form) const {
   ojson out = ojson::array();
   if (style_ == ToolCallStyle::Pythonic) {
     // Its templates know no `tool_calls`: the calls go in the content, as
@@ -379,11 +433,17 @@ ojson ToolCalling::messages(const ojson& openai_messages) const {
         copy["tool_call_id"] = nine_character_id(copy["tool_call_id"].get<std::string>());
       if (copy.contains("tool_calls")) {
         for (ojson& call : copy["tool_calls"]) {
-          if (call.contains("function") && call["function"].contains("arguments"))
-            call["function"]["arguments"] = arguments_object(call["function"]["arguments"]);
+          if (call.contains("function") && call["function"].contains("arguments")) {
+            ojson& arguments = call["function"]["arguments"];
+            if (!form.text_arguments) arguments = arguments_object(arguments);
+            else if (!arguments.is_string()) arguments = arguments.dump();
+          }
           if (mistral) call["id"] = nine_character_id(call.value("id", ""));
         }
-        if (!copy.contains("content") || copy["content"].is_null()) copy["content"] = "";
+        // DeepSeek R1's templates write a turn's calls only when its content is none.
+        const bool keep_none = style_ == ToolCallStyle::DeepSeekR1;
+        if (!copy.contains("content") || (copy["content"].is_null() && !keep_none))
+          copy["content"] = keep_none ? ojson() : ojson("");
       }
       out.push_back(std::move(copy));
     }

@@ -72,13 +72,38 @@ namespace tessera {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { Hermes, Llama3, QwenXml, Gemma4, Pythonic, Mistral, MistralList, GlmXml, Generic };
+enum class ToolCallStyle {
+  Hermes,
+  Llama3,
+  QwenXml,
+  Gemma4,
+  Pythonic,
+  Mistral,
+  MistralList,
+  GlmXml,
+  DeepSeekV3,
+  DeepSeekR1,
+  Kimi,
+  Generic
+};
 const char* tool_call_style_name(ToolCallStyle style);
 // Hermes when the template writes <tool_call> blocks of JSON, Llama3 for
 // Llama 3's bare JSON calls, QwenXml for <function=...> blocks with
 // <parameter=...>, Gemma4 for <|tool_call>call:, Pythonic for LFM2's tool
-// list, else Generic (also for no template).
+// list, Mistral / MistralList for [TOOL_CALLS], GlmXml for <arg_key>,
+// DeepSeekV3 / DeepSeekR1 for <｜tool▁calls▁begin｜> blocks (R1's with a
+// ```json fence), Kimi for <|tool_calls_section_begin|>, else Generic (also
+// for no template).
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template);
+
+// How a template reads an assistant turn's calls. Most take each call's
+// arguments as an object (`| tojson`, or its items); a few concatenate them
+// as JSON text (DeepSeek R1's Llama distill: `'```json\n' + arguments`),
+// which an object would make fail.
+struct CallMessageForm {
+  bool text_arguments = false;
+};
+CallMessageForm call_message_form_of(const ChatTemplate* chat_template);
 
 enum class ToolChoice { Auto, None, Required, Named };
 
@@ -133,7 +158,8 @@ class ToolCalling {
   // The conversation (OpenAI messages: assistant `tool_calls` with
   // arguments as JSON text, `tool` results with tool_call_id) as this
   // style's template should see it.
-  nlohmann::ordered_json messages(const nlohmann::ordered_json& openai_messages) const;
+  // `form`: how the template reads a call (call_message_form_of).
+  nlohmann::ordered_json messages(const nlohmann::ordered_json& openai_messages, CallMessageForm form = {}) const;
   // The template's extra variables ({"tools": [...]} for Hermes).
   nlohmann::ordered_json template_extra() const;
   // The constraint that keeps calls well-formed; empty for "none".

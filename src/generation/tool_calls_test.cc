@@ -236,6 +236,56 @@ TEST(ToolCalls, GlmXmlRepliesParseWholeAndStreamed) {
   EXPECT_EQ(tc.parse(unknown, "x").content, unknown);
 }
 
+TEST(ToolCalls, DeepSeekRepliesParseWholeAndStreamed) {
+  const ToolCalling v3 = calling(ToolCallStyle::DeepSeekV3);
+  const std::string text =
+      "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": 2}"
+      "<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"zone\": \"cet\"}<｜tool▁call▁end｜>"
+      "<｜tool▁calls▁end｜>";
+  const ToolReply r = parsed_whole_and_streamed(v3, text);
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+  // R1: function<｜tool▁sep｜>NAME and a fenced JSON, a newline between calls.
+  const ToolCalling r1 = calling(ToolCallStyle::DeepSeekR1);
+  const std::string fenced =
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{\"zone\": \"utc\"}\n```"
+      "<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\", "
+      "\"days\": 3}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+  const ToolReply f = parsed_whole_and_streamed(r1, fenced);
+  EXPECT_EQ(f.content, "");
+  ASSERT_EQ(f.calls.size(), 2u);
+  EXPECT_EQ(f.calls[0].arguments, R"({"zone":"utc"})");
+  EXPECT_EQ(f.calls[1].name, "get_weather");
+  // Not a tool, or cut short: the text as it is.
+  const std::string unknown = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>nope<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+  EXPECT_EQ(v3.parse(unknown, "x").content, unknown);
+  const std::string cut = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"zo";
+  EXPECT_EQ(v3.parse(cut, "x").content, cut);
+  EXPECT_FALSE(read_deepseek_calls("<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n{\"zone\": \"utc\"}<｜tool▁call▁end｜>",
+                                   weather_tools()));  // R1 without its fence
+}
+
+TEST(ToolCalls, KimiRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Kimi);
+  const std::string text =
+      "Checking.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+      "{\"city\": \"Paris\", \"days\": 2}<|tool_call_end|><|tool_call_begin|>functions.get_time:1"
+      "<|tool_call_argument_begin|>{\"zone\": \"cet\"}<|tool_call_end|><|tool_calls_section_end|>";
+  const ToolReply r = parsed_whole_and_streamed(tc, text);
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].id, "call_abc_0");
+  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+  for (const char* bad : {"<|tool_call_begin|>get_time:0<|tool_call_argument_begin|>{}<|tool_call_end|>",   // no functions.
+                          "<|tool_call_begin|>functions.get_time<|tool_call_argument_begin|>{}<|tool_call_end|>",  // no index
+                          "<|tool_call_begin|>functions.get_time:x<|tool_call_argument_begin|>{}<|tool_call_end|>"})
+    EXPECT_FALSE(read_kimi_calls(bad, weather_tools())) << bad;
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -278,6 +328,18 @@ TEST(ToolCalls, MessagesForEachStyle) {
   EXPECT_EQ(ojson::parse(generic[2]["content"].get<std::string>())["tool_calls"][0]["name"], "get_weather");
   EXPECT_EQ(generic[3]["role"], "user");
   EXPECT_NE(generic[3]["content"].get<std::string>().find("sunny"), std::string::npos);
+  // DeepSeek R1: the content stays none (its templates write calls only then);
+  // a template that concatenates the arguments gets them as JSON text.
+  const ChatTemplate concat = ChatTemplate::parse("{{ '```json\n' + tool['function']['arguments'] + '\n```' }}", "t");
+  const ChatTemplate tojson = ChatTemplate::parse("{{ tool['function']['arguments'] | tojson }}", "t");
+  EXPECT_TRUE(call_message_form_of(&concat).text_arguments);
+  EXPECT_FALSE(call_message_form_of(&tojson).text_arguments);
+  const ojson r1 = calling(ToolCallStyle::DeepSeekR1).messages(messages, call_message_form_of(&concat));
+  EXPECT_TRUE(r1[1]["content"].is_null());
+  EXPECT_EQ(r1[1]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Paris\", \"days\": 1}");
+  const ojson v3 = calling(ToolCallStyle::DeepSeekV3).messages(messages, call_message_form_of(&tojson));
+  EXPECT_EQ(v3[1]["content"], "");
+  EXPECT_TRUE(v3[1]["tool_calls"][0]["function"]["arguments"].is_object());
 }
 
 TEST(ToolCalls, BadRequestsNameTheField) {
@@ -316,6 +378,12 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   EXPECT_EQ(tool_call_style_of(&mistral), ToolCallStyle::Mistral);
   const ChatTemplate nemo = ChatTemplate::parse("{{ '[TOOL_CALLS][' }}", "t");
   EXPECT_EQ(tool_call_style_of(&nemo), ToolCallStyle::MistralList);
+  const ChatTemplate v3 = ChatTemplate::parse("{{ '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>' + name + '<｜tool▁sep｜>' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&v3), ToolCallStyle::DeepSeekV3);
+  const ChatTemplate r1 = ChatTemplate::parse("{{ '<｜tool▁calls▁begin｜>' + t + '<｜tool▁sep｜>' + name + '```json' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&r1), ToolCallStyle::DeepSeekR1);
+  const ChatTemplate kimi = ChatTemplate::parse("<|tool_calls_section_begin|><|tool_call_begin|>{{ id }}<|tool_call_argument_begin|>", "t");
+  EXPECT_EQ(tool_call_style_of(&kimi), ToolCallStyle::Kimi);
   const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
   EXPECT_EQ(tool_call_style_of(&plain), ToolCallStyle::Generic);
 }
@@ -360,7 +428,8 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
   ConstraintCompiler compiler(tokenizer, stops, 272);
   for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::QwenXml,
                               ToolCallStyle::Gemma4, ToolCallStyle::Pythonic, ToolCallStyle::Mistral,
-                              ToolCallStyle::MistralList, ToolCallStyle::GlmXml, ToolCallStyle::Generic}) {
+                              ToolCallStyle::MistralList, ToolCallStyle::GlmXml, ToolCallStyle::DeepSeekV3,
+                              ToolCallStyle::DeepSeekR1, ToolCallStyle::Kimi, ToolCallStyle::Generic}) {
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);

@@ -45,7 +45,9 @@ void bind_chat_template(py::module_& m) {
   m.def("tool_calling_messages", [calling](const std::string& source, const std::string& messages_json,
                                             const std::string& tools_json, const std::string& tool_choice_json) {
     const ToolCalling tc = calling(source, tools_json, tool_choice_json);
-    return std::make_pair(tc.messages(nlohmann::ordered_json::parse(messages_json)).dump(), tc.template_extra().dump());
+    const ChatTemplate tpl = ChatTemplate::parse(source, "chat_template");
+    return std::make_pair(tc.messages(nlohmann::ordered_json::parse(messages_json), call_message_form_of(&tpl)).dump(),
+                          tc.template_extra().dump());
   });
   m.def("parse_tool_reply", [calling](const std::string& source, const std::string& text, const std::string& tools_json,
                                       const std::string& tool_choice_json) {

@@ -2,7 +2,8 @@
 SmolLM2-135M (a template without tools: the generic JSON style) and tiny
 random models with real chat templates: Qwen3 (the Hermes <tool_call>
 style), Llama 3.2 (bare JSON), Qwen3.5 (XML calls), Gemma 4 (its
-<|tool_call>call: format) and LFM2 (Python calls); reasoning split off as
+<|tool_call>call: format), LFM2 (Python calls), DeepSeek V3.1 / R1 and
+Kimi K2 (marker-wrapped blocks of calls); reasoning split off as
 reasoning_content.
 Calls are schema-valid (arguments validated with `jsonschema`), streamed
 deltas concatenate to the whole reply's calls, tool results go back in as
@@ -40,14 +41,21 @@ ASK = [{"role": "user", "content": "What is the weather in Paris today?"}]
 NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
 
 
+PEER_TEMPLATES = {"tiny-llama3": ("meta-llama-Llama-3.2-3B-Instruct.jinja", "llama3"),
+                  "tiny-deepseek-v3": ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek_v3"),
+                  "tiny-deepseek-r1": ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_r1"),
+                  "tiny-kimi": ("moonshotai-Kimi-K2.jinja", "kimi")}
+
+
 @pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3", "tiny-qwen3.5", "tiny-gemma4",
-                                                "tiny-lfm2"])
+                                                "tiny-lfm2", "tiny-deepseek-v3", "tiny-deepseek-r1", "tiny-kimi"])
 def served(request, pulled_model_path, tmp_path_factory):
     """(server, style): SmolLM2 (generic), a tiny Qwen3 with its real template
     (hermes), a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
     template collection), a tiny Qwen3.5 with its own (qwen_xml, thinking
-    off), a tiny Gemma 4 with its own (gemma4) and a tiny LFM2 with its own
-    (pythonic)."""
+    off), a tiny Gemma 4 with its own (gemma4), a tiny LFM2 with its own
+    (pythonic), and tiny Llamas with DeepSeek V3.1's, DeepSeek R1 Distill
+    Qwen's and Kimi K2's templates from the same collection."""
     extra_body = None
     if request.param == "smollm2":
         model, env, style = pulled_model_path(SMOLLM2), {}, "generic"
@@ -64,13 +72,16 @@ def served(request, pulled_model_path, tmp_path_factory):
             name, template, style = "lfm2", (TEMPLATES / "lfm2.jinja").read_text(), "pythonic"
         else:
             from llamacpp_peer import peer_dir
-            name, style = "llama", "llama3"
-            template = (peer_dir() / "models" / "templates" / "meta-llama-Llama-3.2-3B-Instruct.jinja").read_text()
+            file, style = PEER_TEMPLATES[request.param]
+            name, template = "llama", (peer_dir() / "models" / "templates" / file).read_text()
         directory = tmp_path_factory.mktemp(f"tiny_{name}")
         model = str(make_tiny_chat_checkpoint(name, directory, template))
         env = {"TESSERA_HOME": str(tmp_path_factory.mktemp("home"))}
     with Server(model, "--threads", 2, env=env) as s:
         s.chat_extra = extra_body
+        # A byte tokenizer spells each of DeepSeek's and Kimi's markers
+        # (special tokens of the real models) in 20-30 tokens.
+        s.max_tokens = 400 if style in ("deepseek_v3", "deepseek_r1", "kimi") else 160
         yield s, style
 
 
@@ -82,7 +93,7 @@ def chat(server, messages=ASK, **kw):
     # One call per reply unless a test asks for more: a 135M model allowed
     # several repeats the same call until max_tokens.
     kw.setdefault("parallel_tool_calls", False)
-    kw.setdefault("max_tokens", 160)
+    kw.setdefault("max_tokens", getattr(server, "max_tokens", 160))
     kw.setdefault("temperature", 0)
     if getattr(server, "chat_extra", None):
         kw["extra_body"] = {**server.chat_extra, **kw.get("extra_body", {})}

@@ -5,7 +5,9 @@ template whose style is Hermes (<tool_call> JSON blocks), Llama 3 (one
 bare JSON call), Qwen XML (<function=...> blocks), Gemma 4
 (<|tool_call>call:...), Pythonic (LFM2's [f(k=v)] lists, which its
 templates take in the content) or Mistral ([TOOL_CALLS]f[ARGS]{...}, and
-Nemo's [TOOL_CALLS][{...}] list) or GLM XML (<arg_key> / <arg_value>), an
+Nemo's [TOOL_CALLS][{...}] list), GLM XML (<arg_key> / <arg_value>),
+DeepSeek V3.1 / R1 (<｜tool▁calls▁begin｜> blocks) or Kimi K2
+(<|tool_calls_section_begin|>), an
 assistant turn with tool calls (two; Llama 3:
 one) rendered by the template itself parses back into the same calls
 (names, arguments as JSON values); every template renders the
@@ -84,6 +86,12 @@ def test_the_styles_of_known_templates():
     for name in ("Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja",
                  "mistralai-Ministral-3-14B-Reasoning-2512.jinja"):
         assert by_name[name] == "mistral", name
+    assert by_name["deepseek-ai-DeepSeek-V3.1.jinja"] == "deepseek_v3"
+    for name in ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+                 "llama-cpp-deepseek-r1.jinja"):
+        assert by_name[name] == "deepseek_r1", name
+    for name in ("moonshotai-Kimi-K2.jinja", "Kimi-K2-Instruct.jinja", "Kimi-K2-Thinking.jinja"):
+        assert by_name[name] == "kimi", name
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -99,7 +107,15 @@ def test_tool_conversations_render_and_calls_parse_back(path):
         render(source, plain, {})
     except core.TesseraError:
         pytest.skip("the template refuses even the conversation without tools")
-    text = render(source, json.loads(messages_json), json.loads(extra_json))
+    try:
+        text = render(source, json.loads(messages_json), json.loads(extra_json))
+    except core.TesseraError as e:
+        # Two templates call list.append (Kimi K2 Instruct / Thinking) and one
+        # serializes a `map` generator (llama.cpp's own DeepSeek R1 template):
+        # transformers' sandbox refuses both just as our Jinja does.
+        if "'append' of 'list' object is unsafe" in str(e) or "generator is not JSON serializable" in str(e):
+            pytest.xfail(f"transformers refuses this template's tools too: {e}")
+        raise
     if style == "generic":
         return
     # The assistant turn as the template wrote it: its <tool_call> blocks, or
@@ -107,7 +123,10 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     after_user = text.index(conversation()[1]["content"])  # not the instructions' example
     blocks = {"hermes": ("<tool_call>", "</tool_call>"), "qwen_xml": ("<tool_call>", "</tool_call>"),
               "gemma4": ("<|tool_call>", "<tool_call|>"),
-              "pythonic": ("<|tool_call_start|>", "<|tool_call_end|>"), "glm_xml": ("<tool_call>", "</tool_call>")}
+              "pythonic": ("<|tool_call_start|>", "<|tool_call_end|>"), "glm_xml": ("<tool_call>", "</tool_call>"),
+              "deepseek_v3": ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
+              "deepseek_r1": ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
+              "kimi": ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>")}
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
