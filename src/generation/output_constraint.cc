@@ -127,7 +127,9 @@ bool is_reply_marker(std::string_view text) {
       "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>",
       // Kimi K2
       "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
-      "<|tool_call_argument_begin|>"};
+      "<|tool_call_argument_begin|>",
+      // MiniMax
+      "<minimax:tool_call>", "</minimax:tool_call>"};
   return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
 }
 

@@ -289,6 +289,31 @@ std::optional<std::vector<BlockCall>> read_pythonic_calls(std::string_view body,
   return calls;
 }
 
+namespace {
+
+// One past the end of the JSON list or object `s` starts with (brackets
+// balanced outside strings); 0 if it does not end.
+size_t balanced_end(std::string_view s) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0 && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::optional<std::vector<BlockCall>> read_mistral_calls(std::string_view body, const ojson& tools) {
   constexpr std::string_view kOpen = "[TOOL_CALLS]", kArgs = "[ARGS]", kCallId = "[CALL_ID]";
   std::vector<BlockCall> calls;
@@ -301,22 +326,8 @@ std::optional<std::vector<BlockCall>> read_mistral_calls(std::string_view body, 
     }
     skip_space(s);
     if (s.starts_with('[')) {  // Nemo: a JSON list of calls
-      // The list's end: the first prefix that parses (the rest may be more blocks).
-      size_t depth = 0, end = 0;
-      bool in_string = false;
-      for (size_t i = 0; i < s.size() && !end; ++i) {
-        const char c = s[i];
-        if (in_string) {
-          if (c == '\\') ++i;
-          else if (c == '"') in_string = false;
-        } else if (c == '"') {
-          in_string = true;
-        } else if (c == '[' || c == '{') {
-          ++depth;
-        } else if ((c == ']' || c == '}') && --depth == 0) {
-          end = i + 1;
-        }
-      }
+      // The list's end (the rest may be more blocks).
+      const size_t end = balanced_end(s);
       if (!end) return std::nullopt;
       const ojson list = ojson::parse(s.substr(0, end), nullptr, /*allow_exceptions=*/false);
       if (!list.is_array()) return std::nullopt;
@@ -348,33 +359,50 @@ std::optional<std::vector<BlockCall>> read_mistral_calls(std::string_view body, 
   return calls;
 }
 
-std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const ojson& tools) {
+namespace {
+
+// An XML call: `head` NAME `name_end`, then parameters `param_open` KEY
+// `key_end` VALUE </parameter> with whitespace between them, up to
+// `call_end` (the end of the text when empty). VALUE as xml_value reads it.
+struct XmlCallShape {
+  std::string_view head, name_end, param_open, key_end, call_end;
+  bool padded;
+};
+
+std::optional<BlockCall> read_xml_call(std::string_view body, const ojson& tools, const XmlCallShape& shape) {
+  constexpr std::string_view kValueEnd = "</parameter>";
   std::string_view s = trim(body);
-  if (!take(s, "<function=")) return std::nullopt;
-  const size_t name_end = s.find('>');
+  if (!take(s, shape.head)) return std::nullopt;
+  const size_t name_end = s.find(shape.name_end);
   if (name_end == std::string_view::npos) return std::nullopt;
   BlockCall call{std::string(trim(s.substr(0, name_end))), ojson::object()};
-  s.remove_prefix(name_end + 1);
+  s.remove_prefix(name_end + shape.name_end.size());
   const ojson* parameters = parameters_of(tools, call.name);
   if (!parameters) return std::nullopt;
   const ojson* properties =
       parameters->is_object() && parameters->contains("properties") ? &(*parameters)["properties"] : nullptr;
   for (;;) {
     skip_space(s);
-    if (take(s, "</function>")) break;
-    if (!take(s, "<parameter=")) return std::nullopt;
-    const size_t key_end = s.find('>');
+    if (shape.call_end.empty() ? s.empty() : take(s, shape.call_end)) break;
+    if (!take(s, shape.param_open)) return std::nullopt;
+    const size_t key_end = s.find(shape.key_end);
     if (key_end == std::string_view::npos) return std::nullopt;
     const std::string key(trim(s.substr(0, key_end)));
-    s.remove_prefix(key_end + 1);
-    const size_t value_end = s.find("</parameter>");
+    s.remove_prefix(key_end + shape.key_end.size());
+    const size_t value_end = s.find(kValueEnd);
     if (value_end == std::string_view::npos) return std::nullopt;
     const ojson* property = properties && properties->contains(key) ? &(*properties)[key] : nullptr;
-    call.arguments[key] = xml_value(s.substr(0, value_end), property, /*padded=*/true);
-    s.remove_prefix(value_end + std::string_view("</parameter>").size());
+    call.arguments[key] = xml_value(s.substr(0, value_end), property, shape.padded);
+    s.remove_prefix(value_end + kValueEnd.size());
   }
   if (!trim(s).empty()) return std::nullopt;
   return call;
+}
+
+}  // namespace
+
+std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const ojson& tools) {
+  return read_xml_call(body, tools, {"<function=", ">", "<parameter=", ">", "</function>", /*padded=*/true});
 }
 
 std::optional<BlockCall> read_glm_xml_call(std::string_view body, const ojson& tools) {
@@ -499,6 +527,31 @@ std::optional<std::vector<BlockCall>> read_kimi_calls(std::string_view body, con
                         call.arguments = std::move(*arguments);
                         return call;
                       });
+}
+
+std::optional<std::vector<BlockCall>> read_minimax_xml_calls(std::string_view body, const ojson& tools) {
+  return marked_calls(body, "<invoke name=\"", "</invoke>", [&](std::string_view s) {
+    return read_xml_call(s, tools, {"", "\">", "<parameter name=\"", "\">", "", /*padded=*/false});
+  });
+}
+
+std::optional<std::vector<BlockCall>> read_json_calls(std::string_view body, const ojson& tools) {
+  std::vector<BlockCall> calls;
+  std::string_view s = body;
+  for (;;) {
+    skip_space(s);
+    if (s.empty()) break;
+    const size_t end = s.starts_with('{') ? balanced_end(s) : 0;
+    if (!end) return std::nullopt;
+    const ojson call = ojson::parse(s.substr(0, end), nullptr, /*allow_exceptions=*/false);
+    if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return std::nullopt;
+    BlockCall c{call["name"].get<std::string>(), call.value("arguments", ojson::object())};
+    if (!parameters_of(tools, c.name) || !c.arguments.is_object()) return std::nullopt;
+    calls.push_back(std::move(c));
+    s.remove_prefix(end);
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
 }
 
 }  // namespace tessera

@@ -80,6 +80,16 @@ std::optional<std::vector<BlockCall>> read_deepseek_calls(std::string_view body,
 // INDEX counts the calls of the conversation (the template's own numbering).
 std::optional<std::vector<BlockCall>> read_kimi_calls(std::string_view body, const nlohmann::ordered_json& tools);
 
+// MiniMax M2 (between <minimax:tool_call> and </minimax:tool_call>):
+//   <invoke name="NAME"><parameter name="KEY">VALUE</parameter>...</invoke> ...
+// whitespace allowed between the parts; VALUE as GLM XML's.
+std::optional<std::vector<BlockCall>> read_minimax_xml_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// MiniMax M1 (between <tool_calls> and </tool_calls>): JSON calls one after
+// another (the template puts each on its own line),
+//   {"name": NAME, "arguments": {...}}
+std::optional<std::vector<BlockCall>> read_json_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
 // One Gemma 4 value, the whole of `text` (surrounding whitespace allowed).
 std::optional<nlohmann::ordered_json> read_gemma_value(std::string_view text);
 

@@ -88,6 +88,11 @@ constexpr CallSyntax kKimi{"<|tool_calls_section_begin|>", false, "<|tool_calls_
                            "<|tool_call_begin|>functions.", ":", "<|tool_call_end|>", "<|tool_calls_section_begin|>",
                            "json", "", read_kimi_calls, true, "<|tool_call_argument_begin|>"};
 
+constexpr CallSyntax kMiniMaxXml{"<minimax:tool_call>", false, "</minimax:tool_call>", "<invoke name=\"", "\">\n",
+                                 "</invoke>\n", "<minimax:tool_call>", "minimax_xml", "", read_minimax_xml_calls, true};
+constexpr CallSyntax kMiniMaxJson{"<tool_calls>", false, "</tool_calls>", "{\"name\": \"", "\", \"arguments\": ", "}",
+                                  "<tool_calls>", "json", "\n", read_json_calls, true};
+
 const CallSyntax& syntax_of(ToolCallStyle style) {
   switch (style) {
     case ToolCallStyle::Llama3: return kLlama3;
@@ -100,6 +105,8 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::DeepSeekV3: return kDeepSeekV3;
     case ToolCallStyle::DeepSeekR1: return kDeepSeekR1;
     case ToolCallStyle::Kimi: return kKimi;
+    case ToolCallStyle::MiniMaxXml: return kMiniMaxXml;
+    case ToolCallStyle::MiniMaxJson: return kMiniMaxJson;
     default: return kHermes;
   }
 }
@@ -307,6 +314,8 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::DeepSeekV3: return "deepseek_v3";
     case ToolCallStyle::DeepSeekR1: return "deepseek_r1";
     case ToolCallStyle::Kimi: return "kimi";
+    case ToolCallStyle::MiniMaxXml: return "minimax_xml";
+    case ToolCallStyle::MiniMaxJson: return "minimax_json";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -330,6 +339,11 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   if (has("<｜tool▁calls▁begin｜>") && has("<｜tool▁sep｜>"))
     return has("```json") ? ToolCallStyle::DeepSeekR1 : ToolCallStyle::DeepSeekV3;
   if (has("<|tool_calls_section_begin|>") && has("<|tool_call_argument_begin|>")) return ToolCallStyle::Kimi;
+  // MiniMax: M2's <invoke name=...> XML in <minimax:tool_call>, M1's JSON
+  // lines in <tool_calls> (M3 writes its own XML: not this one).
+  if (has("'<minimax:tool_call>'") && has("<invoke name=")) return ToolCallStyle::MiniMaxXml;
+  if (has("<tool_calls>\\n{\"name\"") || (has("<tool_calls>") && has("'{\"name\": \"' + tool_call.function.name")))
+    return ToolCallStyle::MiniMaxJson;
   if (has("[TOOL_CALLS]") && has("[ARGS]")) return ToolCallStyle::Mistral;
   if (has("[TOOL_CALLS][")) return ToolCallStyle::MistralList;
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&

@@ -84,6 +84,8 @@ enum class ToolCallStyle {
   DeepSeekV3,
   DeepSeekR1,
   Kimi,
+  MiniMaxXml,
+  MiniMaxJson,
   Generic
 };
 const char* tool_call_style_name(ToolCallStyle style);
@@ -92,8 +94,9 @@ const char* tool_call_style_name(ToolCallStyle style);
 // <parameter=...>, Gemma4 for <|tool_call>call:, Pythonic for LFM2's tool
 // list, Mistral / MistralList for [TOOL_CALLS], GlmXml for <arg_key>,
 // DeepSeekV3 / DeepSeekR1 for <｜tool▁calls▁begin｜> blocks (R1's with a
-// ```json fence), Kimi for <|tool_calls_section_begin|>, else Generic (also
-// for no template).
+// ```json fence), Kimi for <|tool_calls_section_begin|>, MiniMaxXml for
+// M2's <minimax:tool_call> <invoke> blocks, MiniMaxJson for M1's
+// <tool_calls> JSON lines, else Generic (also for no template).
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template);
 
 // How a template reads an assistant turn's calls. Most take each call's

@@ -286,6 +286,31 @@ TEST(ToolCalls, KimiRepliesParseWholeAndStreamed) {
     EXPECT_FALSE(read_kimi_calls(bad, weather_tools())) << bad;
 }
 
+TEST(ToolCalls, MiniMaxRepliesParseWholeAndStreamed) {
+  const ToolCalling m2 = calling(ToolCallStyle::MiniMaxXml);
+  const std::string text =
+      "Checking.\n<minimax:tool_call>\n<invoke name=\"get_weather\"><parameter name=\"city\">Paris</parameter>\n"
+      "<parameter name=\"days\">2</parameter>\n</invoke>\n<invoke name=\"get_time\">\n<parameter name=\"zone\">cet"
+      "</parameter>\n</invoke>\n</minimax:tool_call>";
+  const ToolReply r = parsed_whole_and_streamed(m2, text);
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+  const std::string unknown = "<minimax:tool_call><invoke name=\"nope\"></invoke></minimax:tool_call>";
+  EXPECT_EQ(m2.parse(unknown, "x").content, unknown);
+  // M1: JSON calls in <tool_calls>, one per line (a newline inside one is fine).
+  const ToolCalling m1 = calling(ToolCallStyle::MiniMaxJson);
+  const std::string lines =
+      "<tool_calls>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"utc\"}}\n{\"name\": \"get_weather\", "
+      "\"arguments\": {\n\"city\": \"a}b\", \"days\": 1}}\n</tool_calls>";
+  const ToolReply j = parsed_whole_and_streamed(m1, lines);
+  EXPECT_EQ(j.content, "");
+  ASSERT_EQ(j.calls.size(), 2u);
+  EXPECT_EQ(ojson::parse(j.calls[1].arguments), ojson::parse(R"({"city": "a}b", "days": 1})"));
+  EXPECT_FALSE(read_json_calls("{\"name\": \"get_time\", \"arguments\": {}} trailing", weather_tools()));
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -384,6 +409,10 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   EXPECT_EQ(tool_call_style_of(&r1), ToolCallStyle::DeepSeekR1);
   const ChatTemplate kimi = ChatTemplate::parse("<|tool_calls_section_begin|><|tool_call_begin|>{{ id }}<|tool_call_argument_begin|>", "t");
   EXPECT_EQ(tool_call_style_of(&kimi), ToolCallStyle::Kimi);
+  const ChatTemplate m2 = ChatTemplate::parse("{% set b = '<minimax:tool_call>' %}{{ '<invoke name=\"' + name }}", "t");
+  EXPECT_EQ(tool_call_style_of(&m2), ToolCallStyle::MiniMaxXml);
+  const ChatTemplate m1 = ChatTemplate::parse("{{ 'reply <tool_calls>\\n{\"name\": <tool-name>}' }}", "t");
+  EXPECT_EQ(tool_call_style_of(&m1), ToolCallStyle::MiniMaxJson);
   const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
   EXPECT_EQ(tool_call_style_of(&plain), ToolCallStyle::Generic);
 }
@@ -429,7 +458,8 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
   for (ToolCallStyle style : {ToolCallStyle::Hermes, ToolCallStyle::Llama3, ToolCallStyle::QwenXml,
                               ToolCallStyle::Gemma4, ToolCallStyle::Pythonic, ToolCallStyle::Mistral,
                               ToolCallStyle::MistralList, ToolCallStyle::GlmXml, ToolCallStyle::DeepSeekV3,
-                              ToolCallStyle::DeepSeekR1, ToolCallStyle::Kimi, ToolCallStyle::Generic}) {
+                              ToolCallStyle::DeepSeekR1, ToolCallStyle::Kimi, ToolCallStyle::MiniMaxXml,
+                              ToolCallStyle::MiniMaxJson, ToolCallStyle::Generic}) {
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);

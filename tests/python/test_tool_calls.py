@@ -3,7 +3,7 @@ SmolLM2-135M (a template without tools: the generic JSON style) and tiny
 random models with real chat templates: Qwen3 (the Hermes <tool_call>
 style), Llama 3.2 (bare JSON), Qwen3.5 (XML calls), Gemma 4 (its
 <|tool_call>call: format), LFM2 (Python calls), DeepSeek V3.1 / R1 and
-Kimi K2 (marker-wrapped blocks of calls); reasoning split off as
+Kimi K2 and MiniMax M1 (marker-wrapped blocks of calls); reasoning split off as
 reasoning_content.
 Calls are schema-valid (arguments validated with `jsonschema`), streamed
 deltas concatenate to the whole reply's calls, tool results go back in as
@@ -44,18 +44,21 @@ NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
 PEER_TEMPLATES = {"tiny-llama3": ("meta-llama-Llama-3.2-3B-Instruct.jinja", "llama3"),
                   "tiny-deepseek-v3": ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek_v3"),
                   "tiny-deepseek-r1": ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_r1"),
-                  "tiny-kimi": ("moonshotai-Kimi-K2.jinja", "kimi")}
+                  "tiny-kimi": ("moonshotai-Kimi-K2.jinja", "kimi"),
+                  # M1: M2's template always opens <think>, which a random model never closes.
+                  "tiny-minimax-m1": ("MiniMax-M1.jinja", "minimax_json")}
 
 
 @pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3", "tiny-qwen3.5", "tiny-gemma4",
-                                                "tiny-lfm2", "tiny-deepseek-v3", "tiny-deepseek-r1", "tiny-kimi"])
+                                                "tiny-lfm2", "tiny-deepseek-v3", "tiny-deepseek-r1", "tiny-kimi",
+                                                "tiny-minimax-m1"])
 def served(request, pulled_model_path, tmp_path_factory):
     """(server, style): SmolLM2 (generic), a tiny Qwen3 with its real template
     (hermes), a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
     template collection), a tiny Qwen3.5 with its own (qwen_xml, thinking
     off), a tiny Gemma 4 with its own (gemma4), a tiny LFM2 with its own
     (pythonic), and tiny Llamas with DeepSeek V3.1's, DeepSeek R1 Distill
-    Qwen's and Kimi K2's templates from the same collection."""
+    Qwen's, Kimi K2's and MiniMax M1's templates from the same collection."""
     extra_body = None
     if request.param == "smollm2":
         model, env, style = pulled_model_path(SMOLLM2), {}, "generic"

@@ -6,8 +6,9 @@ bare JSON call), Qwen XML (<function=...> blocks), Gemma 4
 (<|tool_call>call:...), Pythonic (LFM2's [f(k=v)] lists, which its
 templates take in the content) or Mistral ([TOOL_CALLS]f[ARGS]{...}, and
 Nemo's [TOOL_CALLS][{...}] list), GLM XML (<arg_key> / <arg_value>),
-DeepSeek V3.1 / R1 (<｜tool▁calls▁begin｜> blocks) or Kimi K2
-(<|tool_calls_section_begin|>), an
+DeepSeek V3.1 / R1 (<｜tool▁calls▁begin｜> blocks), Kimi K2
+(<|tool_calls_section_begin|>) or MiniMax M2 / M1 (<invoke> XML, JSON
+lines), an
 assistant turn with tool calls (two; Llama 3:
 one) rendered by the template itself parses back into the same calls
 (names, arguments as JSON values); every template renders the
@@ -92,6 +93,8 @@ def test_the_styles_of_known_templates():
         assert by_name[name] == "deepseek_r1", name
     for name in ("moonshotai-Kimi-K2.jinja", "Kimi-K2-Instruct.jinja", "Kimi-K2-Thinking.jinja"):
         assert by_name[name] == "kimi", name
+    assert by_name["MiniMax-M2.jinja"] == "minimax_xml"
+    assert by_name["MiniMax-M1.jinja"] == "minimax_json"
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -126,7 +129,9 @@ def test_tool_conversations_render_and_calls_parse_back(path):
               "pythonic": ("<|tool_call_start|>", "<|tool_call_end|>"), "glm_xml": ("<tool_call>", "</tool_call>"),
               "deepseek_v3": ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
               "deepseek_r1": ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
-              "kimi": ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>")}
+              "kimi": ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+              "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>"),
+              "minimax_json": ("<tool_calls>", "</tool_calls>")}
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
