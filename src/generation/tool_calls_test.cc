@@ -82,6 +82,16 @@ ToolReply parsed_whole_and_streamed(const ToolCalling& tc, const std::string& te
   return whole;
 }
 
+// The reply most tests write: "Checking." then get_weather(Paris, 2) and get_time(cet).
+void expect_checking_weather_then_time(const ToolReply& r) {
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(r.calls[1].name, "get_time");
+  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+}
+
 TEST(ToolCalls, HermesRepliesParseWholeAndStreamed) {
   const ToolCalling tc = calling(ToolCallStyle::Hermes);
   const std::string text =
@@ -194,11 +204,7 @@ TEST(ToolCalls, MistralRepliesParseWholeAndStreamed) {
   const std::string text =
       "Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 2}"
       "[TOOL_CALLS]get_time[CALL_ID]a1b2c3d4e[ARGS]{\"zone\": \"cet\"}";
-  const ToolReply r = parsed_whole_and_streamed(tc, text);
-  EXPECT_EQ(r.content, "Checking.");
-  ASSERT_EQ(r.calls.size(), 2u);
-  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
-  EXPECT_EQ(r.calls[1].name, "get_time");
+  expect_checking_weather_then_time(parsed_whole_and_streamed(tc, text));
   const ToolCalling nemo = calling(ToolCallStyle::MistralList);
   const std::string list =
       "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"utc\"}, \"id\": \"abcdefghi\"}, "
@@ -226,12 +232,8 @@ TEST(ToolCalls, GlmXmlRepliesParseWholeAndStreamed) {
       "Checking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value> Paris\n</arg_value>\n"
       "<arg_key>days</arg_key><arg_value>2</arg_value>\n</tool_call><tool_call>get_time<arg_key>zone</arg_key>"
       "<arg_value>cet</arg_value></tool_call>";
-  const ToolReply r = parsed_whole_and_streamed(tc, text);
-  EXPECT_EQ(r.content, "Checking.");
-  ASSERT_EQ(r.calls.size(), 2u);
   // city has a maxLength: the whitespace the constraint allows around it is taken off.
-  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
-  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+  expect_checking_weather_then_time(parsed_whole_and_streamed(tc, text));
   const std::string unknown = "<tool_call>nope<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>";
   EXPECT_EQ(tc.parse(unknown, "x").content, unknown);
 }
@@ -242,12 +244,7 @@ TEST(ToolCalls, DeepSeekRepliesParseWholeAndStreamed) {
       "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": 2}"
       "<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"zone\": \"cet\"}<｜tool▁call▁end｜>"
       "<｜tool▁calls▁end｜>";
-  const ToolReply r = parsed_whole_and_streamed(v3, text);
-  EXPECT_EQ(r.content, "Checking.");
-  ASSERT_EQ(r.calls.size(), 2u);
-  EXPECT_EQ(r.calls[0].name, "get_weather");
-  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
-  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+  expect_checking_weather_then_time(parsed_whole_and_streamed(v3, text));
   // R1: function<｜tool▁sep｜>NAME and a fenced JSON, a newline between calls.
   const ToolCalling r1 = calling(ToolCallStyle::DeepSeekR1);
   const std::string fenced =
@@ -275,11 +272,8 @@ TEST(ToolCalls, KimiRepliesParseWholeAndStreamed) {
       "{\"city\": \"Paris\", \"days\": 2}<|tool_call_end|><|tool_call_begin|>functions.get_time:1"
       "<|tool_call_argument_begin|>{\"zone\": \"cet\"}<|tool_call_end|><|tool_calls_section_end|>";
   const ToolReply r = parsed_whole_and_streamed(tc, text);
-  EXPECT_EQ(r.content, "Checking.");
-  ASSERT_EQ(r.calls.size(), 2u);
-  EXPECT_EQ(r.calls[0].name, "get_weather");
+  expect_checking_weather_then_time(r);
   EXPECT_EQ(r.calls[0].id, "call_abc_0");
-  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
   for (const char* bad : {"<|tool_call_begin|>get_time:0<|tool_call_argument_begin|>{}<|tool_call_end|>",   // no functions.
                           "<|tool_call_begin|>functions.get_time<|tool_call_argument_begin|>{}<|tool_call_end|>",  // no index
                           "<|tool_call_begin|>functions.get_time:x<|tool_call_argument_begin|>{}<|tool_call_end|>"})
@@ -292,11 +286,7 @@ TEST(ToolCalls, MiniMaxRepliesParseWholeAndStreamed) {
       "Checking.\n<minimax:tool_call>\n<invoke name=\"get_weather\"><parameter name=\"city\">Paris</parameter>\n"
       "<parameter name=\"days\">2</parameter>\n</invoke>\n<invoke name=\"get_time\">\n<parameter name=\"zone\">cet"
       "</parameter>\n</invoke>\n</minimax:tool_call>";
-  const ToolReply r = parsed_whole_and_streamed(m2, text);
-  EXPECT_EQ(r.content, "Checking.");
-  ASSERT_EQ(r.calls.size(), 2u);
-  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
-  EXPECT_EQ(r.calls[1].arguments, R"({"zone":"cet"})");
+  expect_checking_weather_then_time(parsed_whole_and_streamed(m2, text));
   const std::string unknown = "<minimax:tool_call><invoke name=\"nope\"></invoke></minimax:tool_call>";
   EXPECT_EQ(m2.parse(unknown, "x").content, unknown);
   // M1: JSON calls in <tool_calls>, one per line (a newline inside one is fine).
