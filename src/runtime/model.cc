@@ -14,8 +14,8 @@
 #include "core/model_spec_json.h"
 #include "core/progress.h"
 #include "core/sha256.h"
-#include "model/architectures.h"
 #include "cpu/cpu_backend.h"
+#include "model/architectures.h"
 #include "model/open_model_source.h"
 #include "sources/gguf.h"
 #include "sources/stop_tokens.h"
@@ -87,8 +87,7 @@ void Model::finish_load(const LoadOptions& options, int64_t default_chunks, std:
   cpu.isa = options.isa ? *options.isa : active_isa();
   cpu.row_block = options.row_block;
   cpu.arithmetic = options.arithmetic;
-  if (!isa_supported(cpu.isa)) fail(path_, "isa", "this CPU does not support {}", isa_name(cpu.isa));
-  backend_ = std::make_unique<CpuBackend>(cpu, *pool_);
+  backend_ = std::make_unique<CpuBackend>(cpu, *pool_);  // throws if this CPU lacks cpu.isa
   executables_.reserve(programs_.programs.size());
   for (const Program& p : programs_.programs) executables_.push_back(backend_->bind(p, weights_));
 
