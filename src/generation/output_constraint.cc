@@ -129,7 +129,12 @@ bool is_reply_marker(std::string_view text) {
       "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
       "<|tool_call_argument_begin|>",
       // MiniMax
-      "<minimax:tool_call>", "</minimax:tool_call>"};
+      "<minimax:tool_call>", "</minimax:tool_call>",
+      // JSON lists (Nemotron Nano v2, Apriel, Granite 3.3, Command R7B / A)
+      "<TOOLCALL>", "</TOOLCALL>", "<tool_calls>", "</tool_calls>", "<|tool_call|>", "<|START_ACTION|>",
+      "<|END_ACTION|>", "<|START_THINKING|>", "<|END_THINKING|>",
+      // Seed-OSS
+      "<seed:tool_call>", "</seed:tool_call>", "<seed:think>", "</seed:think>"};
   return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
 }
 

@@ -12,6 +12,8 @@ namespace {
 
 constexpr ReasoningSyntax kThink{"<think>", "</think>", "\n\n"};
 constexpr ReasoningSyntax kChannel{"<|channel>thought\n", "<channel|>", ""};
+constexpr ReasoningSyntax kCohere{"<|START_THINKING|>", "<|END_THINKING|>", ""};
+constexpr ReasoningSyntax kSeed{"<seed:think>", "</seed:think>", "\n"};
 
 using reply_text::is_space;
 using reply_text::partial_marker;
@@ -23,6 +25,8 @@ std::optional<ReasoningSyntax> reasoning_syntax_of(const ChatTemplate* chat_temp
   if (!chat_template) return std::nullopt;
   const std::string& s = chat_template->source();
   if (s.find("<|channel>thought") != std::string::npos) return kChannel;
+  if (s.find("<|END_THINKING|>") != std::string::npos) return kCohere;
+  if (s.find("</seed:think>") != std::string::npos) return kSeed;
   if (s.find("</think>") != std::string::npos) return kThink;
   return std::nullopt;
 }

@@ -6,6 +6,8 @@
 // The markers come from the template's source:
 //   think     <think> ... </think>              (Qwen3, Qwen3.5, QwQ, DeepSeek-R1, SmolLM3, ...)
 //   channel   <|channel>thought\n ... <channel|>  (Gemma 4)
+//   cohere    <|START_THINKING|> ... <|END_THINKING|>  (Command R7B, Command A)
+//   seed      <seed:think> ... </seed:think>     (Seed-OSS)
 //
 // Where a reply starts depends on the prompt the template rendered:
 //   Open      the prompt ends inside a reasoning block (Qwen3.5 writes

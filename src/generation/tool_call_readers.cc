@@ -362,15 +362,19 @@ std::optional<std::vector<BlockCall>> read_mistral_calls(std::string_view body, 
 namespace {
 
 // An XML call: `head` NAME `name_end`, then parameters `param_open` KEY
-// `key_end` VALUE </parameter> with whitespace between them, up to
-// `call_end` (the end of the text when empty). VALUE as xml_value reads it.
+// `key_end` VALUE `value_end` with whitespace between them, up to
+// `call_end` (the end of the text when empty). VALUE as xml_value reads it;
+// `typed` (DeepSeek's DSML): KEY is followed by ` string="true">` (VALUE
+// is the string, verbatim) or ` string="false">` (VALUE is JSON).
 struct XmlCallShape {
   std::string_view head, name_end, param_open, key_end, call_end;
   bool padded;
+  std::string_view value_end = "</parameter>";
+  bool typed = false;
 };
 
 std::optional<BlockCall> read_xml_call(std::string_view body, const ojson& tools, const XmlCallShape& shape) {
-  constexpr std::string_view kValueEnd = "</parameter>";
+  const std::string_view kValueEnd = shape.value_end;
   std::string_view s = trim(body);
   if (!take(s, shape.head)) return std::nullopt;
   const size_t name_end = s.find(shape.name_end);
@@ -389,10 +393,25 @@ std::optional<BlockCall> read_xml_call(std::string_view body, const ojson& tools
     if (key_end == std::string_view::npos) return std::nullopt;
     const std::string key(trim(s.substr(0, key_end)));
     s.remove_prefix(key_end + shape.key_end.size());
+    int verbatim = -1;  // typed: 1 a string as written, 0 JSON
+    if (shape.typed) {
+      if (take(s, " string=\"true\">")) verbatim = 1;
+      else if (take(s, " string=\"false\">")) verbatim = 0;
+      else return std::nullopt;
+    }
     const size_t value_end = s.find(kValueEnd);
     if (value_end == std::string_view::npos) return std::nullopt;
+    const std::string_view raw = s.substr(0, value_end);
     const ojson* property = properties && properties->contains(key) ? &(*properties)[key] : nullptr;
-    call.arguments[key] = xml_value(s.substr(0, value_end), property, shape.padded);
+    if (verbatim == 1) {
+      call.arguments[key] = std::string(raw);
+    } else if (verbatim == 0) {
+      ojson value = ojson::parse(trim(raw), nullptr, /*allow_exceptions=*/false);
+      if (value.is_discarded()) return std::nullopt;
+      call.arguments[key] = std::move(value);
+    } else {
+      call.arguments[key] = xml_value(raw, property, shape.padded);
+    }
     s.remove_prefix(value_end + kValueEnd.size());
   }
   if (!trim(s).empty()) return std::nullopt;
@@ -403,6 +422,10 @@ std::optional<BlockCall> read_xml_call(std::string_view body, const ojson& tools
 
 std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const ojson& tools) {
   return read_xml_call(body, tools, {"<function=", ">", "<parameter=", ">", "</function>", /*padded=*/true});
+}
+
+std::optional<BlockCall> read_seed_xml_call(std::string_view body, const ojson& tools) {
+  return read_xml_call(body, tools, {"<function=", ">", "<parameter=", ">", "</function>", /*padded=*/false});
 }
 
 std::optional<BlockCall> read_glm_xml_call(std::string_view body, const ojson& tools) {
@@ -533,6 +556,43 @@ std::optional<std::vector<BlockCall>> read_minimax_xml_calls(std::string_view bo
   return marked_calls(body, "<invoke name=\"", "</invoke>", [&](std::string_view s) {
     return read_xml_call(s, tools, {"", "\">", "<parameter name=\"", "\">", "", /*padded=*/false});
   });
+}
+
+std::optional<std::vector<BlockCall>> read_dsml_calls(std::string_view body, const ojson& tools) {
+  return marked_calls(body, "<｜DSML｜invoke name=\"", "</｜DSML｜invoke>", [&](std::string_view s) {
+    return read_xml_call(s, tools,
+                         {"", "\">", "<｜DSML｜parameter name=\"", "\"", "", /*padded=*/false, "</｜DSML｜parameter>",
+                          /*typed=*/true});
+  });
+}
+
+std::optional<std::vector<BlockCall>> read_functionary_calls(std::string_view body, const ojson& tools) {
+  const size_t name_end = body.find('>');
+  if (name_end == std::string_view::npos) return std::nullopt;
+  BlockCall call{std::string(trim(body.substr(0, name_end))), ojson::object()};
+  std::optional<ojson> arguments = json_object(body.substr(name_end + 1));
+  if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
+  call.arguments = std::move(*arguments);
+  return std::vector<BlockCall>{std::move(call)};
+}
+
+std::optional<std::vector<BlockCall>> read_json_list_calls(std::string_view body, const ojson& tools) {
+  std::string_view s = trim(body);
+  const size_t end = s.starts_with('[') ? balanced_end(s) : 0;
+  if (!end || !trim(s.substr(end)).empty()) return std::nullopt;
+  const ojson list = ojson::parse(s.substr(0, end), nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array() || list.empty()) return std::nullopt;
+  std::vector<BlockCall> calls;
+  for (const ojson& call : list) {
+    if (!call.is_object()) return std::nullopt;
+    const char* name_key = call.contains("tool_name") ? "tool_name" : "name";
+    const char* arguments_key = call.contains("parameters") ? "parameters" : "arguments";
+    if (!call.contains(name_key) || !call[name_key].is_string()) return std::nullopt;
+    BlockCall c{call[name_key].get<std::string>(), call.value(arguments_key, ojson::object())};
+    if (!parameters_of(tools, c.name) || !c.arguments.is_object()) return std::nullopt;
+    calls.push_back(std::move(c));
+  }
+  return calls;
 }
 
 std::optional<std::vector<BlockCall>> read_json_calls(std::string_view body, const ojson& tools) {

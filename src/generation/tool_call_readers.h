@@ -19,6 +19,10 @@
 // or as the Python spelling a template's `| string` gives (True, False,
 // None), and failing both is kept as a string.
 //
+// Seed XML (Seed-OSS; between <seed:tool_call> and </seed:tool_call>): Qwen
+// XML's shape with VALUE as it is written (no newlines around it), read as
+// GLM XML's.
+//
 // GLM XML (GLM 4.6 / 4.7, Ling 3; between <tool_call> and </tool_call>):
 //   NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...
 // whitespace allowed between the parts; VALUE as Qwen XML's, but free text
@@ -54,6 +58,7 @@ struct BlockCall {
 
 // `tools`: OpenAI's [{"type": "function", "function": {"name", "parameters"}}].
 std::optional<BlockCall> read_qwen_xml_call(std::string_view body, const nlohmann::ordered_json& tools);
+std::optional<BlockCall> read_seed_xml_call(std::string_view body, const nlohmann::ordered_json& tools);
 std::optional<BlockCall> read_glm_xml_call(std::string_view body, const nlohmann::ordered_json& tools);
 std::optional<BlockCall> read_gemma4_call(std::string_view body, const nlohmann::ordered_json& tools);
 
@@ -89,6 +94,27 @@ std::optional<std::vector<BlockCall>> read_minimax_xml_calls(std::string_view bo
 // another (the template puts each on its own line),
 //   {"name": NAME, "arguments": {...}}
 std::optional<std::vector<BlockCall>> read_json_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// DeepSeek V3.2 / V4's DSML (between <｜DSML｜function_calls> and its end,
+// or V4's <｜DSML｜tool_calls>):
+//   <｜DSML｜invoke name="NAME">
+//   <｜DSML｜parameter name="KEY" string="true">VALUE</｜DSML｜parameter>
+//   ...
+//   </｜DSML｜invoke>
+// string="true": VALUE is the string as written; string="false": VALUE is JSON.
+std::optional<std::vector<BlockCall>> read_dsml_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// Functionary v3.1 (between <function= and </function>): NAME>{...}
+std::optional<std::vector<BlockCall>> read_functionary_calls(std::string_view body,
+                                                             const nlohmann::ordered_json& tools);
+
+// A JSON list of calls, the whole body (whitespace around it allowed):
+//   [{"name": NAME, "arguments": {...}}, ...]     (Nemotron Nano v2, Apriel,
+//                                                  Firefunction v2, Granite 3.3)
+//   [{"tool_call_id": "0", "tool_name": NAME, "parameters": {...}}, ...]
+//                                                 (Command R7B, Command A)
+// other keys of a call (an id) are ignored.
+std::optional<std::vector<BlockCall>> read_json_list_calls(std::string_view body, const nlohmann::ordered_json& tools);
 
 // One Gemma 4 value, the whole of `text` (surrounding whitespace allowed).
 std::optional<nlohmann::ordered_json> read_gemma_value(std::string_view text);

@@ -31,6 +31,9 @@ std::optional<std::vector<BlockCall>> read_qwen_xml_block(std::string_view body,
 std::optional<std::vector<BlockCall>> read_glm_xml_block(std::string_view body, const ojson& tools) {
   return one_call(read_glm_xml_call(body, tools));
 }
+std::optional<std::vector<BlockCall>> read_seed_xml_block(std::string_view body, const ojson& tools) {
+  return one_call(read_seed_xml_call(body, tools));
+}
 std::optional<std::vector<BlockCall>> read_gemma4_block(std::string_view body, const ojson& tools) {
   return one_call(read_gemma4_call(body, tools));
 }
@@ -58,6 +61,12 @@ struct CallSyntax {
   // Set (Kimi): the name's tag is followed by a call index (digits) and
   // this text, then the arguments.
   std::string_view after_index = "";
+  // A wrapping style's calls are a list: `calls_begin` after `open`,
+  // `calls_end` before `close` (JSON lists' brackets).
+  std::string_view calls_begin = "", calls_end = "";
+  // The index comes first (Command R's {"tool_call_id": "0", "tool_name": ...}):
+  // a call is begin_before_name INDEX after_index NAME begin_after_name ARGS end.
+  bool index_first = false;
 };
 
 constexpr CallSyntax kHermes{"<tool_call>", false, "</tool_call>", "<tool_call>\n{\"name\": \"",
@@ -93,6 +102,32 @@ constexpr CallSyntax kMiniMaxXml{"<minimax:tool_call>", false, "</minimax:tool_c
 constexpr CallSyntax kMiniMaxJson{"<tool_calls>", false, "</tool_calls>", "{\"name\": \"", "\", \"arguments\": ", "}",
                                   "<tool_calls>", "json", "\n", read_json_calls, true};
 
+// JSON lists of {"name": NAME, "arguments": {...}} between markers (a
+// close of "": the list ends the reply).
+constexpr CallSyntax json_list(std::string_view open, std::string_view close, std::string_view calls_begin,
+                               std::string_view separator, std::string_view calls_end) {
+  return {open, false, close, "{\"name\": \"", "\", \"arguments\": ", "}", open, "json", separator,
+          read_json_list_calls, true, "", calls_begin, calls_end};
+}
+constexpr CallSyntax kNemotron = json_list("<TOOLCALL>", "</TOOLCALL>", "[", ", ", "]");
+constexpr CallSyntax kApriel = json_list("<tool_calls>", "</tool_calls>", "[", ", ", "]");
+constexpr CallSyntax kFireFunction = json_list(" functools", "", "[", ", ", "]");
+constexpr CallSyntax kGranite = json_list("<|tool_call|>", "", "[", ", ", "]");
+constexpr CallSyntax kCommandR{"<|START_ACTION|>", false, "<|END_ACTION|>", "{\"tool_call_id\": \"",
+                               "\", \"parameters\": ", "}", "<|START_ACTION|>", "json", ",\n    ",
+                               read_json_list_calls, true, "\", \"tool_name\": \"", "[\n    ", "\n]", true};
+constexpr CallSyntax kSeedXml{"<seed:tool_call>", false, "</seed:tool_call>", "<seed:tool_call>\n<function=", ">\n",
+                              "</function>\n</seed:tool_call>", "<seed:tool_call>", "qwen_xml", "\n",
+                              read_seed_xml_block};
+constexpr CallSyntax dsml(std::string_view open, std::string_view close) {
+  return {open, false, close, "<｜DSML｜invoke name=\"", "\">\n", "</｜DSML｜invoke>\n", open, "deepseek_xml", "",
+          read_dsml_calls, true, "", "\n", ""};
+}
+constexpr CallSyntax kDsmlV32 = dsml("<｜DSML｜function_calls>", "</｜DSML｜function_calls>");
+constexpr CallSyntax kDsmlV4 = dsml("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>");
+constexpr CallSyntax kFunctionary{"<function=", false, "</function>", "<function=", ">", "</function>", "<function=",
+                                  "json", "", read_functionary_calls};
+
 const CallSyntax& syntax_of(ToolCallStyle style) {
   switch (style) {
     case ToolCallStyle::Llama3: return kLlama3;
@@ -107,6 +142,15 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::Kimi: return kKimi;
     case ToolCallStyle::MiniMaxXml: return kMiniMaxXml;
     case ToolCallStyle::MiniMaxJson: return kMiniMaxJson;
+    case ToolCallStyle::Nemotron: return kNemotron;
+    case ToolCallStyle::Apriel: return kApriel;
+    case ToolCallStyle::FireFunction: return kFireFunction;
+    case ToolCallStyle::Granite: return kGranite;
+    case ToolCallStyle::CommandR: return kCommandR;
+    case ToolCallStyle::SeedXml: return kSeedXml;
+    case ToolCallStyle::DeepSeekV32: return kDsmlV32;
+    case ToolCallStyle::DeepSeekV4: return kDsmlV4;
+    case ToolCallStyle::Functionary: return kFunctionary;
     default: return kHermes;
   }
 }
@@ -245,39 +289,72 @@ ojson python_arguments_format(const ojson& parameters) {
   return {{"type", "sequence"}, {"elements", elements}};
 }
 
-ojson tagged_calls_format(const ToolRequest& r, const CallSyntax& syntax) {
+// The arguments of a call, as `syntax` writes them, constrained to the tool's parameters.
+ojson arguments_format(const ojson& tool, const CallSyntax& syntax) {
+  const ojson parameters =
+      syntax.content_style == "gemma" ? with_length_patterns(parameters_of(tool)) : parameters_of(tool);
+  // At most one whitespace character between tokens: a model free to
+  // write more may write nothing else.
+  ojson content = {{"type", "json_schema"}, {"json_schema", parameters}, {"max_whitespace_cnt", 1}};
+  if (syntax.content_style == "python") content = python_arguments_format(parameters);
+  else if (syntax.content_style != "json") content["style"] = syntax.content_style;
+  // A string argument is raw text up to its closing marker: it may not
+  // hold the markers that would end the call early.
+  if (syntax.content_style == "gemma") content["excludes"] = {std::string(syntax.open), std::string(syntax.close)};
+  return content;
+}
+
+// A call index: bounded, as a model may write digits forever.
+ojson index_format() { return {{"type", "regex"}, {"pattern", "[0-9]{1,5}"}}; }
+
+ojson const_format(std::string text) { return {{"type", "const_string"}, {"value", std::move(text)}}; }
+
+// Command R's calls: one tag, the index first, then one of the tools.
+ojson index_first_tags(const ToolRequest& r, const CallSyntax& syntax) {
+  ojson tools = ojson::array();
+  for (const ojson* t : callable(r))
+    tools.push_back(
+        {{"type", "sequence"},
+         {"elements",
+          {const_format(std::string(syntax.after_index) + name_of(*t) + std::string(syntax.begin_after_name)),
+           arguments_format(*t, syntax)}}});
+  ojson one_of = tools.size() == 1 ? tools[0] : ojson{{"type", "or"}, {"elements", std::move(tools)}};
+  return ojson::array({{{"type", "tag"},
+                        {"begin", std::string(syntax.begin_before_name)},
+                        {"content", {{"type", "sequence"}, {"elements", {index_format(), std::move(one_of)}}}},
+                        {"end", std::string(syntax.end)}}});
+}
+
+// One tag per tool: its name in the tag's begin (Kimi's index after it).
+ojson named_tags(const ToolRequest& r, const CallSyntax& syntax) {
   ojson tags = ojson::array();
   for (const ojson* t : callable(r)) {
-    // At most one whitespace character between tokens: a model free to
-    // write more may write nothing else.
-    const ojson parameters =
-        syntax.content_style == "gemma" ? with_length_patterns(parameters_of(*t)) : parameters_of(*t);
-    ojson content = {{"type", "json_schema"}, {"json_schema", parameters}, {"max_whitespace_cnt", 1}};
-    if (syntax.content_style == "python") content = python_arguments_format(parameters);
-    else if (syntax.content_style != "json") content["style"] = syntax.content_style;
-    // A string argument is raw text up to its closing marker: it may not
-    // hold the markers that would end the call early.
-    if (syntax.content_style == "gemma") content["excludes"] = {std::string(syntax.open), std::string(syntax.close)};
+    ojson content = arguments_format(*t, syntax);
     if (!syntax.after_index.empty())
       content = {{"type", "sequence"},
-                 {"elements",
-                  {{{"type", "regex"}, {"pattern", "[0-9]{1,5}"}},  // bounded: a model may write digits forever
-                   {{"type", "const_string"}, {"value", std::string(syntax.after_index)}},
-                   std::move(content)}}};
+                 {"elements", {index_format(), const_format(std::string(syntax.after_index)), std::move(content)}}};
     tags.push_back({{"type", "tag"},
                     {"begin", std::string(syntax.begin_before_name) + name_of(*t) + std::string(syntax.begin_after_name)},
                     {"content", std::move(content)},
                     {"end", std::string(syntax.end)}});
   }
+  return tags;
+}
+
+ojson tagged_calls_format(const ToolRequest& r, const CallSyntax& syntax) {
+  const ojson tags = syntax.index_first ? index_first_tags(r, syntax) : named_tags(r, syntax);
   if (syntax.wraps_calls) {
     // One block of calls: opened by the trigger where the calls are free (auto).
     ojson calls = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", std::string(syntax.separator)},
                    {"at_least_one", true}, {"stop_after_first", !r.parallel}};
-    ojson block = {{"type", "tag"}, {"begin", std::string(syntax.open)}, {"content", std::move(calls)},
-                   {"end", std::string(syntax.close)}};
+    ojson block = {{"type", "tag"},
+                   {"begin", std::string(syntax.open) + std::string(syntax.calls_begin)},
+                   {"content", std::move(calls)},
+                   {"end", std::string(syntax.calls_end) + std::string(syntax.close)}};
     if (r.choice != ToolChoice::Auto) return block;
+    // A list without a close marker ends the reply.
     return {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.trigger)}}, {"tags", {std::move(block)}},
-            {"at_least_one", false}, {"stop_after_first", !r.parallel}};
+            {"at_least_one", false}, {"stop_after_first", !r.parallel || syntax.close.empty()}};
   }
   if (r.choice == ToolChoice::Auto)
     return {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.trigger)}}, {"tags", tags},
@@ -316,6 +393,15 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::Kimi: return "kimi";
     case ToolCallStyle::MiniMaxXml: return "minimax_xml";
     case ToolCallStyle::MiniMaxJson: return "minimax_json";
+    case ToolCallStyle::Nemotron: return "nemotron";
+    case ToolCallStyle::Apriel: return "apriel";
+    case ToolCallStyle::FireFunction: return "firefunction";
+    case ToolCallStyle::Granite: return "granite";
+    case ToolCallStyle::CommandR: return "command_r";
+    case ToolCallStyle::SeedXml: return "seed_xml";
+    case ToolCallStyle::DeepSeekV32: return "deepseek_v3_2";
+    case ToolCallStyle::DeepSeekV4: return "deepseek_v4";
+    case ToolCallStyle::Functionary: return "functionary";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -330,6 +416,7 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   // (<arg_key>), blocks that start with the bare name (MiniMax, Spark), and
   // Apriel's one <tool_calls>[...] list. Llama 3.1 - 3.3 ("Environment:
   // ipython"): one bare {"name": ..., "parameters": ...} per reply.
+  if (has("<seed:tool_call>") && has("<function=")) return ToolCallStyle::SeedXml;
   if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolCallStyle::QwenXml;
   if (has("<tool_call>") && has("<arg_key>") && has("<arg_value>")) return ToolCallStyle::GlmXml;
   if (has("<|tool_call>call:")) return ToolCallStyle::Gemma4;
@@ -344,6 +431,16 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   if (has("'<minimax:tool_call>'") && has("<invoke name=")) return ToolCallStyle::MiniMaxXml;
   if (has("<tool_calls>\\n{\"name\"") || (has("<tool_calls>") && has("'{\"name\": \"' + tool_call.function.name")))
     return ToolCallStyle::MiniMaxJson;
+  // DeepSeek V3.2 / V4's DSML blocks: <｜DSML｜function_calls>, V4's <｜DSML｜tool_calls>.
+  if (has("DSML") && has("invoke name="))
+    return has("function_calls>") ? ToolCallStyle::DeepSeekV32 : ToolCallStyle::DeepSeekV4;
+  // JSON lists of calls after a marker.
+  if (has("<|START_ACTION|>") && has("\"tool_name\"")) return ToolCallStyle::CommandR;
+  if (has("<TOOLCALL>[")) return ToolCallStyle::Nemotron;
+  if (has("<tool_calls>[")) return ToolCallStyle::Apriel;
+  if (has("' functools['")) return ToolCallStyle::FireFunction;
+  if (has("<|tool_call|>") && has("JSON list")) return ToolCallStyle::Granite;
+  if (has("'<function='") && has("'</function>'") && !has("<parameter=")) return ToolCallStyle::Functionary;
   if (has("[TOOL_CALLS]") && has("[ARGS]")) return ToolCallStyle::Mistral;
   if (has("[TOOL_CALLS][")) return ToolCallStyle::MistralList;
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
@@ -417,8 +514,8 @@ CallMessageForm call_message_form_of(const ChatTemplate* chat_template) {
 
 ojson ToolCalling::messages(const ojson& openai_messages, CallMessageForm form) const {
   ojson out = ojson::array();
-  if (style_ == ToolCallStyle::Pythonic) {
-    // Its templates know no `tool_calls`: the calls go in the content, as
+  if (style_ == ToolCallStyle::Pythonic || style_ == ToolCallStyle::Granite) {
+    // Their templates know no `tool_calls`: the calls go in the content, as
     // the model writes them.
     for (const ojson& m : openai_messages) {
       ojson copy = m;
@@ -426,13 +523,20 @@ ojson ToolCalling::messages(const ojson& openai_messages, CallMessageForm form) 
         std::string calls;
         for (const ojson& call : copy["tool_calls"]) {
           const ojson args = arguments_object(call["function"]["arguments"]);
+          const std::string name = call["function"]["name"].get<std::string>();
+          calls += calls.empty() ? "" : ", ";
+          if (style_ == ToolCallStyle::Granite) {
+            calls += ojson{{"name", name}, {"arguments", args}}.dump();
+            continue;
+          }
           std::string list;
           if (args.is_object())
             for (const auto& [key, value] : args.items()) list += (list.empty() ? "" : ", ") + key + "=" + python_literal(value);
-          calls += (calls.empty() ? "" : ", ") + call["function"]["name"].get<std::string>() + "(" + list + ")";
+          calls += name + "(" + list + ")";
         }
+        const CallSyntax& syntax = syntax_of(style_);
         const std::string text = copy.contains("content") && copy["content"].is_string() ? copy["content"].get<std::string>() : "";
-        copy["content"] = text + std::string(kPythonic.open) + "[" + calls + "]" + std::string(kPythonic.close);
+        copy["content"] = text + std::string(syntax.open) + "[" + calls + "]" + std::string(syntax.close);
         copy.erase("tool_calls");
       }
       out.push_back(std::move(copy));

@@ -86,6 +86,15 @@ enum class ToolCallStyle {
   Kimi,
   MiniMaxXml,
   MiniMaxJson,
+  Nemotron,
+  Apriel,
+  FireFunction,
+  Granite,
+  CommandR,
+  SeedXml,
+  DeepSeekV32,
+  DeepSeekV4,
+  Functionary,
   Generic
 };
 const char* tool_call_style_name(ToolCallStyle style);

@@ -301,6 +301,74 @@ TEST(ToolCalls, MiniMaxRepliesParseWholeAndStreamed) {
   EXPECT_FALSE(read_json_calls("{\"name\": \"get_time\", \"arguments\": {}} trailing", weather_tools()));
 }
 
+// JSON lists of calls after a marker: Nemotron Nano v2, Apriel, Firefunction
+// v2 and Granite 3.3 (the last two: the list ends the reply), Command R's
+// tool_name / parameters with an id first.
+TEST(ToolCalls, JsonListRepliesParseWholeAndStreamed) {
+  const std::string list =
+      "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}, "
+      "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"cet\"}, \"id\": \"x1\"}]";
+  expect_checking_weather_then_time(
+      parsed_whole_and_streamed(calling(ToolCallStyle::Nemotron), "Checking.\n<TOOLCALL>" + list + "</TOOLCALL>"));
+  expect_checking_weather_then_time(
+      parsed_whole_and_streamed(calling(ToolCallStyle::Apriel), "Checking.\n<tool_calls>" + list + "</tool_calls>"));
+  expect_checking_weather_then_time(
+      parsed_whole_and_streamed(calling(ToolCallStyle::FireFunction), "Checking. functools" + list + "\n"));
+  expect_checking_weather_then_time(
+      parsed_whole_and_streamed(calling(ToolCallStyle::Granite), "Checking.<|tool_call|>" + list));
+  const std::string command_r =
+      "Checking.<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": "
+      "{\"city\": \"Paris\", \"days\": 2}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"get_time\", "
+      "\"parameters\": {\"zone\": \"cet\"}}\n]<|END_ACTION|>";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(calling(ToolCallStyle::CommandR), command_r));
+  // Text after a list that ends the reply, an unknown tool, not a list: the text as it is.
+  const ToolCalling granite = calling(ToolCallStyle::Granite);
+  for (const std::string& bad : {"<|tool_call|>" + list + " and more", std::string("<|tool_call|>[{\"name\": \"nope\"}]"),
+                                std::string("<|tool_call|>{\"name\": \"get_time\", \"arguments\": {}}")})
+    EXPECT_EQ(granite.parse(bad, "x").content, bad);
+  EXPECT_FALSE(read_json_list_calls("[]", weather_tools()));
+}
+
+// DeepSeek V3.2 / V4's DSML: string="true" values as written, others JSON.
+TEST(ToolCalls, DsmlRepliesParseWholeAndStreamed) {
+  const std::string invokes =
+      "<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"days\" string=\"false\">2</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+      "<｜DSML｜invoke name=\"get_time\">\n<｜DSML｜parameter name=\"zone\" string=\"true\">cet</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(
+      calling(ToolCallStyle::DeepSeekV32),
+      "Checking.\n\n<｜DSML｜function_calls>\n" + invokes + "</｜DSML｜function_calls>"));
+  expect_checking_weather_then_time(parsed_whole_and_streamed(
+      calling(ToolCallStyle::DeepSeekV4), "Checking.\n\n<｜DSML｜tool_calls>\n" + invokes + "</｜DSML｜tool_calls>"));
+  // A string keeps its whitespace; a typed value must be JSON; the type is required.
+  const auto spaced = read_dsml_calls(
+      "<｜DSML｜invoke name=\"get_time\"><｜DSML｜parameter name=\"zone\" string=\"true\"> cet\n</｜DSML｜parameter>"
+      "</｜DSML｜invoke>", weather_tools());
+  ASSERT_TRUE(spaced);
+  EXPECT_EQ((*spaced)[0].arguments["zone"], " cet\n");
+  EXPECT_FALSE(read_dsml_calls("<｜DSML｜invoke name=\"get_weather\"><｜DSML｜parameter name=\"days\" "
+                               "string=\"false\">two</｜DSML｜parameter></｜DSML｜invoke>", weather_tools()));
+  EXPECT_FALSE(read_dsml_calls("<｜DSML｜invoke name=\"get_time\"><｜DSML｜parameter name=\"zone\">cet"
+                               "</｜DSML｜parameter></｜DSML｜invoke>", weather_tools()));
+}
+
+// Seed-OSS's XML (values as written) and Functionary v3.1's <function=NAME>{...}.
+TEST(ToolCalls, SeedAndFunctionaryRepliesParseWholeAndStreamed) {
+  expect_checking_weather_then_time(parsed_whole_and_streamed(
+      calling(ToolCallStyle::SeedXml),
+      "Checking.\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n<parameter=days>2"
+      "</parameter>\n</function>\n</seed:tool_call>\n<seed:tool_call>\n<function=get_time>\n<parameter=zone>cet"
+      "</parameter>\n</function>\n</seed:tool_call>"));
+  expect_checking_weather_then_time(parsed_whole_and_streamed(
+      calling(ToolCallStyle::Functionary),
+      "Checking.<function=get_weather>{\"city\": \"Paris\", \"days\": 2}</function><function=get_time>"
+      "{\"zone\": \"cet\"}</function>"));
+  const ToolCalling functionary = calling(ToolCallStyle::Functionary);
+  const std::string unknown = "<function=nope>{}</function>";
+  EXPECT_EQ(functionary.parse(unknown, "x").content, unknown);
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -403,6 +471,20 @@ TEST(ToolCalls, StyleFromTheTemplate) {
   EXPECT_EQ(tool_call_style_of(&m2), ToolCallStyle::MiniMaxXml);
   const ChatTemplate m1 = ChatTemplate::parse("{{ 'reply <tool_calls>\\n{\"name\": <tool-name>}' }}", "t");
   EXPECT_EQ(tool_call_style_of(&m1), ToolCallStyle::MiniMaxJson);
+  const std::pair<const char*, ToolCallStyle> more[] = {
+      {"{{ '<TOOLCALL>[' }}", ToolCallStyle::Nemotron},
+      {"<tool_call></tool_call> {{ '<tool_calls>[' }}{\"name\"", ToolCallStyle::Apriel},
+      {"{{ ns.content + ' functools[' }}", ToolCallStyle::FireFunction},
+      {"respond only with <|tool_call|> followed by a JSON list of tools used.", ToolCallStyle::Granite},
+      {"<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": ", ToolCallStyle::CommandR},
+      {"{% set b = '<seed:tool_call>' %}\n<function=x>\n<parameter=k>", ToolCallStyle::SeedXml},
+      {"{{ '<' + dsml + 'function_calls>' }}{{ '<' + dsml + 'invoke name=\"' }} DSML", ToolCallStyle::DeepSeekV32},
+      {"{{ '<' + dsml + 'tool_calls>' }}{{ '<' + dsml + 'invoke name=\"' }} DSML", ToolCallStyle::DeepSeekV4},
+      {"{{ '<function=' + name + '>' + args + '</function>' }}", ToolCallStyle::Functionary}};
+  for (const auto& [source, style] : more) {
+    const ChatTemplate t = ChatTemplate::parse(source, "t");
+    EXPECT_EQ(tool_call_style_of(&t), style) << source;
+  }
   const ChatTemplate plain = ChatTemplate::parse("{% for m in messages %}{{ m.content }}{% endfor %}", "t");
   EXPECT_EQ(tool_call_style_of(&plain), ToolCallStyle::Generic);
 }
@@ -449,7 +531,11 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
                               ToolCallStyle::Gemma4, ToolCallStyle::Pythonic, ToolCallStyle::Mistral,
                               ToolCallStyle::MistralList, ToolCallStyle::GlmXml, ToolCallStyle::DeepSeekV3,
                               ToolCallStyle::DeepSeekR1, ToolCallStyle::Kimi, ToolCallStyle::MiniMaxXml,
-                              ToolCallStyle::MiniMaxJson, ToolCallStyle::Generic}) {
+                              ToolCallStyle::MiniMaxJson, ToolCallStyle::Nemotron, ToolCallStyle::Apriel,
+                              ToolCallStyle::FireFunction, ToolCallStyle::Granite, ToolCallStyle::CommandR,
+                              ToolCallStyle::SeedXml, ToolCallStyle::DeepSeekV32, ToolCallStyle::DeepSeekV4,
+                              ToolCallStyle::Functionary, ToolCallStyle::Generic}) {
+    SCOPED_TRACE(tool_call_style_name(style));
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
         const ToolCalling tc = calling(style, choice, parallel);

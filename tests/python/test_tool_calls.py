@@ -3,7 +3,8 @@ SmolLM2-135M (a template without tools: the generic JSON style) and tiny
 random models with real chat templates: Qwen3 (the Hermes <tool_call>
 style), Llama 3.2 (bare JSON), Qwen3.5 (XML calls), Gemma 4 (its
 <|tool_call>call: format), LFM2 (Python calls), DeepSeek V3.1 / R1 and
-Kimi K2 and MiniMax M1 (marker-wrapped blocks of calls); reasoning split off as
+Kimi K2 and MiniMax M1 (marker-wrapped blocks of calls), DeepSeek V3.2 (DSML
+XML), Command R7B and Apriel 1.5 (JSON lists of calls); reasoning split off as
 reasoning_content.
 Calls are schema-valid (arguments validated with `jsonschema`), streamed
 deltas concatenate to the whole reply's calls, tool results go back in as
@@ -46,19 +47,24 @@ PEER_TEMPLATES = {"tiny-llama3": ("meta-llama-Llama-3.2-3B-Instruct.jinja", "lla
                   "tiny-deepseek-r1": ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_r1"),
                   "tiny-kimi": ("moonshotai-Kimi-K2.jinja", "kimi"),
                   # M1: M2's template always opens <think>, which a random model never closes.
-                  "tiny-minimax-m1": ("MiniMax-M1.jinja", "minimax_json")}
+                  "tiny-minimax-m1": ("MiniMax-M1.jinja", "minimax_json"),
+                  "tiny-deepseek-v3.2": ("deepseek-ai-DeepSeek-V3.2.jinja", "deepseek_v3_2"),
+                  "tiny-command-r7b": ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "command_r"),
+                  "tiny-apriel": ("unsloth-Apriel-1.5.jinja", "apriel")}
 
 
 @pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3", "tiny-qwen3.5", "tiny-gemma4",
                                                 "tiny-lfm2", "tiny-deepseek-v3", "tiny-deepseek-r1", "tiny-kimi",
-                                                "tiny-minimax-m1"])
+                                                "tiny-minimax-m1", "tiny-deepseek-v3.2", "tiny-command-r7b",
+                                                "tiny-apriel"])
 def served(request, pulled_model_path, tmp_path_factory):
     """(server, style): SmolLM2 (generic), a tiny Qwen3 with its real template
     (hermes), a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
     template collection), a tiny Qwen3.5 with its own (qwen_xml, thinking
     off), a tiny Gemma 4 with its own (gemma4), a tiny LFM2 with its own
     (pythonic), and tiny Llamas with DeepSeek V3.1's, DeepSeek R1 Distill
-    Qwen's, Kimi K2's and MiniMax M1's templates from the same collection."""
+    Qwen's, Kimi K2's, MiniMax M1's, DeepSeek V3.2's, Command R7B's and
+    Apriel 1.5's templates from the same collection."""
     extra_body = None
     if request.param == "smollm2":
         model, env, style = pulled_model_path(SMOLLM2), {}, "generic"
@@ -78,13 +84,15 @@ def served(request, pulled_model_path, tmp_path_factory):
             file, style = PEER_TEMPLATES[request.param]
             name, template = "llama", (peer_dir() / "models" / "templates" / file).read_text()
         directory = tmp_path_factory.mktemp(f"tiny_{name}")
-        model = str(make_tiny_chat_checkpoint(name, directory, template))
+        # Command R7B's tool prompt is ~6,400 byte tokens.
+        context = 8192 if style == "command_r" else 4096
+        model = str(make_tiny_chat_checkpoint(name, directory, template, context=context))
         env = {"TESSERA_HOME": str(tmp_path_factory.mktemp("home"))}
     with Server(model, "--threads", 2, env=env) as s:
         s.chat_extra = extra_body
         # A byte tokenizer spells each of DeepSeek's and Kimi's markers
         # (special tokens of the real models) in 20-30 tokens.
-        s.max_tokens = 400 if style in ("deepseek_v3", "deepseek_r1", "kimi") else 160
+        s.max_tokens = 400 if style in ("deepseek_v3", "deepseek_r1", "kimi", "deepseek_v3_2", "command_r") else 160
         yield s, style
 
 

@@ -6,9 +6,11 @@ bare JSON call), Qwen XML (<function=...> blocks), Gemma 4
 (<|tool_call>call:...), Pythonic (LFM2's [f(k=v)] lists, which its
 templates take in the content) or Mistral ([TOOL_CALLS]f[ARGS]{...}, and
 Nemo's [TOOL_CALLS][{...}] list), GLM XML (<arg_key> / <arg_value>),
-DeepSeek V3.1 / R1 (<｜tool▁calls▁begin｜> blocks), Kimi K2
-(<|tool_calls_section_begin|>) or MiniMax M2 / M1 (<invoke> XML, JSON
-lines), an
+DeepSeek V3.1 / R1 (<｜tool▁calls▁begin｜> blocks), DeepSeek V3.2 / V4
+(DSML), Kimi K2 (<|tool_calls_section_begin|>), MiniMax M2 / M1 (<invoke>
+XML, JSON lines), JSON lists after a marker (Nemotron Nano v2, Apriel,
+Firefunction v2, Granite 3.3, Command R7B / Command A), Seed-OSS's XML or
+Functionary v3.1's <function=NAME>{...}, an
 assistant turn with tool calls (two; Llama 3:
 one) rendered by the template itself parses back into the same calls
 (names, arguments as JSON values); every template renders the
@@ -95,6 +97,18 @@ def test_the_styles_of_known_templates():
         assert by_name[name] == "kimi", name
     assert by_name["MiniMax-M2.jinja"] == "minimax_xml"
     assert by_name["MiniMax-M1.jinja"] == "minimax_json"
+    assert by_name["NVIDIA-Nemotron-Nano-v2.jinja"] == "nemotron"
+    for name in ("unsloth-Apriel-1.5.jinja", "Apriel-1.6-15b-Thinker-fixed.jinja"):
+        assert by_name[name] == "apriel", name
+    assert by_name["fireworks-ai-llama-3-firefunction-v2.jinja"] == "firefunction"
+    assert by_name["ibm-granite-granite-3.3-2B-Instruct.jinja"] == "granite"
+    for name in ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "Cohere2MoE.jinja"):
+        assert by_name[name] == "command_r", name
+    assert by_name["ByteDance-Seed-OSS.jinja"] == "seed_xml"
+    assert by_name["deepseek-ai-DeepSeek-V3.2.jinja"] == "deepseek_v3_2"
+    for name in ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-ai-DeepSeek-V4-Flash-0731.jinja"):
+        assert by_name[name] == "deepseek_v4", name
+    assert by_name["meetkai-functionary-medium-v3.1.jinja"] == "functionary"
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -103,7 +117,10 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     source = path.read_text()
     style = core.tool_call_style(source)
     calls = CALLS[:1] if style == "llama3" else CALLS  # Llama 3: one call per message
-    messages_json, extra_json = core.tool_calling_messages(source, json.dumps(conversation(calls)), json.dumps(TOOLS),
+    tools = TOOLS
+    if "[\"description\"] + " in source:  # Functionary v3.1 (and transformers) fail on a tool without one
+        tools = [{**t, "function": {"description": "A tool", **t["function"]}} for t in TOOLS]
+    messages_json, extra_json = core.tool_calling_messages(source, json.dumps(conversation(calls)), json.dumps(tools),
                                                            json.dumps("auto"))
     plain = [m for m in conversation(calls) if m["role"] in ("system", "user")]
     try:
@@ -131,16 +148,28 @@ def test_tool_conversations_render_and_calls_parse_back(path):
               "deepseek_r1": ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
               "kimi": ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
               "minimax_xml": ("<minimax:tool_call>", "</minimax:tool_call>"),
-              "minimax_json": ("<tool_calls>", "</tool_calls>")}
+              "minimax_json": ("<tool_calls>", "</tool_calls>"),
+              "nemotron": ("<TOOLCALL>", "</TOOLCALL>"), "apriel": ("<tool_calls>", "</tool_calls>"),
+              "command_r": ("<|START_ACTION|>", "<|END_ACTION|>"),
+              "seed_xml": ("<seed:tool_call>", "</seed:tool_call>"),
+              "deepseek_v3_2": ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),
+              "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
+              "functionary": ("<function=", "</function>")}
+    # Lists that end the reply: to the end of the turn.
+    open_ended = {"firefunction": (" functools", "<|eot_id|>"), "granite": ("<|tool_call|>", "<|end_of_text|>")}
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
+    elif style in open_ended:
+        open_, close = open_ended[style]
+        start = text.index(open_, after_user)
+        end = text.index(close, start)
     elif style in ("mistral", "mistral_list"):  # the calls run to the end of the turn
         start = text.index("[TOOL_CALLS]", after_user)
         end = text.index(EXTRA["eos_token"], start)
     else:
         start = text.index('{"name"', after_user)
         end = text.index("<|eot_id|>", start)
-    content, parsed = core.parse_tool_reply(source, text[start:end], json.dumps(TOOLS), json.dumps("auto"))
+    content, parsed = core.parse_tool_reply(source, text[start:end], json.dumps(tools), json.dumps("auto"))
     assert [(name, json.loads(arguments)) for _, name, arguments in parsed] == calls, text[start:end]
     assert content == ""

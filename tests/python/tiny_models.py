@@ -183,11 +183,13 @@ def assert_gguf_matches_transformers(hf, gguf_path, checkpoint_dir):
     assert np.array_equal(ours, from_checkpoint)
 
 
-def make_tiny_chat_checkpoint(name: str, directory: Path, chat_template: str, seed: int = 0) -> Path:
+def make_tiny_chat_checkpoint(name: str, directory: Path, chat_template: str, seed: int = 0,
+                              context: int = 4096) -> Path:
     """A tiny random `name` model that chats: its byte tokenizer plus
     <|im_start|> (256) and <|im_end|> (257, the end of a turn and the stop
     token), and `chat_template` (a real model's, from
-    tests/data/chat_templates) as chat_template.jinja."""
+    tests/data/chat_templates) as chat_template.jinja; `context` positions
+    (a real template's tool prompt is ~1,000-6,500 byte tokens)."""
     import json
     from tokenizers import AddedToken
     directory = Path(directory)
@@ -197,7 +199,7 @@ def make_tiny_chat_checkpoint(name: str, directory: Path, chat_template: str, se
     if getattr(config, "vocab_size_per_layer_input", None):  # Gemma 4's per-layer embeddings
         config.vocab_size_per_layer_input = config.vocab_size
     config.eos_token_id = VOCAB + 1
-    config.max_position_embeddings = 4096  # a real template's tool prompt is ~1,000 byte tokens
+    config.max_position_embeddings = context
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     with torch.no_grad():
         for pname, p in model.named_parameters():
