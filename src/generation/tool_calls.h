@@ -35,6 +35,19 @@
 //            run to the end of the reply and are read there).
 //   GlmXml   GLM 4.6 / 4.7, Ling 3:
 //              <tool_call>f<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>
+//   SeedXml  Seed-OSS: Qwen XML in <seed:tool_call>, values without newlines.
+//   DeepSeekV3 / DeepSeekR1 / Kimi / MiniMaxXml / MiniMaxJson / DeepSeekV32 /
+//   DeepSeekV4: one section of calls between a pair of markers
+//              (generation/tool_call_readers.h spells each).
+//   Nemotron / Apriel / FireFunction / Granite / CommandR: a JSON list of
+//            calls after a marker,
+//              <TOOLCALL>[{"name": "f", "arguments": {...}}, ...]</TOOLCALL>
+//            (Apriel's <tool_calls>; Firefunction's " functools" and
+//            Granite's <|tool_call|> lists end the reply; Command R's
+//            calls are {"tool_call_id": "0", "tool_name": "f", "parameters":
+//            {...}} in <|START_ACTION|>). Granite's template knows no
+//            `tool_calls`: earlier calls go back in the content.
+//   Functionary  Functionary v3.1: <function=f>{"city": "Paris"}</function>
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -105,7 +118,9 @@ const char* tool_call_style_name(ToolCallStyle style);
 // DeepSeekV3 / DeepSeekR1 for <｜tool▁calls▁begin｜> blocks (R1's with a
 // ```json fence), Kimi for <|tool_calls_section_begin|>, MiniMaxXml for
 // M2's <minimax:tool_call> <invoke> blocks, MiniMaxJson for M1's
-// <tool_calls> JSON lines, else Generic (also for no template).
+// <tool_calls> JSON lines, DeepSeekV32 / DeepSeekV4 for DSML, the JSON-list
+// styles for their markers, SeedXml for <seed:tool_call>, Functionary for
+// <function=NAME>{...}, else Generic (also for no template).
 ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template);
 
 // How a template reads an assistant turn's calls. Most take each call's
