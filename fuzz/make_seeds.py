@@ -1,6 +1,6 @@
 """Writes the fuzzers' seed inputs into fuzz/seeds/<target>/: small valid
-GGUF, safetensors and config.json files covering the formats the parsers
-accept. Deterministic; rerun after a format is added."""
+GGUF, safetensors, config.json, PNG and JPEG files covering the formats the
+parsers accept. Deterministic; rerun after a format is added."""
 
 import json
 from pathlib import Path
@@ -83,6 +83,20 @@ def main():
     }
     for name, cfg in configs.items():
         (out / f"{name}.json").write_text(cfg.to_json_string())
+
+    # Images in each pixel format the decoders take.
+    import io
+    from PIL import Image
+    out = HERE / "seeds" / "image_fuzz"
+    out.mkdir(parents=True, exist_ok=True)
+    pixels = rng.integers(0, 256, (12, 17, 3), dtype=np.uint8)
+    for name, (mode, fmt, kw) in {"rgb.png": ("RGB", "PNG", {}), "palette.png": ("P", "PNG", {}),
+                                  "gray_alpha.png": ("LA", "PNG", {}), "interlaced.png": ("RGB", "PNG", {"interlace": 1}),
+                                  "baseline.jpg": ("RGB", "JPEG", {}), "progressive.jpg": ("RGB", "JPEG", {"progressive": True}),
+                                  "gray.jpg": ("L", "JPEG", {})}.items():
+        data = io.BytesIO()
+        Image.fromarray(pixels).convert(mode).save(data, format=fmt, **kw)
+        (out / name).write_bytes(data.getvalue())
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
 PACKAGES=(
   g++-aarch64-linux-gnu qemu-user
   libfmt-dev:arm64 libssl-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libhwy-dev:arm64 libgtest-dev:arm64
+  libjpeg62-turbo-dev:arm64 libpng-dev:arm64
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   cmake g++ make git ccache python3-venv libssl-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libhwy-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev prometheus-cpp-dev
+  libhwy-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev prometheus-cpp-dev libjpeg62-turbo-dev libpng-dev
   clang-14 libclang-rt-14-dev
   chromium  # the web chat page's headless test (tests/python/test_serve_web.py)
 )

@@ -26,6 +26,7 @@ void bind_tokenizer(pybind11::module_& m);      // tokenizer_bindings.cc
 void bind_model(pybind11::module_& m);          // model_bindings.cc
 void bind_engine(pybind11::module_& m);         // engine_bindings.cc
 void bind_settings(pybind11::module_& m);       // settings_bindings.cc
+void bind_media(pybind11::module_& m);          // media_bindings.cc
 
 // The generation settings named in `kwargs`, each cast to its type, the
 // others at their defaults: how every binding that takes settings reads them.

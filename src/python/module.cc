@@ -15,4 +15,5 @@ PYBIND11_MODULE(_tessera, m) {
   bind_model(m);
   bind_engine(m);
   bind_settings(m);
+  bind_media(m);
 }

@@ -4,7 +4,8 @@ MIT-licensed; its LICENSE is kept beside the extracted files).
 
 The sdist is downloaded once with pip (`pip download --no-deps --no-binary
 :all:`), checked against its pinned SHA-256, and the few files the suites need
-(vendor/llama.cpp/models/ggml-vocab-*, models/templates/*, LICENSE) are
+(vendor/llama.cpp/models/ggml-vocab-*, models/templates/*, LICENSE, and
+tools/mtmd's test image and audio) are
 extracted into $TESSERA_HOME/peer-sdist/llama-cpp-python-0.3.36/ (default
 ~/.cache/tessera). Later runs read the extracted copy and touch no network.
 When the download fails and pypi.org cannot be reached at all, the suites are
@@ -70,16 +71,26 @@ def _download(base: Path) -> Path:
     return tarball
 
 
+# What an extraction holds: a copy made for a smaller selection is redone.
+EXTRACTED = SDIST_SHA256 + " models ggml-vocab templates tools/mtmd media\n"
+
+
+def _extracted(out: Path) -> bool:
+    marker = out / ".complete"
+    return marker.is_file() and marker.read_text() == EXTRACTED
+
+
 def peer_dir() -> Path:
-    """The extracted llama.cpp files: LICENSE and models/ (ggml-vocab-*, templates/)."""
+    """The extracted llama.cpp files: LICENSE, models/ (ggml-vocab-*,
+    templates/) and tools/mtmd's media files (test-1.jpeg, test-2.mp3)."""
     base = tessera_home() / "peer-sdist"
     out = base / "llama-cpp-python-0.3.36"
-    if (out / ".complete").is_file():
+    if _extracted(out):
         return out
     base.mkdir(parents=True, exist_ok=True)
     with open(base / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one download and extraction at a time
-        if (out / ".complete").is_file():
+        if _extracted(out):
             return out
         tarball = _download(base)
         staging = Path(tempfile.mkdtemp(dir=base))
@@ -90,13 +101,14 @@ def peer_dir() -> Path:
                         continue
                     rel = m.name[len(PREFIX):]
                     if not (rel == "LICENSE" or rel.startswith("models/ggml-vocab-")
-                            or rel.startswith("models/templates/")):
+                            or rel.startswith("models/templates/")
+                            or rel in ("tools/mtmd/test-1.jpeg", "tools/mtmd/test-2.mp3")):
                         continue
                     dest = staging / rel
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     with tar.extractfile(m) as src, open(dest, "wb") as dst:
                         shutil.copyfileobj(src, dst)
-            (staging / ".complete").write_text(SDIST_SHA256 + "\n")
+            (staging / ".complete").write_text(EXTRACTED)
             if out.exists():
                 shutil.rmtree(out)
             os.replace(staging, out)

@@ -1,0 +1,84 @@
+// Images in Python (src/media):
+//   _tessera.decode_image(data: bytes) -> uint8 ndarray [height, width, 3]
+//   _tessera.resize_image(pixels: uint8 [h, w, 3], width, height, resample) -> uint8 [height, width, 3]
+//   _tessera.preprocess_image(data: bytes, config_json) -> float32 ndarray [3, H, W]
+// (`config_json`: the processor's preprocessor_config.json; `resample`: Pillow's filter number.)
+#include <cstring>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "media/image.h"
+#include "media/image_processor.h"
+#include "media/image_resize.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using tessera::RgbImage;
+
+RgbImage decode(const py::bytes& data) {
+  const std::string bytes = data;
+  py::gil_scoped_release release;
+  return tessera::decode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+py::array_t<uint8_t> to_numpy(const RgbImage& image) {
+  py::array_t<uint8_t> out({image.height, image.width, int64_t{3}});
+  if (!image.pixels.empty()) std::memcpy(out.mutable_data(), image.pixels.data(), image.pixels.size());
+  return out;
+}
+
+RgbImage from_numpy(const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& pixels) {
+  if (pixels.ndim() != 3 || pixels.shape(2) != 3)
+    throw py::value_error("resize_image: pixels must be a uint8 array [height, width, 3]");
+  RgbImage image;
+  image.height = pixels.shape(0);
+  image.width = pixels.shape(1);
+  image.pixels.assign(pixels.data(), pixels.data() + pixels.size());
+  return image;
+}
+
+}  // namespace
+
+void bind_media(py::module_& m) {
+  register_tessera_error(m);
+  m.def("decode_image", [](const py::bytes& data) { return to_numpy(decode(data)); }, py::arg("data"),
+        "JPEG or PNG bytes as uint8 RGB pixels [height, width, 3], as Pillow's convert('RGB') gives them.");
+  m.def(
+      "resize_image",
+      [](const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& pixels, int64_t width, int64_t height,
+         int64_t resample) {
+        const RgbImage in = from_numpy(pixels);
+        const tessera::Resample filter = tessera::resample_from_pil(resample);
+        RgbImage out;
+        {
+          py::gil_scoped_release release;
+          out = tessera::resize_image(in, width, height, filter);
+        }
+        return to_numpy(out);
+      },
+      py::arg("pixels"), py::arg("width"), py::arg("height"), py::arg("resample"),
+      "Pillow's Image.resize of 8-bit RGB pixels, bit for bit (resample: Pillow's filter number).");
+  m.def(
+      "preprocess_image",
+      [](const py::bytes& data, const std::string& config_json) {
+        const auto config = tessera::ImageProcessorConfig::from_json(nlohmann::json::parse(config_json));
+        const RgbImage image = decode(data);
+        tessera::PixelValues px;
+        {
+          py::gil_scoped_release release;
+          px = tessera::preprocess_image(image, config);
+        }
+        py::array_t<float> out({px.channels, px.height, px.width});
+        std::memcpy(out.mutable_data(), px.values.data(), px.values.size() * sizeof(float));
+        return out;
+      },
+      py::arg("data"), py::arg("config_json"),
+      "Image bytes as the model's Hugging Face image processor (PIL backend) gives them: float32 [3, H, W].");
+}

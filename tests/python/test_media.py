@@ -1,0 +1,155 @@
+"""Images in (src/media): decoding, resizing and a vision processor's
+preprocessing, each against what Hugging Face's image processors (PIL
+backend) see and give.
+
+- Decoding equals Pillow's `Image.open(...).convert("RGB")` on llama.cpp's
+  own test photo (tools/mtmd/test-1.jpeg) and on PNGs and JPEGs Pillow
+  writes in every pixel format (palette, gray, alpha, 1-bit, interlaced,
+  progressive) and a 16-bit RGB PNG (its high bytes). 16-bit grayscale is
+  not compared: Pillow reads it as I;16 and clips it on convert("RGB"),
+  where we keep the high byte.
+- Resizing equals Pillow's `Image.resize`, bit for bit, over random sizes
+  (up, down, mixed) and all six filters.
+- Pixel values equal Gemma 3's and SigLIP's processors exactly.
+- Bad input (truncated, corrupt, not an image, a header claiming 50,000 ×
+  50,000 pixels, unsupported processor settings) is a TesseraError naming
+  the problem."""
+
+import io
+import json
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from llamacpp_peer import peer_dir
+
+try:  # in-tree build: build/python on PYTHONPATH
+    import _tessera as core
+except ModuleNotFoundError:  # installed wheel
+    from tessera import _tessera as core
+
+Image = pytest.importorskip("PIL.Image")
+
+
+def photo() -> bytes:
+    return (peer_dir() / "tools" / "mtmd" / "test-1.jpeg").read_bytes()
+
+
+def encoded(image, fmt, **kw) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format=fmt, **kw)
+    return out.getvalue()
+
+
+def pil_rgb(data: bytes) -> np.ndarray:
+    return np.array(Image.open(io.BytesIO(data)).convert("RGB"))
+
+
+def test_the_photo_decodes_as_pillow_does():
+    pixels = core.decode_image(photo())
+    assert pixels.shape == (488, 640, 3)
+    assert np.array_equal(pixels, pil_rgb(photo()))
+
+
+def random_pixels(rng, h, w):
+    # Smooth gradients plus noise: JPEG's chroma subsampling and the
+    # resampling filters see structure, not only noise.
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([(x * 255 // max(w - 1, 1)), (y * 255 // max(h - 1, 1)), ((x + y) * 7 % 256)], axis=-1)
+    return np.clip(base + rng.integers(-40, 41, (h, w, 3)), 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("mode,fmt,kw", [
+    ("RGB", "PNG", {}), ("RGBA", "PNG", {}), ("L", "PNG", {}), ("LA", "PNG", {}), ("P", "PNG", {}),
+    ("1", "PNG", {}), ("RGB", "PNG", {"interlace": 1}),
+    ("RGB", "JPEG", {"quality": 90}), ("L", "JPEG", {}), ("RGB", "JPEG", {"progressive": True}),
+    ("RGB", "JPEG", {"subsampling": 0}),
+])
+def test_pixel_formats_decode_as_pillow_does(mode, fmt, kw):
+    rng = np.random.default_rng(7)
+    image = Image.fromarray(random_pixels(rng, 37, 53))
+    image = image.convert(mode) if mode != "P" else image.convert("P", palette=Image.Palette.ADAPTIVE, colors=17)
+    data = encoded(image, fmt, **kw)
+    assert np.array_equal(core.decode_image(data), pil_rgb(data)), (mode, fmt, kw)
+
+
+def test_16_bit_rgb_keeps_the_high_byte():
+    rng = np.random.default_rng(3)
+    wide = rng.integers(0, 65536, (9, 11, 3), dtype=np.uint16)
+    # A 16-bit RGB PNG by hand (Pillow writes none): big-endian samples.
+    raw = b"".join(b"\x00" + row.astype(">u2").tobytes() for row in wide)
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 11, 9, 16, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    assert np.array_equal(core.decode_image(png), (wide >> 8).astype(np.uint8))
+    assert np.array_equal(core.decode_image(png), pil_rgb(png))
+
+
+def test_resizing_is_pillows_bit_for_bit():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        h, w = (int(v) for v in rng.integers(1, 200, 2))
+        height, width = (int(v) for v in rng.integers(1, 260, 2))
+        resample = int(rng.integers(0, 6))
+        pixels = random_pixels(rng, h, w)
+        ours = core.resize_image(pixels, width, height, resample)
+        theirs = np.array(Image.fromarray(pixels).resize((width, height), resample=resample))
+        assert np.array_equal(ours, theirs), ((w, h), (width, height), resample)
+
+
+def processors():
+    from transformers import Gemma3ImageProcessorPil, SiglipImageProcessorPil
+    return {"gemma3": Gemma3ImageProcessorPil(size={"height": 896, "width": 896}),
+            "siglip": SiglipImageProcessorPil(size={"height": 384, "width": 384}, resample=3,
+                                              image_mean=[0.48145466, 0.4578275, 0.40821073],
+                                              image_std=[0.26862954, 0.26130258, 0.27577711])}
+
+
+@pytest.mark.parametrize("name", ["gemma3", "siglip"])
+def test_pixel_values_equal_the_hf_processor(name):
+    processor = processors()[name]
+    config = json.dumps(processor.to_dict())
+    rng = np.random.default_rng(11)
+    images = [photo(), encoded(Image.fromarray(random_pixels(rng, 300, 217)), "PNG"),
+              encoded(Image.fromarray(random_pixels(rng, 20, 1000)).convert("RGBA"), "PNG")]
+    for data in images:
+        ours = core.preprocess_image(data, config)
+        theirs = processor(Image.open(io.BytesIO(data)).convert("RGB"), return_tensors="np")["pixel_values"][0]
+        assert ours.dtype == np.float32 and ours.shape == theirs.shape
+        assert np.array_equal(ours, theirs), np.abs(ours - theirs).max()
+
+
+def png_header(width, height):
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+
+
+def test_bad_images_are_clear_errors():
+    jpeg = photo()
+    png = encoded(Image.fromarray(random_pixels(np.random.default_rng(1), 40, 40)), "PNG")
+    cases = {
+        b"": "no bytes",
+        b"GIF89a....": "not a JPEG or PNG",
+        jpeg[:200]: "JPEG",
+        jpeg[:2] + bytes(200): "JPEG",
+        png[:60]: "PNG",
+        png[:40] + bytes(len(png) - 40): "PNG",
+        png_header(50_000, 50_000) + bytes(64): "over the limit",
+        png_header(0, 10) + bytes(64): "empty",
+    }
+    for data, words in cases.items():
+        with pytest.raises(core.TesseraError, match=words):
+            core.decode_image(data)
+
+
+def test_processor_settings_it_cannot_honour_are_refused():
+    data = photo()
+    size = {"size": {"height": 32, "width": 32}}
+    for config, words in [({"size": {"shortest_edge": 224}}, "size"), ({**size, "do_pan_and_scan": True}, "do_pan_and_scan"),
+                          ({**size, "resample": 9}, "resample"), ({**size, "image_std": [0, 1, 1]}, "image_std"),
+                          ({"size": {"height": 0, "width": 10}}, "size"), ({}, "size")]:
+        with pytest.raises(core.TesseraError, match=words):
+            core.preprocess_image(data, json.dumps(config))
