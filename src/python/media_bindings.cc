@@ -2,6 +2,8 @@
 //   _tessera.decode_image(data: bytes) -> uint8 ndarray [height, width, 3]
 //   _tessera.resize_image(pixels: uint8 [h, w, 3], width, height, resample) -> uint8 [height, width, 3]
 //   _tessera.preprocess_image(data: bytes, config_json) -> float32 ndarray [3, H, W]
+//   _tessera.gemma3_image_features(checkpoint_dir, pixel_values: float32 [3, H, W])
+//       -> float32 ndarray [tokens, text hidden] (the reference encoder)
 // (`config_json`: the processor's preprocessor_config.json; `resample`: Pillow's filter number.)
 #include <cstring>
 #include <span>
@@ -11,6 +13,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "media/gemma3_vision.h"
 #include "media/image.h"
 #include "media/image_processor.h"
 #include "media/image_resize.h"
@@ -81,4 +84,28 @@ void bind_media(py::module_& m) {
       },
       py::arg("data"), py::arg("config_json"),
       "Image bytes as the model's Hugging Face image processor (PIL backend) gives them: float32 [3, H, W].");
+  m.def(
+      "gemma3_image_features",
+      [](const std::string& directory, const py::array_t<float, py::array::c_style | py::array::forcecast>& pixels) {
+        if (pixels.ndim() != 3) throw py::value_error("gemma3_image_features: pixel_values must be [3, H, W]");
+        tessera::PixelValues px;
+        px.channels = pixels.shape(0);
+        px.height = pixels.shape(1);
+        px.width = pixels.shape(2);
+        px.values.assign(pixels.data(), pixels.data() + pixels.size());
+        std::vector<float> features;
+        int64_t tokens = 0, hidden = 0;
+        {
+          py::gil_scoped_release release;
+          const auto encoder = tessera::Gemma3VisionReference::load(directory);
+          features = encoder.image_features(px);
+          tokens = encoder.config().tokens_per_image;
+          hidden = encoder.config().text_hidden;
+        }
+        py::array_t<float> out({tokens, hidden});
+        std::memcpy(out.mutable_data(), features.data(), features.size() * sizeof(float));
+        return out;
+      },
+      py::arg("checkpoint_dir"), py::arg("pixel_values"),
+      "Gemma 3's image soft tokens from a multimodal checkpoint, by the plain reference encoder.");
 }
