@@ -2,6 +2,7 @@
 //   _tessera.decode_image(data: bytes) -> uint8 ndarray [height, width, 3]
 //   _tessera.resize_image(pixels: uint8 [h, w, 3], width, height, resample) -> uint8 [height, width, 3]
 //   _tessera.preprocess_image(data: bytes, config_json) -> float32 ndarray [3, H, W]
+//   _tessera.qwen_preprocess_image(data: bytes, config_json) -> (float32 [patches, patch_dim], (t, h, w))
 //   _tessera.gemma3_image_features(checkpoint_dir, pixel_values: float32 [3, H, W])
 //       -> float32 ndarray [tokens, text hidden] (the reference encoder)
 // (`config_json`: the processor's preprocessor_config.json; `resample`: Pillow's filter number.)
@@ -17,6 +18,7 @@
 #include "media/image.h"
 #include "media/image_processor.h"
 #include "media/image_resize.h"
+#include "media/qwen_image_processor.h"
 #include "python/bindings.h"
 
 namespace py = pybind11;
@@ -84,6 +86,22 @@ void bind_media(py::module_& m) {
       },
       py::arg("data"), py::arg("config_json"),
       "Image bytes as the model's Hugging Face image processor (PIL backend) gives them: float32 [3, H, W].");
+  m.def(
+      "qwen_preprocess_image",
+      [](const py::bytes& data, const std::string& config_json) {
+        const auto config = tessera::QwenImageProcessorConfig::from_json(nlohmann::json::parse(config_json));
+        const RgbImage image = decode(data);
+        tessera::QwenPatches px;
+        {
+          py::gil_scoped_release release;
+          px = tessera::qwen_preprocess_image(image, config);
+        }
+        py::array_t<float> out({px.grid_h * px.grid_w, px.patch_dim});
+        std::memcpy(out.mutable_data(), px.values.data(), px.values.size() * sizeof(float));
+        return py::make_tuple(out, py::make_tuple(px.grid_t, px.grid_h, px.grid_w));
+      },
+      py::arg("data"), py::arg("config_json"),
+      "Image bytes as Qwen2-VL's image processor (PIL backend) gives them: (pixel_values, image_grid_thw).");
   m.def(
       "gemma3_image_features",
       [](const std::string& directory, const py::array_t<float, py::array::c_style | py::array::forcecast>& pixels) {

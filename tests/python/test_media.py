@@ -10,7 +10,9 @@ backend) see and give.
   where we keep the high byte.
 - Resizing equals Pillow's `Image.resize`, bit for bit, over random sizes
   (up, down, mixed) and all six filters.
-- Pixel values equal Gemma 3's and SigLIP's processors exactly.
+- Pixel values equal Gemma 3's and SigLIP's processors exactly, and the
+  patches and grids of Qwen2-VL's processor (Qwen2 / 2.5 / 3-VL, Qwen3.5:
+  smart resize with Python's rounding, merge-block patch order).
 - Bad input (truncated, corrupt, not an image, a header claiming 50,000 ×
   50,000 pixels, unsupported processor settings) is a TesseraError naming
   the problem."""
@@ -153,3 +155,31 @@ def test_processor_settings_it_cannot_honour_are_refused():
                           ({"size": {"height": 0, "width": 10}}, "size"), ({}, "size")]:
         with pytest.raises(core.TesseraError, match=words):
             core.preprocess_image(data, json.dumps(config))
+
+
+@pytest.mark.parametrize("settings", [
+    {},  # Qwen2-VL / Qwen2.5-VL: patch 14, CLIP's mean and std
+    {"patch_size": 16, "image_mean": [0.5] * 3, "image_std": [0.5] * 3,
+     "size": {"shortest_edge": 65536, "longest_edge": 16777216}},  # Qwen3-VL / Qwen3.5
+    {"size": {"shortest_edge": 3136, "longest_edge": 50000}, "resample": 2},  # a small budget: downscaled
+])
+def test_qwen_patches_equal_the_hf_processor(settings):
+    from transformers import Qwen2VLImageProcessorPil
+    processor = Qwen2VLImageProcessorPil(**settings)
+    config = json.dumps(processor.to_dict())
+    rng = np.random.default_rng(5)
+    # The photo, a tiny picture (up to min_pixels), a long thin one, and
+    # sides at exact half-multiples of the factor (Python's round: ties to even).
+    images = [photo()] + [encoded(Image.fromarray(random_pixels(rng, h, w)), "PNG")
+                          for h, w in [(9, 13), (30, 900), (42, 70), (98, 126)]]
+    for data in images:
+        ours, grid = core.qwen_preprocess_image(data, config)
+        theirs = processor(Image.open(io.BytesIO(data)).convert("RGB"), return_tensors="np")
+        assert list(grid) == theirs["image_grid_thw"][0].tolist()
+        assert np.array_equal(ours, theirs["pixel_values"])
+
+
+def test_qwen_refuses_extreme_aspect_ratios():
+    data = encoded(Image.fromarray(random_pixels(np.random.default_rng(2), 2, 500)), "PNG")
+    with pytest.raises(core.TesseraError, match="aspect ratio"):
+        core.qwen_preprocess_image(data, "{}")
