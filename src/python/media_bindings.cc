@@ -3,6 +3,8 @@
 //   _tessera.resize_image(pixels: uint8 [h, w, 3], width, height, resample) -> uint8 [height, width, 3]
 //   _tessera.preprocess_image(data: bytes, config_json) -> float32 ndarray [3, H, W]
 //   _tessera.qwen_preprocess_image(data: bytes, config_json) -> (float32 [patches, patch_dim], (t, h, w))
+//   _tessera.gemma4_preprocess_image(data: bytes, config_json)
+//       -> (float32 [max_patches, patch_dim], int64 positions [max_patches, 2], soft tokens)
 //   _tessera.gemma3_image_features(checkpoint_dir, pixel_values: float32 [3, H, W])
 //       -> float32 ndarray [tokens, text hidden] (the reference encoder)
 // (`config_json`: the processor's preprocessor_config.json; `resample`: Pillow's filter number.)
@@ -15,6 +17,7 @@
 #include <pybind11/pybind11.h>
 
 #include "media/gemma3_vision.h"
+#include "media/gemma4_image_processor.h"
 #include "media/image.h"
 #include "media/image_processor.h"
 #include "media/image_resize.h"
@@ -102,6 +105,26 @@ void bind_media(py::module_& m) {
       },
       py::arg("data"), py::arg("config_json"),
       "Image bytes as Qwen2-VL's image processor (PIL backend) gives them: (pixel_values, image_grid_thw).");
+  m.def(
+      "gemma4_preprocess_image",
+      [](const py::bytes& data, const std::string& config_json) {
+        const auto config = tessera::Gemma4ImageProcessorConfig::from_json(nlohmann::json::parse(config_json));
+        const RgbImage image = decode(data);
+        tessera::Gemma4Patches px;
+        {
+          py::gil_scoped_release release;
+          px = tessera::gemma4_preprocess_image(image, config);
+        }
+        const int64_t rows = config.max_patches();
+        py::array_t<float> values({rows, px.patch_dim});
+        std::memcpy(values.mutable_data(), px.values.data(), px.values.size() * sizeof(float));
+        py::array_t<int64_t> positions({rows, int64_t{2}});
+        std::memcpy(positions.mutable_data(), px.positions.data(), px.positions.size() * sizeof(int64_t));
+        return py::make_tuple(values, positions, px.num_soft_tokens);
+      },
+      py::arg("data"), py::arg("config_json"),
+      "Image bytes as Gemma 4's image processor (PIL backend) gives them: (pixel_values, image_position_ids, "
+      "num_soft_tokens).");
   m.def(
       "gemma3_image_features",
       [](const std::string& directory, const py::array_t<float, py::array::c_style | py::array::forcecast>& pixels) {

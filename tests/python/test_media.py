@@ -12,7 +12,9 @@ backend) see and give.
   (up, down, mixed) and all six filters.
 - Pixel values equal Gemma 3's and SigLIP's processors exactly, and the
   patches and grids of Qwen2-VL's processor (Qwen2 / 2.5 / 3-VL, Qwen3.5:
-  smart resize with Python's rounding, merge-block patch order).
+  smart resize with Python's rounding, merge-block patch order) and of
+  Gemma 4's (aspect-preserving resize within a soft-token budget, padded
+  patches and positions).
 - Bad input (truncated, corrupt, not an image, a header claiming 50,000 ×
   50,000 pixels, unsupported processor settings) is a TesseraError naming
   the problem."""
@@ -183,3 +185,28 @@ def test_qwen_refuses_extreme_aspect_ratios():
     data = encoded(Image.fromarray(random_pixels(np.random.default_rng(2), 2, 500)), "PNG")
     with pytest.raises(core.TesseraError, match="aspect ratio"):
         core.qwen_preprocess_image(data, "{}")
+
+
+@pytest.mark.parametrize("settings", [{}, {"max_soft_tokens": 70},
+                                      {"max_soft_tokens": 1120, "do_normalize": True, "image_mean": [0.5] * 3,
+                                       "image_std": [0.5] * 3}])
+def test_gemma4_patches_equal_the_hf_processor(settings):
+    from transformers import Gemma4ImageProcessorPil
+    processor = Gemma4ImageProcessorPil(**settings)
+    config = json.dumps(processor.to_dict())
+    rng = np.random.default_rng(9)
+    # The photo, a small picture (scaled up), and strips so thin that one
+    # side rounds to no multiple of the pooled patch (the aspect-ratio path).
+    images = [photo()] + [encoded(Image.fromarray(random_pixels(rng, h, w)), "PNG")
+                          for h, w in [(20, 31), (6, 900), (700, 9), (96, 144)]]
+    for data in images:
+        values, positions, soft_tokens = core.gemma4_preprocess_image(data, config)
+        theirs = processor(Image.open(io.BytesIO(data)).convert("RGB"), return_tensors="np")
+        assert soft_tokens == theirs["num_soft_tokens_per_image"][0]
+        assert np.array_equal(positions, theirs["image_position_ids"][0])
+        assert np.array_equal(values, theirs["pixel_values"][0])
+
+
+def test_gemma4_refuses_an_unsupported_token_budget():
+    with pytest.raises(core.TesseraError, match="max_soft_tokens"):
+        core.gemma4_preprocess_image(photo(), json.dumps({"max_soft_tokens": 100}))
