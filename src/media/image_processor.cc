@@ -1,5 +1,9 @@
 #include "media/image_processor.h"
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -34,7 +38,7 @@ bool flag(const nlohmann::json& config, const char* key, bool fallback) {
 
 ImageProcessorConfig ImageProcessorConfig::from_json(const nlohmann::json& config) {
   if (!config.is_object()) fail(kFile, "", "must be a JSON object");
-  for (const char* unsupported : {"do_pan_and_scan", "do_center_crop", "do_pad", "min_pixels", "max_pixels"})
+  for (const char* unsupported : {"do_center_crop", "do_pad", "min_pixels", "max_pixels"})
     if (flag_or_value_set(config, unsupported))
       fail(kFile, unsupported, "is not supported yet (fixed-size processors only: Gemma 3, SigLIP)");
   ImageProcessorConfig c;
@@ -61,6 +65,18 @@ ImageProcessorConfig ImageProcessorConfig::from_json(const nlohmann::json& confi
   c.do_normalize = flag(config, "do_normalize", c.do_normalize);
   c.mean = three(config, "image_mean", c.mean);
   c.std = three(config, "image_std", c.std);
+  c.do_pan_and_scan = flag(config, "do_pan_and_scan", c.do_pan_and_scan);
+  for (auto [key, field] : {std::pair{"pan_and_scan_min_crop_size", &c.pan_and_scan_min_crop_size},
+                            std::pair{"pan_and_scan_max_num_crops", &c.pan_and_scan_max_num_crops}})
+    if (config.contains(key) && !config[key].is_null()) {
+      if (!config[key].is_number_integer() || config[key].get<int64_t>() <= 0) fail(kFile, key, "must be a positive integer");
+      *field = config[key].get<int64_t>();
+    }
+  if (config.contains("pan_and_scan_min_ratio_to_activate") && !config["pan_and_scan_min_ratio_to_activate"].is_null()) {
+    if (!config["pan_and_scan_min_ratio_to_activate"].is_number())
+      fail(kFile, "pan_and_scan_min_ratio_to_activate", "must be a number");
+    c.pan_and_scan_min_ratio_to_activate = config["pan_and_scan_min_ratio_to_activate"].get<double>();
+  }
   for (float s : c.std)
     if (c.do_normalize && s == 0.0f) fail(kFile, "image_std", "a standard deviation of 0");
   return c;
@@ -81,6 +97,51 @@ PixelValues preprocess_image(const RgbImage& image, const ImageProcessorConfig& 
       if (c.do_normalize) x = (x - c.mean[static_cast<size_t>(ch)]) / c.std[static_cast<size_t>(ch)];
       out.values[static_cast<size_t>(ch * plane + i)] = x;
     }
+  return out;
+}
+
+std::vector<RgbImage> pan_and_scan_crops(const RgbImage& image, const ImageProcessorConfig& c) {
+  const auto h = static_cast<double>(image.height), w = static_cast<double>(image.width);
+  const auto min_crop = static_cast<double>(c.pan_and_scan_min_crop_size);
+  int64_t across = 1, down = 1;
+  // Python: int(math.floor(long / short + 0.5)), capped by long / min_crop_size, at least 2, at most max_num_crops.
+  auto count = [&](double longer, double shorter) {
+    int64_t n = static_cast<int64_t>(std::floor(longer / shorter + 0.5));
+    n = std::min(static_cast<int64_t>(std::floor(longer / min_crop)), n);
+    return std::min(c.pan_and_scan_max_num_crops, std::max<int64_t>(2, n));
+  };
+  if (image.width >= image.height) {
+    if (w / h < c.pan_and_scan_min_ratio_to_activate) return {};
+    across = count(w, h);
+  } else {
+    if (h / w < c.pan_and_scan_min_ratio_to_activate) return {};
+    down = count(h, w);
+  }
+  const auto crop_w = static_cast<int64_t>(std::ceil(w / static_cast<double>(across)));
+  const auto crop_h = static_cast<int64_t>(std::ceil(h / static_cast<double>(down)));
+  if (std::min(crop_w, crop_h) < c.pan_and_scan_min_crop_size) return {};
+  std::vector<RgbImage> crops;
+  for (int64_t cy = 0; cy < down; ++cy)
+    for (int64_t cx = 0; cx < across; ++cx) {
+      // numpy slicing: a crop past the picture's edge is what is left of it.
+      const int64_t y0 = cy * crop_h, x0 = cx * crop_w;
+      const int64_t ch = std::min(crop_h, image.height - y0), cw = std::min(crop_w, image.width - x0);
+      if (ch <= 0 || cw <= 0) fail("image", "pan and scan", "an empty crop at ({}, {})", x0, y0);
+      RgbImage crop;
+      crop.width = cw;
+      crop.height = ch;
+      crop.pixels.resize(static_cast<size_t>(cw * ch * 3));
+      for (int64_t y = 0; y < ch; ++y)
+        std::copy_n(image.row(y0 + y) + x0 * 3, cw * 3, crop.row(y));
+      crops.push_back(std::move(crop));
+    }
+  return crops;
+}
+
+std::vector<PixelValues> preprocess_image_and_crops(const RgbImage& image, const ImageProcessorConfig& c) {
+  std::vector<PixelValues> out{preprocess_image(image, c)};
+  if (c.do_pan_and_scan)
+    for (const RgbImage& crop : pan_and_scan_crops(image, c)) out.push_back(preprocess_image(crop, c));
   return out;
 }
 

@@ -4,9 +4,15 @@
 //   rescale: x = float32(double(u8) · rescale_factor),
 //   normalize: (x − mean[c]) / std[c] in float32,
 // giving pixel values channel-first, [3, height, width]. Gemma 3's and
-// SigLIP's processors (fixed size, no pan-and-scan) are this; the keys
-// another processor needs (shortest_edge, Qwen's min / max pixels,
-// do_pan_and_scan) are refused by name rather than ignored.
+// SigLIP's processors are this. Gemma 3's pan and scan (do_pan_and_scan)
+// adds crops of the original picture, each processed the same way: a
+// picture whose long side is at least min_ratio_to_activate times its short
+// side is cut along the long side into n = clamp(round-half-up(long /
+// short), 2, max_num_crops) crops (at most long / min_crop_size), each
+// ⌈side / n⌉ long (the last one what is left), none if a crop would be
+// shorter than min_crop_size. The keys another processor needs
+// (shortest_edge, Qwen's min / max pixels) are refused by name rather than
+// ignored.
 #pragma once
 
 #include <array>
@@ -28,6 +34,9 @@ struct ImageProcessorConfig {
   double rescale_factor = 1.0 / 255.0;
   bool do_normalize = true;
   std::array<float, 3> mean{0.5f, 0.5f, 0.5f}, std{0.5f, 0.5f, 0.5f};
+  bool do_pan_and_scan = false;
+  int64_t pan_and_scan_min_crop_size = 256, pan_and_scan_max_num_crops = 4;
+  double pan_and_scan_min_ratio_to_activate = 1.2;
 
   // Throws Error("preprocessor_config.json", key, problem).
   static ImageProcessorConfig from_json(const nlohmann::json& config);
@@ -39,5 +48,12 @@ struct PixelValues {
 };
 
 PixelValues preprocess_image(const RgbImage& image, const ImageProcessorConfig& config);
+
+// The picture, then its pan-and-scan crops (none unless do_pan_and_scan),
+// each through preprocess_image.
+std::vector<PixelValues> preprocess_image_and_crops(const RgbImage& image, const ImageProcessorConfig& config);
+
+// Gemma 3's pan-and-scan crops of `image` (empty when it does not apply).
+std::vector<RgbImage> pan_and_scan_crops(const RgbImage& image, const ImageProcessorConfig& config);
 
 }  // namespace tessera

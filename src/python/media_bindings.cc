@@ -2,6 +2,7 @@
 //   _tessera.decode_image(data: bytes) -> uint8 ndarray [height, width, 3]
 //   _tessera.resize_image(pixels: uint8 [h, w, 3], width, height, resample) -> uint8 [height, width, 3]
 //   _tessera.preprocess_image(data: bytes, config_json) -> float32 ndarray [3, H, W]
+//   _tessera.preprocess_image_and_crops(data: bytes, config_json) -> float32 [1 + crops, 3, H, W]
 //   _tessera.qwen_preprocess_image(data: bytes, config_json) -> (float32 [patches, patch_dim], (t, h, w))
 //   _tessera.gemma4_preprocess_image(data: bytes, config_json)
 //       -> (float32 [max_patches, patch_dim], int64 positions [max_patches, 2], soft tokens)
@@ -89,6 +90,24 @@ void bind_media(py::module_& m) {
       },
       py::arg("data"), py::arg("config_json"),
       "Image bytes as the model's Hugging Face image processor (PIL backend) gives them: float32 [3, H, W].");
+  m.def(
+      "preprocess_image_and_crops",
+      [](const py::bytes& data, const std::string& config_json) {
+        const auto config = tessera::ImageProcessorConfig::from_json(nlohmann::json::parse(config_json));
+        const RgbImage image = decode(data);
+        std::vector<tessera::PixelValues> all;
+        {
+          py::gil_scoped_release release;
+          all = tessera::preprocess_image_and_crops(image, config);
+        }
+        const tessera::PixelValues& first = all.front();
+        py::array_t<float> out({static_cast<int64_t>(all.size()), first.channels, first.height, first.width});
+        float* dst = out.mutable_data();
+        for (const tessera::PixelValues& px : all) dst = std::copy(px.values.begin(), px.values.end(), dst);
+        return out;
+      },
+      py::arg("data"), py::arg("config_json"),
+      "The picture and its pan-and-scan crops (Gemma 3's do_pan_and_scan), each as preprocess_image gives it.");
   m.def(
       "qwen_preprocess_image",
       [](const py::bytes& data, const std::string& config_json) {

@@ -10,7 +10,8 @@ backend) see and give.
   where we keep the high byte.
 - Resizing equals Pillow's `Image.resize`, bit for bit, over random sizes
   (up, down, mixed) and all six filters.
-- Pixel values equal Gemma 3's and SigLIP's processors exactly, and the
+- Pixel values equal Gemma 3's (pan and scan too) and SigLIP's processors
+  exactly, and the
   patches and grids of Qwen2-VL's processor (Qwen2 / 2.5 / 3-VL, Qwen3.5:
   smart resize with Python's rounding, merge-block patch order) and of
   Gemma 4's (aspect-preserving resize within a soft-token budget, padded
@@ -126,6 +127,23 @@ def test_pixel_values_equal_the_hf_processor(name):
         assert np.array_equal(ours, theirs), np.abs(ours - theirs).max()
 
 
+def test_pan_and_scan_crops_equal_the_hf_processor():
+    from transformers import Gemma3ImageProcessorPil
+    processor = Gemma3ImageProcessorPil(size={"height": 64, "width": 64}, do_pan_and_scan=True,
+                                        pan_and_scan_min_crop_size=32, pan_and_scan_max_num_crops=4,
+                                        pan_and_scan_min_ratio_to_activate=1.2)
+    config = json.dumps(processor.to_dict())
+    rng = np.random.default_rng(4)
+    # Square (no crops), just under and over the ratio, wide and tall, past
+    # max_num_crops, capped by min_crop_size, and a last crop shorter than the rest.
+    for h, w in [(100, 100), (100, 119), (100, 121), (100, 300), (300, 90), (40, 1000), (33, 100), (100, 250)]:
+        data = encoded(Image.fromarray(random_pixels(rng, h, w)), "PNG")
+        ours = core.preprocess_image_and_crops(data, config)
+        theirs = processor(Image.open(io.BytesIO(data)).convert("RGB"), return_tensors="np")
+        assert ours.shape[0] == 1 + theirs["num_crops"][0], (h, w)
+        assert np.array_equal(ours, theirs["pixel_values"]), (h, w)
+
+
 def png_header(width, height):
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
@@ -152,7 +170,7 @@ def test_bad_images_are_clear_errors():
 def test_processor_settings_it_cannot_honour_are_refused():
     data = photo()
     size = {"size": {"height": 32, "width": 32}}
-    for config, words in [({"size": {"shortest_edge": 224}}, "size"), ({**size, "do_pan_and_scan": True}, "do_pan_and_scan"),
+    for config, words in [({"size": {"shortest_edge": 224}}, "size"), ({**size, "do_center_crop": True}, "do_center_crop"),
                           ({**size, "resample": 9}, "resample"), ({**size, "image_std": [0, 1, 1]}, "image_std"),
                           ({"size": {"height": 0, "width": 10}}, "size"), ({}, "size")]:
         with pytest.raises(core.TesseraError, match=words):
