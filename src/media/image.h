@@ -5,7 +5,8 @@
 // (libjpeg-turbo, libpng), so the pixels are the ones Hugging Face image
 // processors see after `Image.open(...).convert("RGB")`:
 //   JPEG  libjpeg's defaults (integer slow DCT, fancy upsampling), YCbCr or
-//         grayscale output as RGB; CMYK / YCCK is refused.
+//         grayscale output as RGB; CMYK / YCCK is refused, and so is a file
+//         that ends before its end-of-image marker (Pillow's "truncated").
 //   PNG   palette expanded, gray replicated to RGB, alpha dropped (as
 //         convert("RGB") drops it: no compositing), 1/2/4-bit samples
 //         scaled to 8 bits, 16-bit samples keep their high byte.

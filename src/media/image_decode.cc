@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <jpeglib.h>
+#include <jerror.h>  // after jpeglib.h: the message codes
 #include <png.h>
 
 #include "core/error.h"
@@ -41,7 +42,16 @@ void jpeg_error_exit(j_common_ptr cinfo) {
   std::longjmp(error->jump, 1);
 }
 
-void jpeg_silent(j_common_ptr, int) {}  // warnings (a corrupt but readable scan) are not errors
+// Warnings (a corrupt but readable scan) are not errors, but for one: data
+// that ends before the end-of-image marker, which libjpeg would pad with
+// gray and Pillow refuses as truncated.
+void jpeg_warning(j_common_ptr cinfo, int level) {
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) {
+    auto* error = reinterpret_cast<JpegError*>(cinfo->err);
+    std::snprintf(error->message, sizeof error->message, "the file ends early (truncated)");
+    std::longjmp(error->jump, 1);
+  }
+}
 
 // Reads the header and starts decompression as RGB; false on a library error.
 bool jpeg_start(jpeg_decompress_struct* cinfo, JpegError* error, const uint8_t* data, size_t size) {
@@ -74,7 +84,7 @@ RgbImage decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits) 
   JpegError error{};
   cinfo.err = jpeg_std_error(&error.manager);
   error.manager.error_exit = jpeg_error_exit;
-  error.manager.emit_message = jpeg_silent;
+  error.manager.emit_message = jpeg_warning;
   struct Destroy {
     jpeg_decompress_struct* c;
     ~Destroy() { jpeg_destroy_decompress(c); }
