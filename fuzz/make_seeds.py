@@ -1,5 +1,5 @@
 """Writes the fuzzers' seed inputs into fuzz/seeds/<target>/: small valid
-GGUF, safetensors, config.json, PNG and JPEG files covering the formats the
+GGUF, safetensors, config.json, PNG, JPEG and WAV files covering the formats the
 parsers accept. Deterministic; rerun after a format is added."""
 
 import json
@@ -96,6 +96,19 @@ def main():
                                   "gray.jpg": ("L", "JPEG", {})}.items():
         data = io.BytesIO()
         Image.fromarray(pixels).convert(mode).save(data, format=fmt, **kw)
+        (out / name).write_bytes(data.getvalue())
+
+    # WAV files: 16-bit mono (Python's wave module), 8-bit stereo.
+    import wave
+    out = HERE / "seeds" / "audio_fuzz"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (channels, width) in {"mono16.wav": (1, 2), "stereo8.wav": (2, 1)}.items():
+        data = io.BytesIO()
+        with wave.open(data, "wb") as w:
+            w.setnchannels(channels)
+            w.setsampwidth(width)
+            w.setframerate(16000)
+            w.writeframes(rng.integers(0, 256, 400 * channels * width, dtype=np.uint8).tobytes())
         (out / name).write_bytes(data.getvalue())
 
 

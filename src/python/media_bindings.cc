@@ -6,6 +6,8 @@
 //   _tessera.qwen_preprocess_image(data: bytes, config_json) -> (float32 [patches, patch_dim], (t, h, w))
 //   _tessera.gemma4_preprocess_image(data: bytes, config_json)
 //       -> (float32 [max_patches, patch_dim], int64 positions [max_patches, 2], soft tokens)
+//   _tessera.decode_wav(data: bytes) -> (float32 mono samples, sample rate)
+//   _tessera.gemma4_audio_features(samples: float32, config_json) -> (float32 [frames, bands], bool mask [frames])
 //   _tessera.gemma3_image_features(checkpoint_dir, pixel_values: float32 [3, H, W])
 //       -> float32 ndarray [tokens, text hidden] (the reference encoder)
 // (`config_json`: the processor's preprocessor_config.json; `resample`: Pillow's filter number.)
@@ -17,7 +19,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "media/audio.h"
 #include "media/gemma3_vision.h"
+#include "media/gemma4_audio_features.h"
 #include "media/gemma4_image_processor.h"
 #include "media/image.h"
 #include "media/image_processor.h"
@@ -144,6 +148,39 @@ void bind_media(py::module_& m) {
       py::arg("data"), py::arg("config_json"),
       "Image bytes as Gemma 4's image processor (PIL backend) gives them: (pixel_values, image_position_ids, "
       "num_soft_tokens).");
+  m.def(
+      "decode_wav",
+      [](const py::bytes& data) {
+        const std::string bytes = data;
+        tessera::Audio audio;
+        {
+          py::gil_scoped_release release;
+          audio = tessera::decode_wav(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+        }
+        py::array_t<float> samples(static_cast<py::ssize_t>(audio.samples.size()));
+        if (!audio.samples.empty())
+          std::memcpy(samples.mutable_data(), audio.samples.data(), audio.samples.size() * sizeof(float));
+        return py::make_tuple(samples, audio.sample_rate);
+      },
+      py::arg("data"), "WAV bytes as mono float32 samples in [-1, 1) and the sample rate.");
+  m.def(
+      "gemma4_audio_features",
+      [](const py::array_t<float, py::array::c_style | py::array::forcecast>& samples, const std::string& config_json) {
+        const auto config = tessera::Gemma4AudioConfig::from_json(nlohmann::json::parse(config_json));
+        const std::vector<float> in(samples.data(), samples.data() + samples.size());
+        tessera::AudioFeatures f;
+        {
+          py::gil_scoped_release release;
+          f = tessera::gemma4_audio_features(in, config);
+        }
+        py::array_t<float> values({f.frames, f.bands});
+        if (!f.values.empty()) std::memcpy(values.mutable_data(), f.values.data(), f.values.size() * sizeof(float));
+        py::array_t<bool> mask(static_cast<py::ssize_t>(f.frames));
+        for (int64_t i = 0; i < f.frames; ++i) mask.mutable_data()[i] = f.mask[static_cast<size_t>(i)] != 0;
+        return py::make_tuple(values, mask);
+      },
+      py::arg("samples"), py::arg("config_json"),
+      "Gemma 4's log-mel audio features of 16 kHz mono samples: (input_features, input_features_mask).");
   m.def(
       "gemma3_image_features",
       [](const std::string& directory, const py::array_t<float, py::array::c_style | py::array::forcecast>& pixels) {
