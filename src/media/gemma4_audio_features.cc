@@ -5,24 +5,11 @@
 #include <numbers>
 
 #include "core/error.h"
+#include "media/processor_config.h"
 
 namespace tessera {
 
 namespace {
-
-constexpr const char* kFile = "preprocessor_config.json";
-
-double number_or(const nlohmann::json& c, const char* key, double fallback) {
-  if (!c.contains(key) || c[key].is_null()) return fallback;
-  if (!c[key].is_number()) fail(kFile, key, "must be a number");
-  return c[key].get<double>();
-}
-
-int64_t positive_or(const nlohmann::json& c, const char* key, int64_t fallback) {
-  if (!c.contains(key) || c[key].is_null()) return fallback;
-  if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0) fail(kFile, key, "must be a positive integer");
-  return c[key].get<int64_t>();
-}
 
 // numpy.linspace(start, stop, n): start + i · step, the last exactly stop.
 std::vector<double> linspace(double start, double stop, int64_t n) {
@@ -53,23 +40,23 @@ std::vector<double> htk_mel_filters(int64_t bins, int64_t bands, double fmin, do
 }  // namespace
 
 Gemma4AudioConfig Gemma4AudioConfig::from_json(const nlohmann::json& config) {
-  if (!config.is_object()) fail(kFile, "", "must be a JSON object");
+  if (!config.is_object()) fail(kProcessorConfigFile, "", "must be a JSON object");
   Gemma4AudioConfig c;
-  c.sampling_rate = positive_or(config, "sampling_rate", c.sampling_rate);
-  c.feature_size = positive_or(config, "feature_size", c.feature_size);
-  c.frame_length_ms = number_or(config, "frame_length_ms", c.frame_length_ms);
-  c.hop_length_ms = number_or(config, "hop_length_ms", c.hop_length_ms);
-  c.min_frequency = number_or(config, "min_frequency", c.min_frequency);
-  c.max_frequency = number_or(config, "max_frequency", c.max_frequency);
-  c.mel_floor = number_or(config, "mel_floor", c.mel_floor);
+  c.sampling_rate = processor_positive(config, "sampling_rate", c.sampling_rate);
+  c.feature_size = processor_positive(config, "feature_size", c.feature_size);
+  c.frame_length_ms = processor_number(config, "frame_length_ms", c.frame_length_ms);
+  c.hop_length_ms = processor_number(config, "hop_length_ms", c.hop_length_ms);
+  c.min_frequency = processor_number(config, "min_frequency", c.min_frequency);
+  c.max_frequency = processor_number(config, "max_frequency", c.max_frequency);
+  c.mel_floor = processor_number(config, "mel_floor", c.mel_floor);
   if (config.contains("fft_overdrive") && config["fft_overdrive"].is_boolean()) c.fft_overdrive = config["fft_overdrive"].get<bool>();
   for (const char* off : {"preemphasis", "dither"})
-    if (number_or(config, off, 0.0) != 0.0) fail(kFile, off, "is not supported yet (only 0)");
-  if (number_or(config, "input_scale_factor", 1.0) != 1.0) fail(kFile, "input_scale_factor", "is not supported yet (only 1)");
+    if (processor_number(config, off, 0.0) != 0.0) fail(kProcessorConfigFile, off, "is not supported yet (only 0)");
+  if (processor_number(config, "input_scale_factor", 1.0) != 1.0) fail(kProcessorConfigFile, "input_scale_factor", "is not supported yet (only 1)");
   for (const char* off : {"per_bin_mean", "per_bin_stddev"})
-    if (config.contains(off) && !config[off].is_null()) fail(kFile, off, "is not supported yet");
-  if (c.frame_length_ms <= 0 || c.hop_length_ms <= 0) fail(kFile, "frame_length_ms", "frame and hop lengths must be positive");
-  if (c.min_frequency < 0 || c.min_frequency > c.max_frequency) fail(kFile, "min_frequency", "must be in [0, max_frequency]");
+    if (config.contains(off) && !config[off].is_null()) fail(kProcessorConfigFile, off, "is not supported yet");
+  if (c.frame_length_ms <= 0 || c.hop_length_ms <= 0) fail(kProcessorConfigFile, "frame_length_ms", "frame and hop lengths must be positive");
+  if (c.min_frequency < 0 || c.min_frequency > c.max_frequency) fail(kProcessorConfigFile, "min_frequency", "must be in [0, max_frequency]");
   return c;
 }
 

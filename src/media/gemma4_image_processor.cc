@@ -8,37 +8,24 @@
 
 namespace tessera {
 
-namespace {
-
-constexpr const char* kFile = "preprocessor_config.json";
-
-int64_t positive_or(const nlohmann::json& c, const char* key, int64_t fallback) {
-  if (!c.contains(key) || c[key].is_null()) return fallback;
-  if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0) fail(kFile, key, "must be a positive integer");
-  return c[key].get<int64_t>();
+ImageProcessorConfig Gemma4ImageProcessorConfig::defaults() {
+  ImageProcessorConfig p;
+  p.resample = Resample::Bicubic;
+  p.do_normalize = false;
+  p.mean = {0.0f, 0.0f, 0.0f};
+  p.std = {1.0f, 1.0f, 1.0f};
+  return p;
 }
 
-}  // namespace
-
 Gemma4ImageProcessorConfig Gemma4ImageProcessorConfig::from_json(const nlohmann::json& config) {
-  if (!config.is_object()) fail(kFile, "", "must be a JSON object");
-  nlohmann::json shared = config;  // the shared keys, read as the fixed-size processor reads them
-  shared["size"] = {{"height", 1}, {"width", 1}};
-  const ImageProcessorConfig base = ImageProcessorConfig::from_json(shared);
   Gemma4ImageProcessorConfig c;
-  c.do_resize = base.do_resize;
-  if (config.contains("resample") && !config["resample"].is_null()) c.resample = base.resample;
-  c.do_rescale = base.do_rescale;
-  c.rescale_factor = base.rescale_factor;
-  c.do_normalize = config.contains("do_normalize") ? base.do_normalize : c.do_normalize;
-  if (config.contains("image_mean")) c.mean = base.mean;
-  if (config.contains("image_std")) c.std = base.std;
-  c.patch_size = positive_or(config, "patch_size", c.patch_size);
-  c.max_soft_tokens = positive_or(config, "max_soft_tokens", c.max_soft_tokens);
-  c.pooling_kernel_size = positive_or(config, "pooling_kernel_size", c.pooling_kernel_size);
+  c.pixels = shared_processor_keys(config, defaults());
+  c.patch_size = processor_positive(config, "patch_size", c.patch_size);
+  c.max_soft_tokens = processor_positive(config, "max_soft_tokens", c.max_soft_tokens);
+  c.pooling_kernel_size = processor_positive(config, "pooling_kernel_size", c.pooling_kernel_size);
   const int64_t supported[] = {70, 140, 280, 560, 1120};
   if (std::find(std::begin(supported), std::end(supported), c.max_soft_tokens) == std::end(supported))
-    fail(kFile, "max_soft_tokens", "{} is not one of 70, 140, 280, 560, 1120", c.max_soft_tokens);
+    fail(kProcessorConfigFile, "max_soft_tokens", "{} is not one of 70, 140, 280, 560, 1120", c.max_soft_tokens);
   return c;
 }
 
@@ -64,21 +51,16 @@ std::pair<int64_t, int64_t> gemma4_resized_size(int64_t height, int64_t width, c
 
 Gemma4Patches gemma4_preprocess_image(const RgbImage& image, const Gemma4ImageProcessorConfig& c) {
   RgbImage sized = image;
-  if (c.do_resize) {
+  if (c.pixels.do_resize) {
     const auto [h, w] = gemma4_resized_size(image.height, image.width, c);
-    sized = resize_image(image, w, h, c.resample);
+    sized = resize_image(image, w, h, c.pixels.resample);
   }
   const int64_t p = c.patch_size;
   if (sized.height % p != 0 || sized.width % p != 0)
     fail("image", "size", "{} × {} is not a multiple of the patch size {}", sized.width, sized.height, p);
-  ImageProcessorConfig norm;
-  norm.do_resize = false;
-  norm.do_rescale = c.do_rescale;
-  norm.rescale_factor = c.rescale_factor;
-  norm.do_normalize = c.do_normalize;
-  norm.mean = c.mean;
-  norm.std = c.std;
-  const PixelValues px = preprocess_image(sized, norm);
+  ImageProcessorConfig scaling = c.pixels;
+  scaling.do_resize = false;
+  const PixelValues px = preprocess_image(sized, scaling);
   const int64_t gh = sized.height / p, gw = sized.width / p, n = gh * gw;
   if (n > c.max_patches()) fail("image", "size", "{} patches, over the budget of {}", n, c.max_patches());
   Gemma4Patches out;

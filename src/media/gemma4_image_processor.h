@@ -19,16 +19,15 @@
 #include <nlohmann/json.hpp>
 
 #include "media/image.h"
-#include "media/image_resize.h"
+#include "media/image_processor.h"
 
 namespace tessera {
 
 struct Gemma4ImageProcessorConfig {
   int64_t patch_size = 16, max_soft_tokens = 280, pooling_kernel_size = 3;
-  Resample resample = Resample::Bicubic;
-  bool do_resize = true, do_rescale = true, do_normalize = false;
-  double rescale_factor = 1.0 / 255.0;
-  std::array<float, 3> mean{0.0f, 0.0f, 0.0f}, std{1.0f, 1.0f, 1.0f};
+  // resample, rescale and normalize (its size unused): bicubic, no normalization.
+  ImageProcessorConfig pixels = defaults();
+  static ImageProcessorConfig defaults();
 
   int64_t max_patches() const { return max_soft_tokens * pooling_kernel_size * pooling_kernel_size; }
   // From preprocessor_config.json; Error("preprocessor_config.json", key, problem).

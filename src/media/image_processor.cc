@@ -12,14 +12,12 @@ namespace tessera {
 
 namespace {
 
-constexpr const char* kFile = "preprocessor_config.json";
-
 std::array<float, 3> three(const nlohmann::json& config, const char* key, std::array<float, 3> fallback) {
   if (!config.contains(key) || config[key].is_null()) return fallback;
   const nlohmann::json& v = config[key];
   if (v.is_number()) return {v.get<float>(), v.get<float>(), v.get<float>()};
   if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
-    fail(kFile, key, "must be a number or a list of 3 numbers");
+    fail(kProcessorConfigFile, key, "must be a number or a list of 3 numbers");
   return {v[0].get<float>(), v[1].get<float>(), v[2].get<float>()};
 }
 
@@ -30,55 +28,69 @@ bool flag_or_value_set(const nlohmann::json& config, const char* key) {
 
 bool flag(const nlohmann::json& config, const char* key, bool fallback) {
   if (!config.contains(key) || config[key].is_null()) return fallback;
-  if (!config[key].is_boolean()) fail(kFile, key, "must be true or false");
+  if (!config[key].is_boolean()) fail(kProcessorConfigFile, key, "must be true or false");
   return config[key].get<bool>();
 }
 
 }  // namespace
 
 ImageProcessorConfig ImageProcessorConfig::from_json(const nlohmann::json& config) {
-  if (!config.is_object()) fail(kFile, "", "must be a JSON object");
+  if (!config.is_object()) fail(kProcessorConfigFile, "", "must be a JSON object");
   for (const char* unsupported : {"do_center_crop", "do_pad", "min_pixels", "max_pixels"})
     if (flag_or_value_set(config, unsupported))
-      fail(kFile, unsupported, "is not supported yet (fixed-size processors only: Gemma 3, SigLIP)");
+      fail(kProcessorConfigFile, unsupported, "is not supported yet (fixed-size processors only: Gemma 3, SigLIP)");
   ImageProcessorConfig c;
   c.do_resize = flag(config, "do_resize", c.do_resize);
   if (c.do_resize) {
     const nlohmann::json size = config.value("size", nlohmann::json::object());
     if (!size.is_object() || !size.contains("height") || !size.contains("width") || !size["height"].is_number_integer() ||
         !size["width"].is_number_integer())
-      fail(kFile, "size", "must be {{\"height\": H, \"width\": W}} (shortest_edge is not supported yet)");
+      fail(kProcessorConfigFile, "size", "must be {{\"height\": H, \"width\": W}} (shortest_edge is not supported yet)");
     c.height = size["height"].get<int64_t>();
     c.width = size["width"].get<int64_t>();
     if (c.height <= 0 || c.width <= 0 || c.height > 8192 || c.width > 8192)
-      fail(kFile, "size", "{} × {} is not a size (1-8192 a side)", c.width, c.height);
+      fail(kProcessorConfigFile, "size", "{} × {} is not a size (1-8192 a side)", c.width, c.height);
     if (config.contains("resample") && !config["resample"].is_null()) {
-      if (!config["resample"].is_number_integer()) fail(kFile, "resample", "must be a Pillow filter number");
+      if (!config["resample"].is_number_integer()) fail(kProcessorConfigFile, "resample", "must be a Pillow filter number");
       c.resample = resample_from_pil(config["resample"].get<int64_t>());
     }
   }
   c.do_rescale = flag(config, "do_rescale", c.do_rescale);
   if (config.contains("rescale_factor") && !config["rescale_factor"].is_null()) {
-    if (!config["rescale_factor"].is_number()) fail(kFile, "rescale_factor", "must be a number");
+    if (!config["rescale_factor"].is_number()) fail(kProcessorConfigFile, "rescale_factor", "must be a number");
     c.rescale_factor = config["rescale_factor"].get<double>();
   }
   c.do_normalize = flag(config, "do_normalize", c.do_normalize);
   c.mean = three(config, "image_mean", c.mean);
   c.std = three(config, "image_std", c.std);
   c.do_pan_and_scan = flag(config, "do_pan_and_scan", c.do_pan_and_scan);
-  for (auto [key, field] : {std::pair{"pan_and_scan_min_crop_size", &c.pan_and_scan_min_crop_size},
-                            std::pair{"pan_and_scan_max_num_crops", &c.pan_and_scan_max_num_crops}})
-    if (config.contains(key) && !config[key].is_null()) {
-      if (!config[key].is_number_integer() || config[key].get<int64_t>() <= 0) fail(kFile, key, "must be a positive integer");
-      *field = config[key].get<int64_t>();
-    }
+  c.pan_and_scan_min_crop_size = processor_positive(config, "pan_and_scan_min_crop_size", c.pan_and_scan_min_crop_size);
+  c.pan_and_scan_max_num_crops = processor_positive(config, "pan_and_scan_max_num_crops", c.pan_and_scan_max_num_crops);
   if (config.contains("pan_and_scan_min_ratio_to_activate") && !config["pan_and_scan_min_ratio_to_activate"].is_null()) {
     if (!config["pan_and_scan_min_ratio_to_activate"].is_number())
-      fail(kFile, "pan_and_scan_min_ratio_to_activate", "must be a number");
+      fail(kProcessorConfigFile, "pan_and_scan_min_ratio_to_activate", "must be a number");
     c.pan_and_scan_min_ratio_to_activate = config["pan_and_scan_min_ratio_to_activate"].get<double>();
   }
   for (float s : c.std)
-    if (c.do_normalize && s == 0.0f) fail(kFile, "image_std", "a standard deviation of 0");
+    if (c.do_normalize && s == 0.0f) fail(kProcessorConfigFile, "image_std", "a standard deviation of 0");
+  return c;
+}
+
+ImageProcessorConfig shared_processor_keys(const nlohmann::json& config, const ImageProcessorConfig& defaults) {
+  if (!config.is_object()) fail(kProcessorConfigFile, "", "must be a JSON object");
+  nlohmann::json shared = config;
+  shared["size"] = {{"height", defaults.height}, {"width", defaults.width}};
+  for (const char* own : {"min_pixels", "max_pixels", "do_pan_and_scan"}) shared.erase(own);
+  const ImageProcessorConfig read = ImageProcessorConfig::from_json(shared);
+  ImageProcessorConfig c = defaults;
+  auto given = [&](const char* key) { return config.contains(key) && !config[key].is_null(); };
+  if (given("do_resize")) c.do_resize = read.do_resize;
+  if (given("resample")) c.resample = read.resample;
+  if (given("do_rescale")) c.do_rescale = read.do_rescale;
+  if (given("rescale_factor")) c.rescale_factor = read.rescale_factor;
+  if (given("do_normalize")) c.do_normalize = read.do_normalize;
+  if (given("image_mean")) c.mean = read.mean;
+  if (given("image_std")) c.std = read.std;
   return c;
 }
 

@@ -23,6 +23,7 @@
 
 #include "media/image.h"
 #include "media/image_resize.h"
+#include "media/processor_config.h"
 
 namespace tessera {
 
@@ -41,6 +42,12 @@ struct ImageProcessorConfig {
   // Throws Error("preprocessor_config.json", key, problem).
   static ImageProcessorConfig from_json(const nlohmann::json& config);
 };
+
+// The keys every processor here shares (do_resize, resample, do_rescale,
+// rescale_factor, do_normalize, image_mean, image_std), read from `config`,
+// `defaults` where a key is absent: for the patching processors (Qwen,
+// Gemma 4), whose size keys are their own.
+ImageProcessorConfig shared_processor_keys(const nlohmann::json& config, const ImageProcessorConfig& defaults);
 
 struct PixelValues {
   int64_t channels = 3, height = 0, width = 0;

@@ -9,45 +9,32 @@ namespace tessera {
 
 namespace {
 
-constexpr const char* kFile = "preprocessor_config.json";
-
-int64_t positive_or(const nlohmann::json& c, const char* key, int64_t fallback) {
-  if (!c.contains(key) || c[key].is_null()) return fallback;
-  if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0) fail(kFile, key, "must be a positive integer");
-  return c[key].get<int64_t>();
-}
-
 // Python 3's round(): to the nearest integer, ties to even.
 int64_t python_round(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
 
 }  // namespace
 
+ImageProcessorConfig QwenImageProcessorConfig::defaults() {
+  ImageProcessorConfig p;
+  p.resample = Resample::Bicubic;
+  p.mean = {0.48145466f, 0.4578275f, 0.40821073f};
+  p.std = {0.26862954f, 0.26130258f, 0.27577711f};
+  return p;
+}
+
 QwenImageProcessorConfig QwenImageProcessorConfig::from_json(const nlohmann::json& config) {
-  if (!config.is_object()) fail(kFile, "", "must be a JSON object");
-  // The fixed-size processor's reading of the shared keys (resample, rescale, normalize).
-  nlohmann::json shared = config;
-  shared["size"] = {{"height", 1}, {"width", 1}};
-  shared.erase("min_pixels");  // Qwen's pixel budget: read below
-  shared.erase("max_pixels");
-  const ImageProcessorConfig base = ImageProcessorConfig::from_json(shared);
   QwenImageProcessorConfig c;
-  c.do_resize = base.do_resize;
-  if (config.contains("resample") && !config["resample"].is_null()) c.resample = base.resample;
-  c.do_rescale = base.do_rescale;
-  c.rescale_factor = base.rescale_factor;
-  c.do_normalize = base.do_normalize;
-  if (config.contains("image_mean")) c.mean = base.mean;
-  if (config.contains("image_std")) c.std = base.std;
-  c.patch_size = positive_or(config, "patch_size", c.patch_size);
-  c.temporal_patch_size = positive_or(config, "temporal_patch_size", c.temporal_patch_size);
-  c.merge_size = positive_or(config, "merge_size", c.merge_size);
+  c.pixels = shared_processor_keys(config, defaults());
+  c.patch_size = processor_positive(config, "patch_size", c.patch_size);
+  c.temporal_patch_size = processor_positive(config, "temporal_patch_size", c.temporal_patch_size);
+  c.merge_size = processor_positive(config, "merge_size", c.merge_size);
   if (config.contains("size") && config["size"].is_object()) {
-    c.min_pixels = positive_or(config["size"], "shortest_edge", c.min_pixels);
-    c.max_pixels = positive_or(config["size"], "longest_edge", c.max_pixels);
+    c.min_pixels = processor_positive(config["size"], "shortest_edge", c.min_pixels);
+    c.max_pixels = processor_positive(config["size"], "longest_edge", c.max_pixels);
   }
-  c.min_pixels = positive_or(config, "min_pixels", c.min_pixels);
-  c.max_pixels = positive_or(config, "max_pixels", c.max_pixels);
-  if (c.min_pixels > c.max_pixels) fail(kFile, "size", "shortest_edge {} is over longest_edge {}", c.min_pixels, c.max_pixels);
+  c.min_pixels = processor_positive(config, "min_pixels", c.min_pixels);
+  c.max_pixels = processor_positive(config, "max_pixels", c.max_pixels);
+  if (c.min_pixels > c.max_pixels) fail(kProcessorConfigFile, "size", "shortest_edge {} is over longest_edge {}", c.min_pixels, c.max_pixels);
   return c;
 }
 
@@ -72,22 +59,17 @@ std::pair<int64_t, int64_t> qwen_smart_resize(int64_t height, int64_t width, int
 QwenPatches qwen_preprocess_image(const RgbImage& image, const QwenImageProcessorConfig& c) {
   const int64_t factor = c.patch_size * c.merge_size;
   RgbImage sized = image;
-  if (c.do_resize) {
+  if (c.pixels.do_resize) {
     const auto [h, w] = qwen_smart_resize(image.height, image.width, factor, c.min_pixels, c.max_pixels);
-    sized = resize_image(image, w, h, c.resample);
+    sized = resize_image(image, w, h, c.pixels.resample);
   }
   if (sized.height % factor != 0 || sized.width % factor != 0)
     fail("image", "size", "{} × {} is not a multiple of {} (patch_size · merge_size) on each side", sized.width,
          sized.height, factor);
   // Rescale and normalize as the fixed-size processor does, then patch.
-  ImageProcessorConfig norm;
-  norm.do_resize = false;
-  norm.do_rescale = c.do_rescale;
-  norm.rescale_factor = c.rescale_factor;
-  norm.do_normalize = c.do_normalize;
-  norm.mean = c.mean;
-  norm.std = c.std;
-  const PixelValues px = preprocess_image(sized, norm);
+  ImageProcessorConfig scaling = c.pixels;
+  scaling.do_resize = false;
+  const PixelValues px = preprocess_image(sized, scaling);
   const int64_t p = c.patch_size, m = c.merge_size, tp = c.temporal_patch_size;
   QwenPatches out;
   out.grid_h = sized.height / p;

@@ -22,17 +22,16 @@
 #include <nlohmann/json.hpp>
 
 #include "media/image.h"
-#include "media/image_resize.h"
+#include "media/image_processor.h"
 
 namespace tessera {
 
 struct QwenImageProcessorConfig {
   int64_t patch_size = 14, temporal_patch_size = 2, merge_size = 2;
   int64_t min_pixels = 56 * 56, max_pixels = 28 * 28 * 1280;
-  Resample resample = Resample::Bicubic;
-  bool do_resize = true, do_rescale = true, do_normalize = true;
-  double rescale_factor = 1.0 / 255.0;
-  std::array<float, 3> mean{0.48145466f, 0.4578275f, 0.40821073f}, std{0.26862954f, 0.26130258f, 0.27577711f};
+  // resample, rescale and normalize (its size unused): bicubic, CLIP's mean and std.
+  ImageProcessorConfig pixels = defaults();
+  static ImageProcessorConfig defaults();
 
   // From preprocessor_config.json; Error("preprocessor_config.json", key, problem).
   static QwenImageProcessorConfig from_json(const nlohmann::json& config);

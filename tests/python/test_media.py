@@ -1,6 +1,6 @@
-"""Images in (src/media): decoding, resizing and a vision processor's
-preprocessing, each against what Hugging Face's image processors (PIL
-backend) see and give.
+"""Images and audio in (src/media): decoding, resizing and the processors'
+preprocessing, each against what Hugging Face's processors (PIL backend)
+and feature extractors see and give.
 
 - Decoding equals Pillow's `Image.open(...).convert("RGB")` on llama.cpp's
   own test photo (tools/mtmd/test-1.jpeg) and on PNGs and JPEGs Pillow
