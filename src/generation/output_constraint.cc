@@ -130,9 +130,9 @@ bool is_reply_marker(std::string_view text) {
       "<|tool_call_argument_begin|>",
       // MiniMax
       "<minimax:tool_call>", "</minimax:tool_call>",
-      // JSON lists (Nemotron Nano v2, Apriel, Granite 3.3, Command R7B / A)
+      // JSON lists (Nemotron Nano v2, Apriel, Granite 3.3, Command R7B / A, Apertus)
       "<TOOLCALL>", "</TOOLCALL>", "<tool_calls>", "</tool_calls>", "<|tool_call|>", "<|START_ACTION|>",
-      "<|END_ACTION|>", "<|START_THINKING|>", "<|END_THINKING|>",
+      "<|END_ACTION|>", "<|START_THINKING|>", "<|END_THINKING|>", "<|tools_prefix|>", "<|tools_suffix|>",
       // Seed-OSS
       "<seed:tool_call>", "</seed:tool_call>", "<seed:think>", "</seed:think>"};
   return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);

@@ -585,6 +585,12 @@ std::optional<std::vector<BlockCall>> read_json_list_calls(std::string_view body
   std::vector<BlockCall> calls;
   for (const ojson& call : list) {
     if (!call.is_object()) return std::nullopt;
+    if (call.size() == 1 && !call.contains("name") && !call.contains("tool_name")) {  // Apertus: {NAME: {...}}
+      BlockCall c{call.begin().key(), call.begin().value()};
+      if (!parameters_of(tools, c.name) || !c.arguments.is_object()) return std::nullopt;
+      calls.push_back(std::move(c));
+      continue;
+    }
     const char* name_key = call.contains("tool_name") ? "tool_name" : "name";
     const char* arguments_key = call.contains("parameters") ? "parameters" : "arguments";
     if (!call.contains(name_key) || !call[name_key].is_string()) return std::nullopt;

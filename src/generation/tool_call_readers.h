@@ -112,7 +112,8 @@ std::optional<std::vector<BlockCall>> read_functionary_calls(std::string_view bo
 //   [{"name": NAME, "arguments": {...}}, ...]     (Nemotron Nano v2, Apriel,
 //                                                  Firefunction v2, Granite 3.3)
 //   [{"tool_call_id": "0", "tool_name": NAME, "parameters": {...}}, ...]
-//                                                 (Command R7B, Command A)
+//                                                 (Command R7B, Command A, Command R+)
+//   [{NAME: {...}}, ...]                           (Apertus)
 // other keys of a call (an id) are ignored.
 std::optional<std::vector<BlockCall>> read_json_list_calls(std::string_view body, const nlohmann::ordered_json& tools);
 

@@ -116,6 +116,11 @@ constexpr CallSyntax kGranite = json_list("<|tool_call|>", "", "[", ", ", "]");
 constexpr CallSyntax kCommandR{"<|START_ACTION|>", false, "<|END_ACTION|>", "{\"tool_call_id\": \"",
                                "\", \"parameters\": ", "}", "<|START_ACTION|>", "json", ",\n    ",
                                read_json_list_calls, true, "\", \"tool_name\": \"", "[\n    ", "\n]", true};
+constexpr CallSyntax kCommandRPlus{"Action:\n```json", false, "```", "{\"tool_name\": \"", "\", \"parameters\": ",
+                                   "}", "Action:\n```json", "json", ",\n    ", read_json_list_calls, true, "",
+                                   "\n[\n    ", "\n]"};
+constexpr CallSyntax kApertus{"<|tools_prefix|>", false, "<|tools_suffix|>", "{\"", "\": ", "}", "<|tools_prefix|>",
+                              "json", ", ", read_json_list_calls, true, "", "[", "]"};
 constexpr CallSyntax kSeedXml{"<seed:tool_call>", false, "</seed:tool_call>", "<seed:tool_call>\n<function=", ">\n",
                               "</function>\n</seed:tool_call>", "<seed:tool_call>", "qwen_xml", "\n",
                               read_seed_xml_block};
@@ -147,6 +152,8 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::FireFunction: return kFireFunction;
     case ToolCallStyle::Granite: return kGranite;
     case ToolCallStyle::CommandR: return kCommandR;
+    case ToolCallStyle::CommandRPlus: return kCommandRPlus;
+    case ToolCallStyle::Apertus: return kApertus;
     case ToolCallStyle::SeedXml: return kSeedXml;
     case ToolCallStyle::DeepSeekV32: return kDsmlV32;
     case ToolCallStyle::DeepSeekV4: return kDsmlV4;
@@ -398,6 +405,8 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::FireFunction: return "firefunction";
     case ToolCallStyle::Granite: return "granite";
     case ToolCallStyle::CommandR: return "command_r";
+    case ToolCallStyle::CommandRPlus: return "command_r_plus";
+    case ToolCallStyle::Apertus: return "apertus";
     case ToolCallStyle::SeedXml: return "seed_xml";
     case ToolCallStyle::DeepSeekV32: return "deepseek_v3_2";
     case ToolCallStyle::DeepSeekV4: return "deepseek_v4";
@@ -436,6 +445,8 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
     return has("function_calls>") ? ToolCallStyle::DeepSeekV32 : ToolCallStyle::DeepSeekV4;
   // JSON lists of calls after a marker.
   if (has("<|START_ACTION|>") && has("\"tool_name\"")) return ToolCallStyle::CommandR;
+  if (has("Action:\\n```json")) return ToolCallStyle::CommandRPlus;
+  if (has("<|tools_prefix|>")) return ToolCallStyle::Apertus;
   if (has("<TOOLCALL>[")) return ToolCallStyle::Nemotron;
   if (has("<tool_calls>[")) return ToolCallStyle::Apriel;
   if (has("' functools['")) return ToolCallStyle::FireFunction;
@@ -509,6 +520,11 @@ CallMessageForm call_message_form_of(const ChatTemplate* chat_template) {
   const std::string& s = chat_template->source();
   for (std::string_view concat : {"['arguments'] +", "['arguments']+", ".arguments +", ".arguments+"})
     form.text_arguments |= s.find(concat) != std::string::npos;
+  // A template that also serializes OpenAI calls' arguments itself (Apertus:
+  // its own block format concatenates, its tool_calls path writes
+  // `function.arguments|tojson`) takes them as an object there.
+  for (std::string_view serialized : {"function.arguments|tojson", "function.arguments | tojson"})
+    if (s.find(serialized) != std::string::npos) form.text_arguments = false;
   return form;
 }
 

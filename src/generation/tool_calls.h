@@ -39,14 +39,17 @@
 //   DeepSeekV3 / DeepSeekR1 / Kimi / MiniMaxXml / MiniMaxJson / DeepSeekV32 /
 //   DeepSeekV4: one section of calls between a pair of markers
 //              (generation/tool_call_readers.h spells each).
-//   Nemotron / Apriel / FireFunction / Granite / CommandR: a JSON list of
+//   Nemotron / Apriel / FireFunction / Granite / CommandR / CommandRPlus /
+//   Apertus: a JSON list of
 //            calls after a marker,
 //              <TOOLCALL>[{"name": "f", "arguments": {...}}, ...]</TOOLCALL>
 //            (Apriel's <tool_calls>; Firefunction's " functools" and
 //            Granite's <|tool_call|> lists end the reply; Command R's
 //            calls are {"tool_call_id": "0", "tool_name": "f", "parameters":
-//            {...}} in <|START_ACTION|>). Granite's template knows no
-//            `tool_calls`: earlier calls go back in the content.
+//            {...}} in <|START_ACTION|>; Command R+'s the same without the
+//            id after "Action:\n```json"; Apertus's {"f": {...}} in
+//            <|tools_prefix|>). Granite's template knows no `tool_calls`:
+//            earlier calls go back in the content.
 //   Functionary  Functionary v3.1: <function=f>{"city": "Paris"}</function>
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
@@ -104,6 +107,8 @@ enum class ToolCallStyle {
   FireFunction,
   Granite,
   CommandR,
+  CommandRPlus,
+  Apertus,
   SeedXml,
   DeepSeekV32,
   DeepSeekV4,

@@ -321,6 +321,15 @@ TEST(ToolCalls, JsonListRepliesParseWholeAndStreamed) {
       "{\"city\": \"Paris\", \"days\": 2}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"get_time\", "
       "\"parameters\": {\"zone\": \"cet\"}}\n]<|END_ACTION|>";
   expect_checking_weather_then_time(parsed_whole_and_streamed(calling(ToolCallStyle::CommandR), command_r));
+  const std::string command_r_plus =
+      "Checking.\nAction:\n```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": "
+      "{\"city\": \"Paris\", \"days\": 2}\n    },\n    {\"tool_name\": \"get_time\", \"parameters\": {\"zone\": "
+      "\"cet\"}}\n]```\n";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(calling(ToolCallStyle::CommandRPlus), command_r_plus));
+  expect_checking_weather_then_time(parsed_whole_and_streamed(
+      calling(ToolCallStyle::Apertus),
+      "Checking.<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\", \"days\": 2}}, {\"get_time\": "
+      "{\"zone\": \"cet\"}}]<|tools_suffix|>"));
   // Text after a list that ends the reply, an unknown tool, not a list: the text as it is.
   const ToolCalling granite = calling(ToolCallStyle::Granite);
   for (const std::string& bad : {"<|tool_call|>" + list + " and more", std::string("<|tool_call|>[{\"name\": \"nope\"}]"),
@@ -417,6 +426,10 @@ TEST(ToolCalls, MessagesForEachStyle) {
   const ChatTemplate tojson = ChatTemplate::parse("{{ tool['function']['arguments'] | tojson }}", "t");
   EXPECT_TRUE(call_message_form_of(&concat).text_arguments);
   EXPECT_FALSE(call_message_form_of(&tojson).text_arguments);
+  // Apertus concatenates in its own block format but serializes OpenAI calls itself.
+  const ChatTemplate both = ChatTemplate::parse(
+      "{{ '{\"' + call.name + '\": ' + call.arguments + '}' }}{{ function.arguments|tojson }}", "t");
+  EXPECT_FALSE(call_message_form_of(&both).text_arguments);
   const ojson r1 = calling(ToolCallStyle::DeepSeekR1).messages(messages, call_message_form_of(&concat));
   EXPECT_TRUE(r1[1]["content"].is_null());
   EXPECT_EQ(r1[1]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Paris\", \"days\": 1}");
@@ -477,6 +490,8 @@ TEST(ToolCalls, StyleFromTheTemplate) {
       {"{{ ns.content + ' functools[' }}", ToolCallStyle::FireFunction},
       {"respond only with <|tool_call|> followed by a JSON list of tools used.", ToolCallStyle::Granite},
       {"<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": ", ToolCallStyle::CommandR},
+      {"{{ '\\nAction:\\n```json\\n[\\n' }}", ToolCallStyle::CommandRPlus},
+      {"{%- set tool_calls_token = '<|tools_prefix|>' -%}", ToolCallStyle::Apertus},
       {"{% set b = '<seed:tool_call>' %}\n<function=x>\n<parameter=k>", ToolCallStyle::SeedXml},
       {"{{ '<' + dsml + 'function_calls>' }}{{ '<' + dsml + 'invoke name=\"' }} DSML", ToolCallStyle::DeepSeekV32},
       {"{{ '<' + dsml + 'tool_calls>' }}{{ '<' + dsml + 'invoke name=\"' }} DSML", ToolCallStyle::DeepSeekV4},
@@ -533,6 +548,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
                               ToolCallStyle::DeepSeekR1, ToolCallStyle::Kimi, ToolCallStyle::MiniMaxXml,
                               ToolCallStyle::MiniMaxJson, ToolCallStyle::Nemotron, ToolCallStyle::Apriel,
                               ToolCallStyle::FireFunction, ToolCallStyle::Granite, ToolCallStyle::CommandR,
+                              ToolCallStyle::CommandRPlus, ToolCallStyle::Apertus,
                               ToolCallStyle::SeedXml, ToolCallStyle::DeepSeekV32, ToolCallStyle::DeepSeekV4,
                               ToolCallStyle::Functionary, ToolCallStyle::Generic}) {
     SCOPED_TRACE(tool_call_style_name(style));

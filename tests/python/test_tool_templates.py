@@ -9,7 +9,8 @@ Nemo's [TOOL_CALLS][{...}] list), GLM XML (<arg_key> / <arg_value>),
 DeepSeek V3.1 / R1 (<｜tool▁calls▁begin｜> blocks), DeepSeek V3.2 / V4
 (DSML), Kimi K2 (<|tool_calls_section_begin|>), MiniMax M2 / M1 (<invoke>
 XML, JSON lines), JSON lists after a marker (Nemotron Nano v2, Apriel,
-Firefunction v2, Granite 3.3, Command R7B / Command A), Seed-OSS's XML or
+Firefunction v2, Granite 3.3, Command R7B / Command A / Command R+,
+Apertus), Seed-OSS's XML or
 Functionary v3.1's <function=NAME>{...}, an
 assistant turn with tool calls (two; Llama 3:
 one) rendered by the template itself parses back into the same calls
@@ -109,6 +110,8 @@ def test_the_styles_of_known_templates():
     for name in ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-ai-DeepSeek-V4-Flash-0731.jinja"):
         assert by_name[name] == "deepseek_v4", name
     assert by_name["meetkai-functionary-medium-v3.1.jinja"] == "functionary"
+    assert by_name["CohereForAI-c4ai-command-r-plus-tool_use.jinja"] == "command_r_plus"
+    assert by_name["Apertus-8B-Instruct.jinja"] == "apertus"
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -118,7 +121,9 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     style = core.tool_call_style(source)
     calls = CALLS[:1] if style == "llama3" else CALLS  # Llama 3: one call per message
     tools = TOOLS
-    if "[\"description\"] + " in source:  # Functionary v3.1 (and transformers) fail on a tool without one
+    # Functionary v3.1 and Apertus concatenate every tool's description (and
+    # fail without one, in transformers too): give each one.
+    if "[\"description\"] + " in source or ".function.description + " in source:
         tools = [{**t, "function": {"description": "A tool", **t["function"]}} for t in TOOLS]
     messages_json, extra_json = core.tool_calling_messages(source, json.dumps(conversation(calls)), json.dumps(tools),
                                                            json.dumps("auto"))
@@ -151,6 +156,7 @@ def test_tool_conversations_render_and_calls_parse_back(path):
               "minimax_json": ("<tool_calls>", "</tool_calls>"),
               "nemotron": ("<TOOLCALL>", "</TOOLCALL>"), "apriel": ("<tool_calls>", "</tool_calls>"),
               "command_r": ("<|START_ACTION|>", "<|END_ACTION|>"),
+              "command_r_plus": ("Action:\n```json", "```"), "apertus": ("<|tools_prefix|>", "<|tools_suffix|>"),
               "seed_xml": ("<seed:tool_call>", "</seed:tool_call>"),
               "deepseek_v3_2": ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),
               "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
