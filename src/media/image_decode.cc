@@ -7,7 +7,6 @@
 #include <cstring>
 #include <string>
 
-#include <fmt/format.h>
 #include <jpeglib.h>
 #include <jerror.h>  // after jpeglib.h: the message codes
 #include <png.h>

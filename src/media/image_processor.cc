@@ -4,8 +4,6 @@
 #include <cmath>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
 
 namespace tessera {

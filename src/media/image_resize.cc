@@ -8,8 +8,6 @@
 #include <cmath>
 #include <numbers>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
 
 namespace tessera {
