@@ -576,6 +576,16 @@ std::optional<std::vector<BlockCall>> read_functionary_calls(std::string_view bo
   return std::vector<BlockCall>{std::move(call)};
 }
 
+std::optional<std::vector<BlockCall>> read_functionary_v32_call(std::string_view body, const ojson& tools) {
+  const size_t newline = body.find('\n');
+  if (newline == std::string_view::npos) return std::nullopt;
+  BlockCall call{std::string(body.substr(0, newline)), ojson::object()};
+  std::optional<ojson> arguments = json_object(body.substr(newline + 1));
+  if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
+  call.arguments = std::move(*arguments);
+  return std::vector<BlockCall>{std::move(call)};
+}
+
 std::optional<std::vector<BlockCall>> read_json_list_calls(std::string_view body, const ojson& tools) {
   std::string_view s = trim(body);
   const size_t end = s.starts_with('[') ? balanced_end(s) : 0;

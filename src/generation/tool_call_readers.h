@@ -108,6 +108,10 @@ std::optional<std::vector<BlockCall>> read_dsml_calls(std::string_view body, con
 std::optional<std::vector<BlockCall>> read_functionary_calls(std::string_view body,
                                                              const nlohmann::ordered_json& tools);
 
+// Functionary v3.2 (one message after >>>, to the next >>> or the reply's end): NAME\n{...}
+std::optional<std::vector<BlockCall>> read_functionary_v32_call(std::string_view body,
+                                                                const nlohmann::ordered_json& tools);
+
 // A JSON list of calls, the whole body (whitespace around it allowed):
 //   [{"name": NAME, "arguments": {...}}, ...]     (Nemotron Nano v2, Apriel,
 //                                                  Firefunction v2, Granite 3.3)

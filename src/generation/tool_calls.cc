@@ -67,6 +67,11 @@ struct CallSyntax {
   // The index comes first (Command R's {"tool_call_id": "0", "tool_name": ...}):
   // a call is begin_before_name INDEX after_index NAME begin_after_name ARGS end.
   bool index_first = false;
+  // Set (Functionary v3.2): the reply is messages `open` RECIPIENT\n BODY,
+  // the first `open` the generation prompt's; this recipient's messages are
+  // text, every other one a call that ends at the next `open` (`close`,
+  // left for that message) or at the reply's end.
+  std::string_view text_recipient = "";
 };
 
 constexpr CallSyntax kHermes{"<tool_call>", false, "</tool_call>", "<tool_call>\n{\"name\": \"",
@@ -133,6 +138,9 @@ constexpr CallSyntax kDsmlV4 = dsml("<｜DSML｜tool_calls>", "</｜DSML｜tool_
 constexpr CallSyntax kFunctionary{"<function=", false, "</function>", "<function=", ">", "</function>", "<function=",
                                   "json", "", read_functionary_calls};
 
+constexpr CallSyntax kFunctionaryV32{">>>", false, ">>>", "", "\n", "", ">>>", "json", ">>>",
+                                     read_functionary_v32_call, false, "", "", "", false, "all\n"};
+
 const CallSyntax& syntax_of(ToolCallStyle style) {
   switch (style) {
     case ToolCallStyle::Llama3: return kLlama3;
@@ -158,6 +166,7 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::DeepSeekV32: return kDsmlV32;
     case ToolCallStyle::DeepSeekV4: return kDsmlV4;
     case ToolCallStyle::Functionary: return kFunctionary;
+    case ToolCallStyle::FunctionaryV32: return kFunctionaryV32;
     default: return kHermes;
   }
 }
@@ -348,7 +357,25 @@ ojson named_tags(const ToolRequest& r, const CallSyntax& syntax) {
   return tags;
 }
 
+// Functionary v3.2's reply: calls NAME\n{...} separated by `open`, or (auto)
+// text after the text recipient, then calls each after `open`.
+ojson recipient_messages_format(const ToolRequest& r, const CallSyntax& syntax) {
+  const ojson tags = named_tags(r, syntax);
+  ojson calls = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", std::string(syntax.open)},
+                 {"at_least_one", true}, {"stop_after_first", !r.parallel}};
+  if (r.choice != ToolChoice::Auto) return calls;
+  ojson opened = tags;
+  for (ojson& t : opened) t["begin"] = std::string(syntax.open) + t["begin"].get<std::string>();
+  ojson text_then_calls = {{"type", "sequence"},
+                           {"elements",
+                            {const_format(std::string(syntax.text_recipient)),
+                             {{"type", "triggered_tags"}, {"triggers", {std::string(syntax.open)}}, {"tags", opened},
+                              {"at_least_one", false}, {"stop_after_first", !r.parallel}}}}};
+  return {{"type", "or"}, {"elements", {std::move(calls), std::move(text_then_calls)}}};
+}
+
 ojson tagged_calls_format(const ToolRequest& r, const CallSyntax& syntax) {
+  if (!syntax.text_recipient.empty()) return recipient_messages_format(r, syntax);
   const ojson tags = syntax.index_first ? index_first_tags(r, syntax) : named_tags(r, syntax);
   if (syntax.wraps_calls) {
     // One block of calls: opened by the trigger where the calls are free (auto).
@@ -411,6 +438,7 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::DeepSeekV32: return "deepseek_v3_2";
     case ToolCallStyle::DeepSeekV4: return "deepseek_v4";
     case ToolCallStyle::Functionary: return "functionary";
+    case ToolCallStyle::FunctionaryV32: return "functionary_v3_2";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -452,6 +480,7 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   if (has("' functools['")) return ToolCallStyle::FireFunction;
   if (has("<|tool_call|>") && has("JSON list")) return ToolCallStyle::Granite;
   if (has("'<function='") && has("'</function>'") && !has("<parameter=")) return ToolCallStyle::Functionary;
+  if (has("'>>>all\\n'") && has("'>>>' + tool_call['function']['name']")) return ToolCallStyle::FunctionaryV32;
   if (has("[TOOL_CALLS]") && has("[ARGS]")) return ToolCallStyle::Mistral;
   if (has("[TOOL_CALLS][")) return ToolCallStyle::MistralList;
   if (has("<tool_call>") && (has("{\"name\"") || has("{\\\"name\\\"")) && !has("<function=") && !has("<arg_key>") &&
@@ -518,7 +547,7 @@ CallMessageForm call_message_form_of(const ChatTemplate* chat_template) {
   CallMessageForm form;
   if (!chat_template) return form;
   const std::string& s = chat_template->source();
-  for (std::string_view concat : {"['arguments'] +", "['arguments']+", ".arguments +", ".arguments+"})
+  for (std::string_view concat : {"['arguments'] +", "['arguments']+", ".arguments +", ".arguments+", "+ tool_call['function']['arguments'] }}"})
     form.text_arguments |= s.find(concat) != std::string::npos;
   // A template that also serializes OpenAI calls' arguments itself (Apertus:
   // its own block format concatenates, its tool_calls path writes
@@ -650,7 +679,10 @@ ToolReply ToolCalling::parse(std::string_view text, const std::string& reply_id)
 }
 
 ToolReplyStream::ToolReplyStream(const ToolCalling& calling, std::string reply_id)
-    : calling_(calling), reply_id_(std::move(reply_id)) {}
+    : calling_(calling), reply_id_(std::move(reply_id)) {
+  // Functionary v3.2: the generation prompt wrote the first message's opener.
+  if (calling_.parses() && !syntax_of(calling_.style()).text_recipient.empty()) state_ = State::Block;
+}
 
 namespace {
 
@@ -785,18 +817,30 @@ std::vector<ToolReplyDelta> ToolReplyStream::push(std::string_view text) {
       // A block style's call is read whole, once its close marker is seen
       // (Mistral's have none: they run to the end of the reply).
       const CallSyntax& syntax = syntax_of(calling_.style());
+      const bool recipients = !syntax.text_recipient.empty();
+      if (recipients) {  // a text message: its text is content
+        const std::string_view head = syntax.text_recipient;
+        if (buffer_.size() < head.size() && head.starts_with(buffer_)) return out;
+        if (buffer_.starts_with(head)) {
+          buffer_.erase(0, head.size());
+          state_ = State::Text;
+          continue;
+        }
+      }
       if (syntax.close.empty()) return out;
       const size_t close = buffer_.find(syntax.close);
       if (close == std::string::npos) return out;
       std::optional<std::vector<BlockCall>> calls =
           syntax.read_block(std::string_view(buffer_).substr(0, close), calling_.request().tools);
+      // A message's close is the next message's opener: it stays.
+      const size_t taken = recipients ? close : close + syntax.close.size();
       if (calls) {
         emit_calls(*calls, out);
       } else {  // not a call after all: the text as it is
-        out.push_back(text_delta(std::string(syntax.open) + buffer_.substr(0, close + syntax.close.size())));
+        out.push_back(text_delta(std::string(syntax.open) + buffer_.substr(0, taken)));
         emitted_content_ = true;
       }
-      buffer_.erase(0, close + syntax.close.size());
+      buffer_.erase(0, taken);
       state_ = State::Text;
       continue;
     }
@@ -875,8 +919,11 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
   } else if (state_ == State::Block) {
     const CallSyntax& syntax = syntax_of(calling_.style());
     std::optional<std::vector<BlockCall>> calls;
-    if (syntax.close.empty()) calls = syntax.read_block(buffer_, calling_.request().tools);
-    if (calls) {
+    // Mistral's calls, and Functionary v3.2's last message, end with the reply.
+    if (syntax.close.empty() || !syntax.text_recipient.empty()) calls = syntax.read_block(buffer_, calling_.request().tools);
+    if (!syntax.text_recipient.empty() && buffer_.empty()) {
+      // An empty reply (or one that ends at an opener): nothing.
+    } else if (calls) {
       emit_calls(*calls, out);
     } else {  // a block cut short (max_tokens) is no call: the text as it is
       out.push_back(text_delta(std::string(syntax.open) + buffer_));

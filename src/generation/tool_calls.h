@@ -51,6 +51,10 @@
 //            <|tools_prefix|>). Granite's template knows no `tool_calls`:
 //            earlier calls go back in the content.
 //   Functionary  Functionary v3.1: <function=f>{"city": "Paris"}</function>
+//   FunctionaryV32  Functionary v3.2: messages >>>RECIPIENT\nBODY, the first
+//            one's >>> written by the generation prompt: recipient "all" is
+//            text, any other a call with BODY its JSON arguments,
+//              all\nChecking.>>>get_weather\n{"city": "Paris"}
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -113,6 +117,7 @@ enum class ToolCallStyle {
   DeepSeekV32,
   DeepSeekV4,
   Functionary,
+  FunctionaryV32,
   Generic
 };
 const char* tool_call_style_name(ToolCallStyle style);

@@ -378,6 +378,35 @@ TEST(ToolCalls, SeedAndFunctionaryRepliesParseWholeAndStreamed) {
   EXPECT_EQ(functionary.parse(unknown, "x").content, unknown);
 }
 
+// Functionary v3.2: the generation prompt wrote the first ">>>"; "all" is text.
+TEST(ToolCalls, FunctionaryV32RepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::FunctionaryV32);
+  expect_checking_weather_then_time(parsed_whole_and_streamed(
+      tc, "all\nChecking.>>>get_weather\n{\"city\": \"Paris\", \"days\": 2}>>>get_time\n{\"zone\": \"cet\"}"));
+  const ToolReply calls_only = parsed_whole_and_streamed(tc, "get_time\n{\"zone\": \"utc\"}");
+  EXPECT_EQ(calls_only.content, "");
+  ASSERT_EQ(calls_only.calls.size(), 1u);
+  EXPECT_EQ(calls_only.calls[0].arguments, R"({"zone":"utc"})");
+  EXPECT_EQ(parsed_whole_and_streamed(tc, "all\nIt is noon.").content, "It is noon.");
+  EXPECT_EQ(parsed_whole_and_streamed(tc, "").content, "");
+  EXPECT_FALSE(read_functionary_v32_call("nope\n{}", weather_tools()));
+  // Under auto: text after "all", then calls after ">>>"; or calls alone.
+  const tok::Tokenizer tokenizer = tok::Tokenizer::from_json(tok::byte_level_json(), nullptr, "test");
+  ConstraintCompiler compiler(tokenizer, std::vector<int32_t>{264}, 272);
+  const auto compiled = compiler.compile(tc.constraint());
+  auto accepts = [&](const std::string& text) {
+    ConstraintMatcher m(compiled);
+    for (int32_t id : tokenizer.encode(text, false))
+      if (!m.accept(id)) return false;
+    return m.accept(264) && m.terminated();
+  };
+  EXPECT_TRUE(accepts("all\nIt is noon."));
+  EXPECT_TRUE(accepts("all\nChecking.>>>get_time\n{\"zone\": \"utc\"}"));
+  EXPECT_TRUE(accepts("get_time\n{\"zone\": \"utc\"}>>>get_weather\n{\"city\": \"Paris\", \"days\": 2}"));
+  EXPECT_FALSE(accepts("It is noon."));                      // no recipient
+  EXPECT_FALSE(accepts("get_time\n{\"zone\": \"pst\"}"));  // not in the enum
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -495,7 +524,8 @@ TEST(ToolCalls, StyleFromTheTemplate) {
       {"{% set b = '<seed:tool_call>' %}\n<function=x>\n<parameter=k>", ToolCallStyle::SeedXml},
       {"{{ '<' + dsml + 'function_calls>' }}{{ '<' + dsml + 'invoke name=\"' }} DSML", ToolCallStyle::DeepSeekV32},
       {"{{ '<' + dsml + 'tool_calls>' }}{{ '<' + dsml + 'invoke name=\"' }} DSML", ToolCallStyle::DeepSeekV4},
-      {"{{ '<function=' + name + '>' + args + '</function>' }}", ToolCallStyle::Functionary}};
+      {"{{ '<function=' + name + '>' + args + '</function>' }}", ToolCallStyle::Functionary},
+      {"{{ '>>>all\\n' + m }}{{ '>>>' + tool_call['function']['name'] + '\\n' }}", ToolCallStyle::FunctionaryV32}};
   for (const auto& [source, style] : more) {
     const ChatTemplate t = ChatTemplate::parse(source, "t");
     EXPECT_EQ(tool_call_style_of(&t), style) << source;
@@ -550,7 +580,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
                               ToolCallStyle::FireFunction, ToolCallStyle::Granite, ToolCallStyle::CommandR,
                               ToolCallStyle::CommandRPlus, ToolCallStyle::Apertus,
                               ToolCallStyle::SeedXml, ToolCallStyle::DeepSeekV32, ToolCallStyle::DeepSeekV4,
-                              ToolCallStyle::Functionary, ToolCallStyle::Generic}) {
+                              ToolCallStyle::Functionary, ToolCallStyle::FunctionaryV32, ToolCallStyle::Generic}) {
     SCOPED_TRACE(tool_call_style_name(style));
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {

@@ -110,6 +110,7 @@ def test_the_styles_of_known_templates():
     for name in ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-ai-DeepSeek-V4-Flash-0731.jinja"):
         assert by_name[name] == "deepseek_v4", name
     assert by_name["meetkai-functionary-medium-v3.1.jinja"] == "functionary"
+    assert by_name["meetkai-functionary-medium-v3.2.jinja"] == "functionary_v3_2"
     assert by_name["CohereForAI-c4ai-command-r-plus-tool_use.jinja"] == "command_r_plus"
     assert by_name["Apertus-8B-Instruct.jinja"] == "apertus"
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
@@ -166,6 +167,9 @@ def test_tool_conversations_render_and_calls_parse_back(path):
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
+    elif style == "functionary_v3_2":  # the reply starts after the assistant header's first ">>>"
+        start = text.index(">>>", after_user) + 3
+        end = text.index("<|eot_id|>", start)
     elif style in open_ended:
         open_, close = open_ended[style]
         start = text.index(open_, after_user)
