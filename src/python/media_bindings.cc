@@ -41,11 +41,15 @@ RgbImage decode(const py::bytes& data) {
   return tessera::decode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
 }
 
-py::array_t<uint8_t> to_numpy(const RgbImage& image) {
-  py::array_t<uint8_t> out({image.height, image.width, int64_t{3}});
-  if (!image.pixels.empty()) std::memcpy(out.mutable_data(), image.pixels.data(), image.pixels.size());
+// `values` as a numpy array of `shape` (their count must match).
+template <class T>
+py::array_t<T> numpy_of(const std::vector<T>& values, std::vector<py::ssize_t> shape) {
+  py::array_t<T> out(std::move(shape));
+  if (!values.empty()) std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(T));
   return out;
 }
+
+py::array_t<uint8_t> to_numpy(const RgbImage& image) { return numpy_of(image.pixels, {image.height, image.width, 3}); }
 
 RgbImage from_numpy(const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& pixels) {
   if (pixels.ndim() != 3 || pixels.shape(2) != 3)
@@ -88,9 +92,7 @@ void bind_media(py::module_& m) {
           py::gil_scoped_release release;
           px = tessera::preprocess_image(image, config);
         }
-        py::array_t<float> out({px.channels, px.height, px.width});
-        std::memcpy(out.mutable_data(), px.values.data(), px.values.size() * sizeof(float));
-        return out;
+        return numpy_of(px.values, {px.channels, px.height, px.width});
       },
       py::arg("data"), py::arg("config_json"),
       "Image bytes as the model's Hugging Face image processor (PIL backend) gives them: float32 [3, H, W].");
@@ -122,9 +124,8 @@ void bind_media(py::module_& m) {
           py::gil_scoped_release release;
           px = tessera::qwen_preprocess_image(image, config);
         }
-        py::array_t<float> out({px.grid_h * px.grid_w, px.patch_dim});
-        std::memcpy(out.mutable_data(), px.values.data(), px.values.size() * sizeof(float));
-        return py::make_tuple(out, py::make_tuple(px.grid_t, px.grid_h, px.grid_w));
+        return py::make_tuple(numpy_of(px.values, {px.grid_h * px.grid_w, px.patch_dim}),
+                              py::make_tuple(px.grid_t, px.grid_h, px.grid_w));
       },
       py::arg("data"), py::arg("config_json"),
       "Image bytes as Qwen2-VL's image processor (PIL backend) gives them: (pixel_values, image_grid_thw).");
@@ -139,11 +140,8 @@ void bind_media(py::module_& m) {
           px = tessera::gemma4_preprocess_image(image, config);
         }
         const int64_t rows = config.max_patches();
-        py::array_t<float> values({rows, px.patch_dim});
-        std::memcpy(values.mutable_data(), px.values.data(), px.values.size() * sizeof(float));
-        py::array_t<int64_t> positions({rows, int64_t{2}});
-        std::memcpy(positions.mutable_data(), px.positions.data(), px.positions.size() * sizeof(int64_t));
-        return py::make_tuple(values, positions, px.num_soft_tokens);
+        return py::make_tuple(numpy_of(px.values, {rows, px.patch_dim}), numpy_of(px.positions, {rows, 2}),
+                              px.num_soft_tokens);
       },
       py::arg("data"), py::arg("config_json"),
       "Image bytes as Gemma 4's image processor (PIL backend) gives them: (pixel_values, image_position_ids, "
@@ -157,10 +155,8 @@ void bind_media(py::module_& m) {
           py::gil_scoped_release release;
           audio = tessera::decode_wav(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
         }
-        py::array_t<float> samples(static_cast<py::ssize_t>(audio.samples.size()));
-        if (!audio.samples.empty())
-          std::memcpy(samples.mutable_data(), audio.samples.data(), audio.samples.size() * sizeof(float));
-        return py::make_tuple(samples, audio.sample_rate);
+        return py::make_tuple(numpy_of(audio.samples, {static_cast<py::ssize_t>(audio.samples.size())}),
+                              audio.sample_rate);
       },
       py::arg("data"), "WAV bytes as mono float32 samples in [-1, 1) and the sample rate.");
   m.def(
@@ -173,8 +169,7 @@ void bind_media(py::module_& m) {
           py::gil_scoped_release release;
           f = tessera::gemma4_audio_features(in, config);
         }
-        py::array_t<float> values({f.frames, f.bands});
-        if (!f.values.empty()) std::memcpy(values.mutable_data(), f.values.data(), f.values.size() * sizeof(float));
+        const py::array_t<float> values = numpy_of(f.values, {f.frames, f.bands});
         py::array_t<bool> mask(static_cast<py::ssize_t>(f.frames));
         for (int64_t i = 0; i < f.frames; ++i) mask.mutable_data()[i] = f.mask[static_cast<size_t>(i)] != 0;
         return py::make_tuple(values, mask);
@@ -199,9 +194,7 @@ void bind_media(py::module_& m) {
           tokens = encoder.config().tokens_per_image;
           hidden = encoder.config().text_hidden;
         }
-        py::array_t<float> out({tokens, hidden});
-        std::memcpy(out.mutable_data(), features.data(), features.size() * sizeof(float));
-        return out;
+        return numpy_of(features, {tokens, hidden});
       },
       py::arg("checkpoint_dir"), py::arg("pixel_values"),
       "Gemma 3's image soft tokens from a multimodal checkpoint, by the plain reference encoder.");
