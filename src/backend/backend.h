@@ -60,6 +60,18 @@ struct CallContext {
   // The ops that read or write state handle each row against its own.
   std::vector<SequenceState*> row_states;
   OpProfile* profile = nullptr;      // optional: per-op timing
+  // Rows whose input embedding is given instead of looked up by id (an
+  // image's soft tokens): the Embed op writes `values` ([rows][hidden],
+  // unscaled) over rows [row, row + rows) of its output.
+  struct EmbeddingRows {
+    int64_t row = 0, rows = 0;
+    const float* values = nullptr;
+  };
+  std::vector<EmbeddingRows> embeddings;
+  // Bidirectional blocks (Gemma's image spans), per row of the call: empty,
+  // causal everywhere; else every Attention lets row t also see the call's
+  // later rows before block_end[t] (ref::KvSpan::block_end).
+  std::vector<int32_t> block_end;
   // Every Linear takes the kernel path of a one-token call, whose bits do
   // not depend on the number of tokens: each row then has the bits a decode
   // step of that token alone would give. Speculative verification

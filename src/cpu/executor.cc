@@ -84,6 +84,8 @@ BoundProgram::BoundProgram(const Program& program, const WeightStore& weights, I
       pool_(&pool),
       row_block_(row_block) {
   const Program& p = program;
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::Embed) embed_cols_ = p.values[op.outputs[0]].cols;
   const std::string level(isa_name(vector_isa(isa)));
   const int act_passes = layer_act_passes(arithmetic);
   // At the exact level a program whose calls can reach kAmxMinTokens rows
@@ -435,6 +437,12 @@ void BoundProgram::run(Workspace& ws, const CallContext& ctx) const {
     CallContext part = ctx;
     for (int64_t r0 = 0; r0 < T; r0 += block) {
       part.rows = std::min(block, T - r0);
+      // Given embeddings, clipped to the block and counted from its first row.
+      part.embeddings.clear();
+      for (const CallContext::EmbeddingRows& e : ctx.embeddings) {
+        const int64_t from = std::max(e.row, r0), to = std::min(e.row + e.rows, r0 + part.rows);
+        if (from < to) part.embeddings.push_back({from - r0, to - from, e.values + (from - e.row) * embed_cols_});
+      }
       for (size_t id = 0; id < p.values.size(); ++id)
         ws.offset[id] = block_local_[id] || p.values[id].rows != RowsKind::Tokens ? 0 : r0 * p.values[id].cols;
       for (size_t j = i; j < end;) j += run_step(j, ws, part, r0 == 0);

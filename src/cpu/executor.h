@@ -184,6 +184,7 @@ class BoundProgram final : public Executable {
   std::vector<BoundOp> ops_;
   std::vector<OpPlacement> placement_;
   int64_t row_block_;
+  int64_t embed_cols_ = 0;  // the Embed op's output columns (0: none in this program)
   // By op index: for the first op of a run of row-local ops that holds a
   // Linear, the index one past its last op; 0 otherwise.
   std::vector<size_t> segment_end_;

@@ -27,7 +27,8 @@ void BoundProgram::run_attention(const BoundOp& b, Workspace& ws, const CallCont
         v.round_to_f16(ws.f(op.inputs[1]), n);
         v.round_to_f16(ws.f(op.inputs[2]), n);
       }
-      const ref::KvSpan span = ctx.state->kv().span(op.kv_layer, op.window, ws.f(op.inputs[1]), ws.f(op.inputs[2]));
+      ref::KvSpan span = ctx.state->kv().span(op.kv_layer, op.window, ws.f(op.inputs[1]), ws.f(op.inputs[2]));
+      if (!ctx.block_end.empty()) span.block_end = ctx.block_end.data();
       ref::AttentionShape shape{op.heads, op.kv_heads, op.head_dim, op.window, op.scale, op.softcap};
       const float* q = ws.f(op.inputs[0]);
       float* o = ws.f(op.outputs[0]);
@@ -47,7 +48,7 @@ void BoundProgram::run_attention(const BoundOp& b, Workspace& ws, const CallCont
       // so the work is cut into (KV head group, block of query rows) items,
       // in group order, and each thread takes a contiguous run of items of
       // about equal cost — a row's cost is the number of keys it sees, which
-      // grows along a causal chunk. Every output is still computed once, by
+      // grows along a causal chunk (a bidirectional block's rows see all of it). Every output is still computed once, by
       // the same arithmetic, so the bits do not depend on the split.
       const int64_t group = op.heads / op.kv_heads;
       const int64_t blocks = (T + kAttentionRowBlock - 1) / kAttentionRowBlock;
@@ -56,7 +57,7 @@ void BoundProgram::run_attention(const BoundOp& b, Workspace& ws, const CallCont
       std::vector<double> block_keys(static_cast<size_t>(blocks), 0.0);
       for (int64_t t = 0; t < T; ++t)
         block_keys[t / kAttentionRowBlock] +=
-            static_cast<double>(span.past_end + t + 1 - ref::first_visible_key(span, op.window, t));
+            static_cast<double>(ref::visible_key_end(span, t) - ref::first_visible_key(span, op.window, t));
       std::vector<double> prefix(static_cast<size_t>(op.kv_heads * blocks) + 1, 0.0);
       for (int64_t i = 0; i < op.kv_heads * blocks; ++i) prefix[i + 1] = prefix[i] + block_keys[i % blocks];
       const int parts = pool.threads();

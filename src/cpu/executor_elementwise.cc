@@ -23,18 +23,22 @@ void BoundProgram::run_elementwise(const BoundOp& b, Workspace& ws, const CallCo
   switch (op.kind) {
     case OpKind::Embed: {
       const kernels::InterleavedWeights* iw = b.table ? b.table->interleaved.get() : nullptr;
+      float* out = ws.f(op.outputs[0]);
       if (!iw) {
-        ref::embed_any(*b.w0, ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]));
-        break;
+        ref::embed_any(*b.w0, ws.i(op.inputs[0]), T, op.scale, out);
+      } else {
+        // The table's stored bytes were given back: each row comes back from
+        // the interleaved copy in its stored format and decodes as before.
+        kernels::InterleavedWeights::StoredRows row;
+        ref::embed_decoded(iw->rows(), iw->cols(), ws.i(op.inputs[0]), T, op.scale, out,
+                           [&](int64_t id, float* dst) {
+                             iw->restore_rows(id, id + 1, row);
+                             decode_row(row.view, 0, dst);
+                           });
       }
-      // The table's stored bytes were given back: each row comes back from
-      // the interleaved copy in its stored format and decodes as before.
-      kernels::InterleavedWeights::StoredRows row;
-      ref::embed_decoded(iw->rows(), iw->cols(), ws.i(op.inputs[0]), T, op.scale, ws.f(op.outputs[0]),
-                         [&](int64_t id, float* dst) {
-                           iw->restore_rows(id, id + 1, row);
-                           decode_row(row.view, 0, dst);
-                         });
+      const int64_t cols = p.values[op.outputs[0]].cols;
+      for (const CallContext::EmbeddingRows& e : ctx.embeddings)
+        std::memcpy(out + e.row * cols, e.values, sizeof(float) * e.rows * cols);
       break;
     }
     case OpKind::RmsNorm: {

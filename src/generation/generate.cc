@@ -76,6 +76,9 @@ Generation::Generation(Session& session, std::span<const int32_t> prompt, const 
   for (const std::string& s : options.stop_strings)
     if (s.empty()) fail("request", "stop", "stop strings must not be empty");
   if (prompt.empty()) fail("request", "prompt", "no new prompt tokens to run");
+  if (!options.media.empty() && options.speculative.mode != SpeculativeMode::Off &&
+      options.speculative.mode != SpeculativeMode::Lookup && options.speculative.mode != SpeculativeMode::Auto)
+    fail("request", "speculative", "a draft model cannot see the prompt's images or audio: use prompt lookup or none");
   const tok::Tokenizer* tok = model.tokenizer();
   if (!tok && !options.stop_strings.empty())
     fail(model.path(), "stop", "stop strings need a tokenizer and the model has none");
@@ -98,7 +101,7 @@ void Generation::start() {
   context_.insert(context_.end(), prompt_.begin(), prompt_.end());
   prompt_begin_ = session_.length();
   start_ = Clock::now();
-  session_.forward(prompt_, LogitsWanted::Last, options_.max_tokens_per_call);
+  session_.forward(prompt_, LogitsWanted::Last, options_.max_tokens_per_call, options_.media);
   r_.prefill_seconds = seconds_since(start_);
   if (options_.speculative.mode != SpeculativeMode::Off) {
     speculative_.emplace(session_, sampler_, options_.speculative, prompt_begin_, r_.prompt_tokens,

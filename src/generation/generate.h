@@ -37,6 +37,11 @@ struct GenerateOptions {
   // Generation compiles `constraint` itself when `compiled_constraint` is null.
   ConstraintSpec constraint;
   std::shared_ptr<const CompiledConstraint> compiled_constraint;
+  // Spans of the prompt whose embeddings are given (an image's soft
+  // tokens; runtime/session.h), `begin` counted from the prompt's first
+  // token. Their values must outlive the generation. A draft model cannot
+  // see them: speculation with one is refused.
+  std::vector<EmbeddedSpan> media;
 };
 
 // A generation request as a user states it is a GenerationSettings

@@ -729,13 +729,14 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
   const int64_t hd = shape.head_dim;
   const int64_t kv_width = shape.kv_heads * hd;
   const int64_t group = shape.heads / shape.kv_heads;
-  // Keys visible to row t: [row_begin(t), past_end + t + 1); both ends grow with t.
+  // Keys visible to row t: [row_begin(t), row_end(t)); neither end decreases with t.
   auto row_begin = [&](int64_t t) { return ref::first_visible_key(kv, shape.window, t); };
+  auto row_end = [&](int64_t t) { return ref::visible_key_end(kv, t); };
   // Many rows: q·k reads keys transposed (DotsTransposed), the same bits as
   // the row-major kernel, so the choice never shows in the results.
   const bool transposed = t_end - t_begin >= kTransposedMinRows;
   // The keys any row of this call sees, transposed from kt_base on.
-  const int64_t kt_base = row_begin(t_begin), kt_keys = kv.past_end + t_end - kt_base;
+  const int64_t kt_base = row_begin(t_begin), kt_keys = row_end(t_end - 1) - kt_base;
   // Scores of one row tile's queries (rows × query heads of one KV head), and
   // the transposed keys, reused across calls: no allocation once grown. A
   // transposed tile's keys start at a block boundary (up to kN - 1 keys
@@ -773,11 +774,11 @@ void Attention(const float* q, int64_t rows, const ref::KvSpan& kv, const ref::A
       // ti's own keys are [lo(ti), hi(ti)) in that numbering.
       int64_t ub = row_begin(t0);
       if (transposed) ub = kt_base + (ub - kt_base) / static_cast<int64_t>(kN) * static_cast<int64_t>(kN);
-      const int64_t ue = kv.past_end + t0 + nt;
+      const int64_t ue = row_end(t0 + nt - 1);
       const int64_t nu = ue - ub;
       const int64_t row_step = nu + pad;  // between the score rows of (row, head)
       auto lo = [&](int64_t ti) { return row_begin(t0 + ti) - ub; };
-      auto hi = [&](int64_t ti) { return kv.past_end + t0 + ti + 1 - ub; };
+      auto hi = [&](int64_t ti) { return row_end(t0 + ti) - ub; };
       // Scores of row ti, head g: scratch[(ti·heads + g)·row_step ..].
       auto scores_of = [&](int64_t ti, int64_t g) { return scratch + (ti * heads + g) * row_step; };
       auto query_of = [&](int64_t ti, int64_t g) { return q + ((t0 + ti) * shape.heads + h0 + g) * hd; };

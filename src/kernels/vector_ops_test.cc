@@ -341,6 +341,94 @@ TEST_P(VectorOpsIsa, AttentionIsDeterministicAndSplitFree) {
   }
 }
 
+// Bidirectional blocks (KvSpan::block_end, Gemma's image
+// spans): a row in a block also sees the later rows of its block; a window
+// still bounds what it sees below it (AND(window, OR(causal, block))). Checked
+// against a plain masked softmax in double precision, every level within
+// the bound above (the scalar twin exactly the reference), and the row /
+// head splits of the executor giving the one-call bits.
+TEST_P(VectorOpsIsa, AttentionWithBidirectionalBlocks) {
+  std::mt19937 rng(2024);
+  struct BlockCase {
+    AttentionCase c;
+    std::vector<std::pair<int32_t, int32_t>> blocks;  // call rows [begin, end)
+  };
+  const BlockCase cases[] = {
+      {{4, 2, 64, 0, 20, 0, 0, 0, 0.0f}, {{3, 11}, {14, 19}}},         // prefill, two images
+      {{4, 2, 64, 0, 12, 0, 37, 64, 0.0f}, {{0, 12}}},                 // the whole call one block, after a cache
+      {{4, 2, 64, 5, 24, 10, 40, 32, 0.0f}, {{2, 20}}},                // window 5 < block
+      {{3, 1, 80, 17, 30, 50, 80, 48, 5.0f}, {{1, 2}, {6, 29}}},       // ring, softcap, a one-row block
+      {{9, 3, 64, 0, 70, 0, 150, 150, 0.0f}, {{8, 40}, {40, 64}}},     // transposed keys, adjacent blocks
+      {{2, 1, 128, 33, 45, 0, 70, 80, 0.0f}, {{5, 44}}},               // block across row tiles, window
+  };
+  for (const BlockCase& bc : cases) {
+    const AttentionCase& c = bc.c;
+    AttentionData data(c, rng);
+    std::vector<int32_t> begin(c.rows), end(c.rows);
+    for (int32_t t = 0; t < c.rows; ++t) begin[t] = t, end[t] = t + 1;
+    for (auto [b0, b1] : bc.blocks)
+      for (int32_t t = b0; t < b1; ++t) begin[t] = b0, end[t] = b1;
+    data.span.block_end = end.data();
+    const auto want = data.run(&ref::attention, 0, c.heads);
+    const auto got = data.run(ops().attention, 0, c.heads);
+    // The plain masked softmax.
+    const int64_t hd = c.head_dim, kv_width = c.kv_heads * hd, group = c.heads / c.kv_heads;
+    double worst_ref = 0;
+    for (int64_t t = 0; t < c.rows; ++t) {
+      const int64_t pos = c.past_end + t;
+      for (int64_t h = 0; h < c.heads; ++h) {
+        const int64_t kvh = h / group;
+        std::vector<int64_t> keys;
+        for (int64_t p = c.past_begin; p < c.past_end + c.rows; ++p) {
+          const bool in_window = c.window == 0 || p > pos - c.window;
+          const bool same_block = p >= c.past_end + begin[t] && p < c.past_end + end[t];
+          if (in_window && (p <= pos || same_block)) keys.push_back(p);
+        }
+        auto k_of = [&](int64_t p) {
+          return p < c.past_end ? data.past_k.data() + (p % c.capacity) * kv_width + kvh * hd
+                                : data.new_k.data() + (p - c.past_end) * kv_width + kvh * hd;
+        };
+        auto v_of = [&](int64_t p) {
+          return p < c.past_end ? data.past_v.data() + (p % c.capacity) * kv_width + kvh * hd
+                                : data.new_v.data() + (p - c.past_end) * kv_width + kvh * hd;
+        };
+        std::vector<double> s;
+        double m = -1e300;
+        for (int64_t p : keys) {
+          double dot = 0;
+          for (int64_t i = 0; i < hd; ++i) dot += double(data.q[(t * c.heads + h) * hd + i]) * k_of(p)[i];
+          dot *= data.shape.scale;
+          if (c.softcap > 0) dot = c.softcap * std::tanh(dot / c.softcap);
+          s.push_back(dot);
+          m = std::max(m, dot);
+        }
+        double sum = 0;
+        for (double& x : s) sum += (x = std::exp(x - m));
+        for (int64_t i = 0; i < hd; ++i) {
+          double o = 0;
+          for (size_t j = 0; j < keys.size(); ++j) o += s[j] / sum * v_of(keys[j])[i];
+          worst_ref = std::max(worst_ref, std::abs(o - want[(t * c.heads + h) * hd + i]));
+        }
+      }
+    }
+    EXPECT_LE(worst_ref, 1e-5) << describe(c) << " reference against the masked softmax";
+    const double bound = 1e-5 + 8.0 * c.softcap * kUlp1;
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+    EXPECT_LE(worst, bound) << describe(c);
+    if (GetParam() == Isa::Scalar) EXPECT_EQ(worst, 0.0) << describe(c);
+    for (int64_t cut : {int64_t{1}, c.rows / 3, c.rows / 2 + 5, c.rows - 1}) {
+      if (cut <= 0 || cut >= c.rows) continue;
+      std::vector<float> parts(data.q.size(), 0.0f);
+      const int64_t hs = c.heads / 2;
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, hs, 0, cut, parts.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, hs, c.heads, 0, cut, parts.data());
+      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, c.heads, cut, c.rows, parts.data());
+      ASSERT_EQ(first_bit_difference(got, parts), -1) << describe(c) << " rows cut at " << cut;
+    }
+  }
+}
+
 // Every row of a multi-row call gets the bits it gets alone (one row, with
 // the earlier rows of the chunk moved into the cache): the row tiles, the
 // blocks of keys and the runs of the ring change nothing.

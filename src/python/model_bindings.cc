@@ -8,8 +8,10 @@
 //       (chunks 0 / prefill_sizes []: the bundle's own, else 1 chunk and 8/32/512)
 //   m.vocab_size, m.stop_token_ids, m.programs_json(), m.path (the bundle loaded, or the source), m.from_bundle
 //   s = _tessera.Session(m, context_length=0)
-//   s.forward(ids, all_logits=True, max_tokens_per_call=0, as_decode=False) -> float32 ndarray [rows, vocab]
-//       (as_decode: Session::forward_as_decode, every row with a decode step's bits)
+//   s.forward(ids, all_logits=True, max_tokens_per_call=0, as_decode=False, media=[]) -> float32 ndarray [rows, vocab]
+//       (as_decode: Session::forward_as_decode, every row with a decode step's bits; media: a list of
+//       (begin, float32 ndarray [rows, hidden], bidirectional) spans of ids whose embeddings are given,
+//       runtime/session.h EmbeddedSpan; also a keyword of generate())
 //   s.argmax_as_decode(ids, max_tokens_per_call=0) -> [int]: each row's argmax, forward_as_decode without
 //       copying the logits out (a greedy verify call)
 //   s.generate(ids, max_tokens, **settings)  settings: any generation settings by name (the others at
@@ -46,6 +48,29 @@
 #include "runtime/session.h"
 
 namespace py = pybind11;
+
+namespace {
+
+// Python's media spans, (begin, ndarray [rows, hidden], bidirectional) each,
+// as EmbeddedSpans over copies kept in `values`.
+std::vector<tessera::EmbeddedSpan> media_spans(const py::list& media, int64_t hidden,
+                                               std::vector<std::vector<float>>& values) {
+  std::vector<tessera::EmbeddedSpan> spans;
+  values.clear();
+  values.reserve(media.size());
+  for (const py::handle& item : media) {
+    const auto t = item.cast<py::tuple>();
+    if (t.size() != 3) tessera::fail("media", "span", "expected (begin, embeddings [rows, hidden], bidirectional)");
+    const auto a = t[1].cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
+    if (a.ndim() != 2 || a.shape(1) != hidden)
+      tessera::fail("media", "span", "embeddings must be [rows, {}] (the model's hidden size)", hidden);
+    values.emplace_back(a.data(), a.data() + a.size());
+    spans.push_back({t[0].cast<int64_t>(), a.shape(0), values.back().data(), t[2].cast<bool>()});
+  }
+  return spans;
+}
+
+}  // namespace
 
 void bind_model(py::module_& m) {
   using namespace tessera;
@@ -135,15 +160,19 @@ void bind_model(py::module_& m) {
            py::keep_alive<1, 2>())
       .def(
           "forward",
-          [](Session& s, const std::vector<int32_t>& ids, bool all_logits, int64_t per_call, bool as_decode) {
+          [](Session& s, const std::vector<int32_t>& ids, bool all_logits, int64_t per_call, bool as_decode,
+             const py::list& media) {
+            std::vector<std::vector<float>> values;
+            const std::vector<EmbeddedSpan> spans = media_spans(media, s.model().spec().hidden_size, values);
             std::vector<float> logits;
             {
               py::gil_scoped_release release;
               if (as_decode) {
                 if (!all_logits) fail("session", "as_decode", "computes every row's logits: needs all_logits=True");
+                if (!spans.empty()) fail("session", "as_decode", "takes no media");
                 logits = s.forward_as_decode(ids, per_call);
               } else {
-                logits = s.forward(ids, all_logits ? LogitsWanted::All : LogitsWanted::Last, per_call);
+                logits = s.forward(ids, all_logits ? LogitsWanted::All : LogitsWanted::Last, per_call, spans);
               }
             }
             const int64_t vocab = s.model().spec().vocab_size;
@@ -153,7 +182,7 @@ void bind_model(py::module_& m) {
             return out;
           },
           py::arg("ids"), py::arg("all_logits") = true, py::arg("max_tokens_per_call") = 0,
-          py::arg("as_decode") = false)
+          py::arg("as_decode") = false, py::arg("media") = py::list())
       .def(
           "argmax_as_decode",
           [](Session& s, const std::vector<int32_t>& ids, int64_t per_call) {
@@ -164,10 +193,14 @@ void bind_model(py::module_& m) {
           py::arg("ids"), py::arg("max_tokens_per_call") = 0)
       .def(
           "generate",
-          [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, const py::kwargs& kwargs) {
+          [](Session& s, const std::vector<int32_t>& ids, int64_t max_tokens, py::kwargs kwargs) {
+            std::vector<std::vector<float>> values;
+            py::list media;
+            if (kwargs.contains("media")) media = kwargs.attr("pop")("media").cast<py::list>();
             GenerationSettings settings = settings_from_python(kwargs, "generate");
             settings.max_tokens = max_tokens;
             GenerateOptions o = make_generate_options(settings);
+            o.media = media_spans(media, s.model().spec().hidden_size, values);
             GenerateResult r;
             {
               py::gil_scoped_release release;

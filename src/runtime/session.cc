@@ -48,7 +48,7 @@ void Session::restore(const Snapshot& s) {
 }
 
 const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsWanted wanted,
-                                           int64_t max_tokens_per_call) {
+                                           int64_t max_tokens_per_call, std::span<const EmbeddedSpan> media) {
   const ModelSpec& s = model_.spec();
   if (ids.empty()) fail("session", "input", "no tokens to run");
   if (length() + static_cast<int64_t>(ids.size()) > context_length())
@@ -61,6 +61,17 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
   const ProgramSet& set = model_.programs();
   const int64_t largest = set.prefill_sizes.empty() ? 1 : set.prefill_sizes.back();
   const int64_t per_call = max_tokens_per_call > 0 ? std::min(max_tokens_per_call, largest) : largest;
+  for (size_t i = 0; i < media.size(); ++i) {
+    const EmbeddedSpan& m = media[i];
+    if (m.rows < 1 || m.begin < 0 || m.begin + m.rows > static_cast<int64_t>(ids.size()) || !m.values)
+      fail("input", "embedded span", "span {} (tokens {}..{}) is empty or outside the {} tokens", i, m.begin,
+           m.begin + m.rows, ids.size());
+    if (i > 0 && m.begin < media[i - 1].begin + media[i - 1].rows)
+      fail("input", "embedded span", "span {} overlaps or precedes the one before", i);
+    if (m.bidirectional && m.rows > largest)
+      fail("input", "embedded span", "a bidirectional span of {} tokens exceeds the largest call of {}", m.rows,
+           largest);
+  }
   const bool all = wanted == LogitsWanted::All;
   const int64_t vocab = s.vocab_size;
   if (ids_only_) logits_.clear();
@@ -68,12 +79,26 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
   greedy_ids_.assign(all ? ids.size() : 1, 0);
   greedy_ready_ = true;  // until a call's program has no Argmax op
   size_t done = 0;
+  std::vector<EmbeddedSpan> in_call;
   while (done < ids.size()) {
-    const int64_t n = std::min<int64_t>(per_call, static_cast<int64_t>(ids.size() - done));
+    int64_t n = std::min<int64_t>(per_call, static_cast<int64_t>(ids.size() - done));
+    // A bidirectional span the call would cut: the call stops before it, or,
+    // starting at it, takes it whole.
+    const int64_t at = static_cast<int64_t>(done);
+    for (const EmbeddedSpan& m : media)
+      if (m.bidirectional && m.begin < at + n && m.begin + m.rows > at + n) {
+        n = m.begin > at ? m.begin - at : m.begin + m.rows - at;
+        break;
+      }
+    in_call.clear();
+    for (const EmbeddedSpan& m : media) {
+      const int64_t from = std::max(m.begin, at), to = std::min(m.begin + m.rows, at + n);
+      if (from < to) in_call.push_back({from - at, to - from, m.values + (from - m.begin) * s.hidden_size, m.bidirectional});
+    }
     const bool last_call = done + n == ids.size();
     float* out = ids_only_ ? nullptr : all ? logits_.data() + done * vocab : (last_call ? logits_.data() : nullptr);
     int32_t* greedy = all ? greedy_ids_.data() + done : (last_call ? greedy_ids_.data() : nullptr);
-    run_call(ids.subspan(done, n), all, out, greedy);
+    run_call(ids.subspan(done, n), all, out, greedy, in_call);
     done += n;
   }
   history_.insert(history_.end(), ids.begin(), ids.end());
@@ -204,12 +229,20 @@ CallBuffers* Session::run_programs(CallContext& ctx, std::span<const int32_t> id
   return prev;
 }
 
-void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out) {
+void Session::run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out,
+                       std::span<const EmbeddedSpan> media) {
   const int64_t n = static_cast<int64_t>(ids.size());
   const ProgramSet& set = model_.programs();
   const int64_t variant = variant_for(set, n);
   CallContext ctx;
   ctx.rows = n;
+  for (const EmbeddedSpan& m : media) {
+    ctx.embeddings.push_back({m.begin, m.rows, m.values});
+    if (!m.bidirectional) continue;
+    if (ctx.block_end.empty())
+      for (int32_t t = 0; t < n; ++t) ctx.block_end.push_back(t + 1);
+    for (int64_t t = m.begin; t < m.begin + m.rows; ++t) ctx.block_end[t] = static_cast<int32_t>(m.begin + m.rows);
+  }
   ctx.state = &state_;
   ctx.decode_kernels = decode_kernels_;
   if (on_linear_input) ctx.on_linear_input = &on_linear_input;

@@ -26,6 +26,18 @@ namespace tessera {
 
 enum class LogitsWanted { Last, All };
 
+// Embeddings that stand in for the token embeddings of a run of a
+// forward() call's ids (an image's soft tokens): ids [begin, begin + rows)
+// enter the first layer as `values` ([rows][hidden], row-major, taken as
+// they are: no embedding scale) instead of their table rows. Bidirectional:
+// the rows also attend to each other both ways in every attention layer
+// (Gemma's image spans), and forward() never splits them between calls.
+struct EmbeddedSpan {
+  int64_t begin = 0, rows = 0;
+  const float* values = nullptr;
+  bool bidirectional = false;
+};
+
 class Session {
  public:
   // context_length 0: the model's max_position_embeddings.
@@ -35,8 +47,12 @@ class Session {
   // for the last token (Last) or every token (All). max_tokens_per_call 0:
   // the largest prefill variant. Throws Error (and changes nothing) when the
   // ids do not fit in the context or are outside the vocabulary.
+  // `media`: spans of the ids whose embeddings are given (EmbeddedSpan), in
+  // order, not overlapping; a bidirectional span runs in one call of its own
+  // length or more whatever max_tokens_per_call, so it may hold at most the
+  // largest prefill variant's tokens.
   const std::vector<float>& forward(std::span<const int32_t> ids, LogitsWanted wanted = LogitsWanted::Last,
-                                    int64_t max_tokens_per_call = 0);
+                                    int64_t max_tokens_per_call = 0, std::span<const EmbeddedSpan> media = {});
   // forward(ids, All, max_tokens_per_call) with every row computed as a
   // one-token decode step computes it (CallContext::decode_kernels): each
   // row's logits and argmax have the bits that running the tokens one at a
@@ -130,7 +146,9 @@ class Session {
  private:
   // logits_out / ids_out: where the call's logits rows and their argmax go
   // (both null: the call's logits are not wanted).
-  void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out);
+  // media: the spans of the call, their begin counted from its first id.
+  void run_call(std::span<const int32_t> ids, bool all_logits, float* logits_out, int32_t* ids_out,
+                std::span<const EmbeddedSpan> media = {});
   // Runs the programs of `variant` over one call's rows (row t at
   // positions[t]) on this session's workspaces; returns the last program's.
   CallBuffers* run_programs(CallContext& ctx, std::span<const int32_t> ids, std::span<const int64_t> positions,

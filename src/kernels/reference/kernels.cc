@@ -144,12 +144,11 @@ TESSERA_FMA_CLONES void attention(const float* q, int64_t rows, const KvSpan& kv
   const bool f16 = kv.past_k_f16 != nullptr;
   (void)rows;
   for (int64_t t = t_begin; t < t_end; ++t) {
-    const int64_t pos = kv.past_end + t;
-    const int64_t begin = first_visible_key(kv, shape.window, t);
+    const int64_t begin = first_visible_key(kv, shape.window, t), end = visible_key_end(kv, t);
     for (int64_t h = h_begin; h < h_end; ++h) {
       const float* qh = q + (t * shape.heads + h) * hd;
       const int64_t kvh = h / group;
-      // Keys visible to this query, in position order: cached, then this chunk's up to t.
+      // Keys visible to this query, in position order: cached, then this chunk's.
       auto key = [&](int64_t p, const float*& k, const float*& v) {
         if (p < kv.past_end) {
           const int64_t at = kv.past_at(p % kv.capacity, kvh, kv_width, hd);
@@ -169,7 +168,7 @@ TESSERA_FMA_CLONES void attention(const float* q, int64_t rows, const KvSpan& kv
           v = kv.new_v + (p - kv.past_end) * kv_width + kvh * hd;
         }
       };
-      const int64_t n = pos + 1 - begin;
+      const int64_t n = end - begin;
       float max_s = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < n; ++j) {
         const float *k, *v;

@@ -84,6 +84,15 @@ struct KvSpan {
   }
   // Elements from a cached row of one head to the next slot's.
   int64_t past_row_step(int64_t kv_width) const { return row_stride ? row_stride : kv_width; }
+
+  // Bidirectional blocks of the call (Gemma's image spans), per query row:
+  // null, causal everywhere. Else row t also sees the call's later rows up
+  // to, not including, row block_end[t] (t + 1 for a row in no block; the
+  // block's end for each of its rows). A window still bounds what a row sees
+  // below it, block or not: transformers' sliding mask is AND(window,
+  // OR(causal, same block)). A block is contiguous and its rows share one
+  // end, so both ends of the visible range still never decrease with t.
+  const int32_t* block_end = nullptr;
 };
 
 struct AttentionShape {
@@ -95,15 +104,19 @@ struct AttentionShape {
 
 // The first key position query row t of a call sees: its window's start
 // (window > 0) or 0, and never before what the cache still holds. Row t sees
-// keys [first_visible_key(kv, window, t), kv.past_end + t].
+// keys [first_visible_key(kv, window, t), visible_key_end(kv, t)): up to its
+// own position (causal) or to its bidirectional block's end.
 inline int64_t first_visible_key(const KvSpan& kv, int64_t window, int64_t t) {
   const int64_t pos = kv.past_end + t;
   const int64_t first = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
   return first > kv.past_begin ? first : kv.past_begin;
 }
+inline int64_t visible_key_end(const KvSpan& kv, int64_t t) {
+  return kv.past_end + (kv.block_end ? kv.block_end[t] : t + 1);
+}
 
-// Causal grouped-query attention for `rows` queries at positions
-// past_end + t. q: [rows][heads · head_dim]; out likewise. Query head h reads
+// Causal grouped-query attention (bidirectional inside kv's blocks) for
+// `rows` queries at positions past_end + t. q: [rows][heads · head_dim]; out likewise. Query head h reads
 // KV head h / (heads / kv_heads). Heads [h_begin, h_end) of query rows
 // [t_begin, t_end) only (the thread split; other outputs are not written).
 // Scores, softmax and the weighted sum run in position order. Scores are

@@ -1,0 +1,167 @@
+"""Images in Gemma 3's sequence, against transformers: a tiny random
+Gemma3ForConditionalGeneration (seeded), prompts with one and two images.
+
+Each image becomes the processor's span `<start_of_image>`, 16 soft tokens,
+`<end_of_image>`; the soft tokens' embeddings are the image features (our
+reference encoder, src/media/gemma3_vision.h) instead of their table rows, and
+during prefill they attend to each other both ways (transformers'
+token_type_ids mask: OR(causal, same image), and on sliding layers
+AND(window, OR(causal, same image))). The span is longer than the sliding
+window (8) and than a prefill call of 7, so the window cuts into it and the
+call split would cut it: the session runs each span in one call of its own.
+
+Checked: logits at every position (top-1 and the parity suite's 1e-3
+tolerance), greedy ids over 32 tokens equal transformers' generate(), and our
+own bits unchanged by the call size (1, 7, 512), the thread count (1, 2) and
+the chunk count."""
+
+import numpy as np
+import pytest
+
+import tessera
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+try:  # in-tree build: build/python on PYTHONPATH
+    import _tessera as core
+except ModuleNotFoundError:  # installed wheel
+    from tessera import _tessera as core
+
+BOI, EOI, IMAGE = 297, 298, 299
+TOKENS_PER_IMAGE = 16
+IMAGE_SIZE = 112
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    cfg = transformers.Gemma3Config(
+        text_config=dict(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, max_position_embeddings=512,
+                         sliding_window=8, query_pre_attn_scalar=32,
+                         layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=IMAGE_SIZE, patch_size=14),
+        mm_tokens_per_image=TOKENS_PER_IMAGE, image_token_index=IMAGE, boi_token_index=BOI, eoi_token_index=EOI)
+    torch.manual_seed(0)
+    model = transformers.Gemma3ForConditionalGeneration(cfg).eval()
+    with torch.no_grad():  # weights away from their zero / one initialisation, features of a useful size
+        for name, p in model.named_parameters():
+            if "vision_tower" in name or "multi_modal_projector" in name:
+                p.copy_(torch.randn_like(p) * (0.3 if p.dim() > 1 else 0.1))
+            elif "norm" in name:
+                p.copy_(torch.randn_like(p) * 0.2)
+    directory = tmp_path_factory.mktemp("tiny_gemma3_images")
+    model.save_pretrained(directory)
+    return directory, model
+
+
+def prompt_with_images(n_images, seed):
+    """bos, text, then per image: text, <start_of_image>, soft tokens, <end_of_image>, text."""
+    rng = np.random.default_rng(seed)
+    text = lambda n: rng.integers(3, BOI, n).tolist()
+    ids, begins = [2] + text(5), []
+    for _ in range(n_images):
+        ids += [BOI]
+        begins.append(len(ids))
+        ids += [IMAGE] * TOKENS_PER_IMAGE + [EOI] + text(4)
+    pixels = [rng.uniform(-1, 1, (3, IMAGE_SIZE, IMAGE_SIZE)).astype(np.float32) for _ in range(n_images)]
+    return ids, begins, pixels
+
+
+def media_of(directory, begins, pixels):
+    return [(b, core.gemma3_image_features(str(directory), p), True) for b, p in zip(begins, pixels)]
+
+
+def hf_inputs(ids, pixels):
+    input_ids = torch.tensor([ids])
+    return dict(input_ids=input_ids, pixel_values=torch.from_numpy(np.stack(pixels)),
+                token_type_ids=(input_ids == IMAGE).long(), attention_mask=torch.ones_like(input_ids))
+
+
+def assert_close_to_hf(ours, ref, what):
+    assert ours.shape == ref.shape
+    top1 = (ours.argmax(-1) == ref.argmax(-1)).mean()
+    err, scale = np.abs(ours - ref).max(), np.abs(ref).max()
+    assert top1 == 1.0, f"{what}: top-1 agreement {top1:.3f}"
+    assert err <= 1e-3 * scale, f"{what}: max |Δlogit| {err:.3g} > 1e-3 · {scale:.3g}"
+
+
+@pytest.mark.parametrize("n_images", [1, 2])
+def test_logits_match_transformers_at_every_position(tiny, n_images):
+    directory, model = tiny
+    ids, begins, pixels = prompt_with_images(n_images, seed=n_images)
+    with torch.no_grad():
+        ref = model(**hf_inputs(ids, pixels)).logits[0].numpy()
+    session = tessera.Session(tessera.Model(str(directory), reference=True))
+    ours = session.forward(ids, all_logits=True, media=media_of(directory, begins, pixels))
+    assert_close_to_hf(ours, ref, f"{n_images} image(s)")
+    # The bidirectional mask matters here: causal attention over the same
+    # embeddings gives other logits inside the spans.
+    causal = tessera.Session(tessera.Model(str(directory), reference=True)).forward(
+        ids, all_logits=True, media=[(b, f, False) for b, f, _ in media_of(directory, begins, pixels)])
+    assert np.abs(causal - ref).max() > 1e-2 * np.abs(ref).max()
+
+
+def test_call_size_threads_and_chunks_do_not_change_bits(tiny):
+    directory, _ = tiny
+    ids, begins, pixels = prompt_with_images(2, seed=7)
+    media = media_of(directory, begins, pixels)
+    one = tessera.Session(tessera.Model(str(directory), reference=True)).forward(ids, all_logits=True, media=media)
+    for threads, chunks, per_call in [(1, 1, 1), (1, 1, 7), (2, 1, 512), (2, 2, 7), (2, 1, 1)]:
+        model = tessera.Model(str(directory), reference=True, threads=threads, chunks=chunks)
+        got = tessera.Session(model).forward(ids, all_logits=True, max_tokens_per_call=per_call, media=media)
+        assert np.array_equal(got, one), f"threads={threads} chunks={chunks} per_call={per_call}"
+
+
+@pytest.mark.parametrize("n_images", [1, 2])
+def test_greedy_ids_match_transformers_generate(tiny, n_images):
+    directory, model = tiny
+    ids, begins, pixels = prompt_with_images(n_images, seed=10 + n_images)
+    with torch.no_grad():
+        out = model.generate(**hf_inputs(ids, pixels), max_new_tokens=32, min_new_tokens=32, do_sample=False)
+    want = out[0, len(ids):].tolist()
+    media = media_of(directory, begins, pixels)
+    for per_call in (1, 7, 512):
+        session = tessera.Session(tessera.Model(str(directory), reference=True))
+        got = session.generate(ids, 32, ignore_eos=True, max_tokens_per_call=per_call, media=media)["ids"]
+        assert got == want, f"per_call={per_call}"
+
+
+def test_bad_spans_are_clear_errors(tiny):
+    directory, _ = tiny
+    ids, begins, pixels = prompt_with_images(1, seed=3)
+    features = core.gemma3_image_features(str(directory), pixels[0])
+    session = tessera.Session(tessera.Model(str(directory), reference=True))
+    with pytest.raises(tessera.TesseraError, match="outside"):
+        session.forward(ids, media=[(len(ids) - 2, features, True)])
+    with pytest.raises(tessera.TesseraError, match="hidden size"):
+        session.forward(ids, media=[(begins[0], features[:, :10], True)])
+    with pytest.raises(tessera.TesseraError, match="overlaps"):
+        session.forward(ids, media=[(begins[0], features, True), (begins[0] + 2, features[:4], True)])
+    model = tessera.Model(str(directory), reference=True, prefill_sizes=[8])
+    with pytest.raises(tessera.TesseraError, match="largest call"):
+        tessera.Session(model).forward(ids, media=[(begins[0], features, True)])
+    assert session.length == 0
+
+
+def test_batched_beside_a_text_only_request(tiny):
+    """After its prefill, a request with an image decodes in one batched step
+    with a text-only one (Session::decode_batch): each keeps the ids it gets
+    alone."""
+    directory, _ = tiny
+    model = tessera.Model(str(directory), reference=True)
+    ids, begins, pixels = prompt_with_images(1, seed=21)
+    media = media_of(directory, begins, pixels)
+    text = [2] + np.random.default_rng(5).integers(3, BOI, 30).tolist()
+    alone_image = tessera.Session(model).generate(ids, 16, ignore_eos=True, media=media)["ids"]
+    alone_text = tessera.Session(model).generate(text, 16, ignore_eos=True)["ids"]
+    a, b = tessera.Session(model), tessera.Session(model)
+    got_a = [int(a.forward(ids, all_logits=False, media=media)[-1].argmax())]
+    got_b = [int(b.forward(text, all_logits=False)[-1].argmax())]
+    for _ in range(15):
+        logits = tessera.decode_batch([a, b], [got_a[-1], got_b[-1]])
+        got_a.append(int(logits[0].argmax()))
+        got_b.append(int(logits[1].argmax()))
+    assert got_a == alone_image
+    assert got_b == alone_text
