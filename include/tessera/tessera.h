@@ -94,6 +94,11 @@ void tessera_request_free(tessera_request* request);
 int tessera_request_set_prompt(tessera_request* request, const char* text);
 int tessera_request_add_message(tessera_request* request, const char* role, const char* content);
 int tessera_request_set_prompt_ids(tessera_request* request, const int32_t* ids, size_t count);
+/* An image (`size` bytes of a file; mime_type "image/jpeg", "image/png" or
+ * NULL to let the bytes say) for the message added last, shown before its
+ * text, or, with no message, for the plain prompt's next image mark (Gemma 3:
+ * <start_of_image>). Only for a model with an image encoder. */
+int tessera_request_add_image(tessera_request* request, const char* mime_type, const void* bytes, size_t size);
 /* Every setting at its default. */
 void tessera_generation_settings_init(tessera_generation_settings* settings);
 /* Replaces all of the request's settings (its stop strings too) with a copy of

@@ -41,9 +41,19 @@ struct LoadConfig {
   std::string prefix_cache_dir;          // empty: $TESSERA_HOME/prefix-cache/<model>
 };
 
+// A media file as bytes, with its MIME type ("image/jpeg", "image/png"; ""
+// lets the bytes' signature say).
+struct Media {
+  std::string mime_type;
+  std::string bytes;
+};
+
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant"
   std::string content;
+  // Images shown with the message, before its text (a model with an image
+  // encoder only: a multimodal Hugging Face checkpoint directory).
+  std::vector<Media> images = {};
 };
 
 // A request: its prompt and every generation setting (the list, with
@@ -57,6 +67,8 @@ struct Request : GenerationSettings {
   std::string prompt;                 // plain text (the tokenizer adds BOS where the model wants it)
   std::vector<ChatMessage> messages;  // rendered with the model's chat template
   std::vector<int32_t> prompt_ids;    // token ids
+  // With `prompt`: one image per image mark in it (Gemma 3: <start_of_image>), in order.
+  std::vector<Media> images;
 };
 
 struct Result {

@@ -19,6 +19,7 @@ generate() and stream() take every generation setting as a keyword argument
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
@@ -95,6 +96,16 @@ class TextStream:
         self._handle.cancel()
 
 
+def _image_bytes(image) -> bytes:
+    """An image file's bytes, from the bytes themselves or a path."""
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        return bytes(image)
+    if isinstance(image, (str, os.PathLike)):
+        with open(image, "rb") as f:
+            return f.read()
+    raise TypeError(f"an image is a path or the file's bytes, not {type(image).__name__}")
+
+
 class Engine:
     def __init__(self, model: str, *, threads: int = 0, slots: int = 1, queue_capacity: int = 16,
                  context_length: int = 0, kv_type: str = "f32", reference: bool = False,
@@ -118,27 +129,30 @@ class Engine:
     def model_path(self) -> str:
         return self._engine.model_path
 
-    def _submit(self, caller, prompt, messages, prompt_ids, settings):
+    def _submit(self, caller, prompt, messages, prompt_ids, settings, images=()):
         return self._engine.submit(
             prompt, None if messages is None else json.dumps(list(messages)), list(prompt_ids or []),
-            settings_arguments(caller, settings))
+            settings_arguments(caller, settings), [_image_bytes(i) for i in images or ()])
 
     @with_settings
     def generate(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
-                 prompt_ids: Optional[Sequence[int]] = None, **settings) -> GenerationResult:
+                 prompt_ids: Optional[Sequence[int]] = None, images: Sequence = (), **settings) -> GenerationResult:
         """Generates a reply to exactly one of `prompt` (text), `messages`
         (chat, rendered with the model's template) and `prompt_ids`, with any
         generation settings (below) as keyword arguments; `stop` may also be
-        one string. Raises TesseraError for bad settings, a prompt that does
-        not fit the context, or a full queue."""
-        handle = self._submit("generate", prompt, messages, prompt_ids, settings)
+        one string. `images`: JPEG / PNG files (paths or bytes), one per
+        {"type": "image"} content part of the messages (or image mark of the
+        prompt), for a model with an image encoder (a multimodal Hugging Face
+        checkpoint directory). Raises TesseraError for bad settings, a prompt
+        that does not fit the context, a bad image, or a full queue."""
+        handle = self._submit("generate", prompt, messages, prompt_ids, settings, images)
         return GenerationResult(**handle.result())
 
     @with_settings
     def stream(self, prompt: Optional[str] = None, *, messages: Optional[Sequence[dict]] = None,
-               prompt_ids: Optional[Sequence[int]] = None, **settings) -> TextStream:
+               prompt_ids: Optional[Sequence[int]] = None, images: Sequence = (), **settings) -> TextStream:
         """As generate(), but returns an iterator of text pieces."""
-        return TextStream(self._submit("stream", prompt, messages, prompt_ids, settings))
+        return TextStream(self._submit("stream", prompt, messages, prompt_ids, settings, images))
 
     @with_settings
     def chat(self, messages: Sequence[dict], *, tools: Optional[Sequence[dict]] = None, tool_choice="auto",

@@ -126,6 +126,19 @@ int tessera_request_set_prompt_ids(tessera_request* request, const int32_t* ids,
   return guarded([&] { return request->request.prompt_ids.assign(ids, ids + count), 0; }, -1);
 }
 
+int tessera_request_add_image(tessera_request* request, const char* mime_type, const void* bytes, size_t size) {
+  if (!request) return null_argument("request");
+  if (!bytes && size) return null_argument("bytes");
+  return guarded(
+      [&] {
+        tessera::Media m{mime_type ? mime_type : "", std::string(static_cast<const char*>(bytes), size)};
+        auto& messages = request->request.messages;
+        (messages.empty() ? request->request.images : messages.back().images).push_back(std::move(m));
+        return 0;
+      },
+      -1);
+}
+
 void tessera_generation_settings_init(tessera_generation_settings* settings) {
   if (settings) *settings = tessera::api::default_c_settings();
 }

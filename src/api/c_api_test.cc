@@ -171,5 +171,33 @@ TEST(CApi, GenerationSettingsReachTheEngine) {
   tessera_engine_free(e);
 }
 
+// Images from C: tessera_request_add_image attaches to the last message; a
+// model without an image encoder, or a MIME type that is no image Tessera
+// reads, is an error naming the problem when the request runs.
+TEST(CApi, ImagesAreRefusedByName) {
+  TempDir dir("c_api_images_test");
+  const std::string model = (dir.path() / "model").string();
+  testing::write_tiny_chat_model(model);
+  setenv("TESSERA_HOME", (dir.path() / "home").c_str(), 1);
+  tessera_engine_options options;
+  tessera_engine_options_init(&options);
+  tessera_engine* e = tessera_engine_create(model.c_str(), &options);
+  ASSERT_NE(e, nullptr) << tessera_last_error();
+  const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  for (const char* mime : {"image/png", "audio/wav"}) {
+    tessera_request* q = tessera_request_create();
+    tessera_request_add_message(q, "user", "What is this?");
+    EXPECT_EQ(tessera_request_add_image(q, mime, png, sizeof(png)), 0) << tessera_last_error();
+    EXPECT_EQ(tessera_engine_generate(e, q, nullptr, nullptr), nullptr);
+    const std::string error = tessera_last_error();
+    EXPECT_NE(error.find(std::string(mime) == "audio/wav" ? "audio/wav" : "takes no images"), std::string::npos)
+        << error;
+    tessera_request_free(q);
+  }
+  EXPECT_EQ(tessera_request_add_image(nullptr, nullptr, png, 1), -1);
+  tessera_engine_free(e);
+  unsetenv("TESSERA_HOME");
+}
+
 }  // namespace
 }  // namespace tessera

@@ -17,9 +17,28 @@ engine::Request to_engine_request(const Request& r) {
   if (given != 1) fail("request", "prompt", "give exactly one of prompt, messages and prompt_ids (got {})", given);
   if (!r.prompt.empty()) e.prompt = r.prompt;
   if (!r.prompt_ids.empty()) e.prompt_ids = r.prompt_ids;
+  auto add_image = [&](const Media& m) {
+    if (!m.mime_type.empty() && m.mime_type != "image/jpeg" && m.mime_type != "image/png")
+      fail("request", "images", "MIME type '{}' is not an image type Tessera reads (image/jpeg, image/png)",
+           m.mime_type);
+    e.images.push_back(m.bytes);
+  };
+  for (const Media& m : r.images) add_image(m);
   if (!r.messages.empty()) {
     e.messages = nlohmann::ordered_json::array();
-    for (const ChatMessage& m : r.messages) e.messages->push_back({{"role", m.role}, {"content", m.content}});
+    for (const ChatMessage& m : r.messages) {
+      if (m.images.empty()) {
+        e.messages->push_back({{"role", m.role}, {"content", m.content}});
+        continue;
+      }
+      nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+      for (const Media& image : m.images) {
+        add_image(image);
+        parts.push_back({{"type", "image"}});
+      }
+      parts.push_back({{"type", "text"}, {"text", m.content}});
+      e.messages->push_back({{"role", m.role}, {"content", parts}});
+    }
   }
   e.settings = r;  // every setting: Request is a GenerationSettings
   return e;

@@ -7,8 +7,15 @@
 // {"prompt_ids", "ids", "text", "finish_reason", "prefill_tok_s", "decode_tok_s", "ttft_ms", "decode_tokens",
 // "decode_seconds", "speculative": {"mode", "drafted", "accepted", "verify_calls", "refeeds"}}.
 // --speculative lookup|auto: speculative decoding (generation/speculative.h).
+// --image PATH (repeatable): an image file (JPEG / PNG) for a multimodal
+// Hugging Face checkpoint directory; with --chat each image goes before the
+// prompt in the user message, without it the prompt marks where each goes
+// with the model's image mark (Gemma 3: <start_of_image>).
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +23,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "core/error.h"
+#include "engine/prompt_images.h"
 #include "load/draft_models.h"
 #include "generation/chat.h"
 #include "runtime/session.h"
@@ -43,6 +51,14 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--image", path, "cannot open the file");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
 }  // namespace
 
 void register_run(CLI::App& app) {
@@ -50,11 +66,15 @@ void register_run(CLI::App& app) {
   static GenerationFlags flags;
   static std::string prompt, prompt_ids;
   static bool chat = false, json = false;
+  static std::vector<std::string> image_paths;
   flags.add_to(*cmd);
   cmd->add_option("-p,--prompt", prompt, "Prompt text");
   cmd->add_option("--prompt-ids", prompt_ids, "Prompt as comma-separated token ids (instead of -p)");
   cmd->add_flag("--chat", chat, "Apply the model's chat template to the prompt");
   cmd->add_flag("--json", json, "Print one JSON object (ids, text, speeds) instead of streaming");
+  cmd->add_option("--image", image_paths,
+                  "An image file (JPEG / PNG) for a multimodal HF checkpoint; repeatable. With --chat it goes "
+                  "before the prompt, else the prompt marks its place with the model's image mark");
   cmd->callback([] {
     if (prompt.empty() == prompt_ids.empty()) fail("options", "prompt", "give exactly one of -p/--prompt and --prompt-ids");
     GenerateOptions options = flags.options();
@@ -62,7 +82,31 @@ void register_run(CLI::App& app) {
     load_draft_model(options, *model);
     Session session(*model, flags.ctx);
     std::vector<int32_t> ids;
-    if (!prompt_ids.empty()) {
+    engine::PromptWithImages with_images;
+    if (!image_paths.empty()) {
+      if (!prompt_ids.empty()) fail("options", "--image", "needs a text prompt (-p), not --prompt-ids");
+      const std::string source = flags.model;
+      if (!std::filesystem::is_directory(source))
+        fail("--image", source, "images need the model's Hugging Face checkpoint directory (its vision tower)");
+      const std::unique_ptr<ImageEncoder> encoder = ImageEncoder::open(source);
+      if (!encoder) fail("--image", source, "the checkpoint has no vision tower (config.json: vision_config)");
+      std::vector<std::string> images;
+      for (const std::string& path : image_paths) images.push_back(read_file_bytes(path));
+      std::string text = prompt;
+      if (chat) {
+        nlohmann::ordered_json content = nlohmann::ordered_json::array();
+        for (size_t i = 0; i < images.size(); ++i) content.push_back({{"type", "image"}});
+        content.push_back({{"type", "text"}, {"text", prompt}});
+        nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+        if (!flags.system.empty()) messages.push_back({{"role", "system"}, {"content", flags.system}});
+        messages.push_back({{"role", "user"}, {"content", content}});
+        text = chat_prompt_text(*model, messages);
+      }
+      with_images = engine::prompt_with_images(model->require_tokenizer(), *encoder, std::move(text), !chat, images);
+      ids = with_images.ids;
+      options.media =
+          engine::image_spans(with_images, *encoder, 0, static_cast<int64_t>(with_images.ids.size()));
+    } else if (!prompt_ids.empty()) {
       if (chat) fail("options", "--chat", "cannot be combined with --prompt-ids");
       ids = parse_ids(prompt_ids);
     } else if (chat) {

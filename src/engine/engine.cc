@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "engine/slot_choice.h"
+#include "engine/prompt_images.h"
 #include "load/draft_models.h"
 #include "load/model_loader.h"
 #include "generation/chat.h"
@@ -26,11 +27,16 @@ QueueFull::QueueFull(size_t capacity)
     : Error("engine", "queue", fmt::format("{} requests are already waiting; try again later", capacity)) {}
 
 std::unique_ptr<Engine> Engine::load(const std::string& name_or_path, const EngineOptions& options) {
-  return std::make_unique<Engine>(load_model_for_running(name_or_path, options.load, options.reference), options);
+  std::unique_ptr<Model> model = load_model_for_running(name_or_path, options.load, options.reference);
+  std::unique_ptr<ImageEncoder> images;
+  if (std::filesystem::is_directory(name_or_path) &&
+      std::filesystem::exists(std::filesystem::path(name_or_path) / "config.json"))
+    images = ImageEncoder::open(name_or_path, options.image_limits);
+  return std::make_unique<Engine>(std::move(model), options, std::move(images));
 }
 
-Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options)
-    : model_(std::move(model)), options_(options) {
+Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options, std::unique_ptr<ImageEncoder> images)
+    : model_(std::move(model)), options_(options), image_encoder_(std::move(images)) {
   if (options_.slots < 1) fail("options", "slots", "must be at least 1, got {}", options_.slots);
   if (options_.queue_capacity < 1)
     fail("options", "queue_capacity", "must be at least 1, got {}", options_.queue_capacity);
@@ -320,6 +326,26 @@ void Engine::step_all() {
   }
 }
 
+PromptWithImages Engine::prompt_of(const Request& request) const {
+  if (request.images.empty()) {
+    PromptWithImages p;
+    p.ids = prompt_ids(request);
+    p.keys = p.ids;
+    return p;
+  }
+  if (!image_encoder_)
+    fail("request", "images", "this model takes no images (its Hugging Face checkpoint directory, with a vision tower "
+                              "Tessera supports, gives it an image encoder)");
+  if (!request.prompt_ids.empty()) fail("request", "images", "need a text prompt or messages, not token ids");
+  const tok::Tokenizer& tokenizer = model_->require_tokenizer();
+  std::string text = request.messages ? chat_prompt_text(*model_, *request.messages, request.template_extra)
+                                      : *request.prompt;
+  PromptWithImages p =
+      prompt_with_images(tokenizer, *image_encoder_, std::move(text), !request.messages, request.images);
+  if (p.ids.empty()) fail("request", "prompt", "the prompt has no tokens");
+  return p;
+}
+
 std::vector<int32_t> Engine::prompt_ids(const Request& request) const {
   if (!request.prompt_ids.empty()) return request.prompt_ids;
   std::vector<int32_t> ids = request.messages ? chat_prompt_ids(*model_, *request.messages, request.template_extra)
@@ -450,8 +476,8 @@ bool Engine::admit(Running& run) {
     return false;
   }
   try {
-    run.ids = prompt_ids(job.request);
-    const std::vector<int32_t>& ids = run.ids;
+    run.prompt = prompt_of(job.request);
+    const std::vector<int32_t>& ids = run.prompt.ids;
     r.prompt_tokens = static_cast<int64_t>(ids.size());
     const int64_t context = slots_[0].session->context_length();
     if (r.prompt_tokens >= context)
@@ -463,7 +489,7 @@ bool Engine::admit(Running& run) {
              model_->spec().vocab_size - 1);
 
     const int64_t system_end = system_prefix_to_cache(job.request, ids);
-    const ReusePlan plan = place(ids);
+    const ReusePlan plan = place(run.prompt.keys);
     run.slot = plan.slot;
     Slot& slot = slots_[plan.slot];
     slot.busy = true;
@@ -488,7 +514,7 @@ bool Engine::admit(Running& run) {
   }
   // With other requests generating, a long prompt goes in chunks between
   // their steps (advance_prefills); else all at once.
-  const int64_t left = static_cast<int64_t>(run.ids.size()) - run.done;
+  const int64_t left = static_cast<int64_t>(run.prompt.ids.size()) - run.done;
   if (!running_.empty() && (left > kPrefillChunk + kPrefillTail || run.cache_at > run.done)) return true;
   try {
     // Prefill to the end of the system messages first and cache that state
@@ -504,8 +530,13 @@ bool Engine::admit(Running& run) {
 void Engine::prefill_part(Running& run, int64_t n) {
   Session& session = *slots_[run.slot].session;
   const double start = now_ms();
-  session.forward(std::span<const int32_t>(run.ids).subspan(static_cast<size_t>(run.done), static_cast<size_t>(n)),
-                  LogitsWanted::Last, run.job->options.max_tokens_per_call);
+  std::vector<EmbeddedSpan> spans;
+  if (image_encoder_ && !run.prompt.images.empty()) {  // never cutting an image; its features are computed now
+    n = image_safe_end(run.prompt, *image_encoder_, run.done, run.done + n) - run.done;
+    spans = image_spans(run.prompt, *image_encoder_, run.done, run.done + n);
+  }
+  session.forward(std::span<const int32_t>(run.prompt.ids).subspan(static_cast<size_t>(run.done), static_cast<size_t>(n)),
+                  LogitsWanted::Last, run.job->options.max_tokens_per_call, spans);
   run.early_prefill_seconds += (now_ms() - start) / 1000.0;
   run.prefilled_before += n;
   run.done += n;
@@ -518,9 +549,12 @@ void Engine::prefill_part(Running& run, int64_t n) {
 bool Engine::start_generation(Running& run) {
   try {
     run.generation_at = now_ms();
+    GenerateOptions options = run.job->options;
+    if (image_encoder_ && !run.prompt.images.empty())
+      options.media = image_spans(run.prompt, *image_encoder_, run.done, static_cast<int64_t>(run.prompt.ids.size()));
     run.generation = std::make_unique<Generation>(
-        *slots_[run.slot].session, std::span<const int32_t>(run.ids).subspan(static_cast<size_t>(run.done)),
-        run.job->options, run.on_text);
+        *slots_[run.slot].session, std::span<const int32_t>(run.prompt.ids).subspan(static_cast<size_t>(run.done)),
+        options, run.on_text);
     run.generation->start();
   } catch (...) {
     run.generation.reset();
@@ -548,7 +582,7 @@ void Engine::advance_prefills() {
       keep = false;
     } else {
       try {
-        const int64_t left = static_cast<int64_t>(run.ids.size()) - run.done;
+        const int64_t left = static_cast<int64_t>(run.prompt.ids.size()) - run.done;
         if (run.done < run.cache_at) prefill_part(run, std::min(kPrefillChunk, run.cache_at - run.done));
         else if (left > kPrefillChunk + kPrefillTail) prefill_part(run, kPrefillChunk);
         else keep = start_generation(run);

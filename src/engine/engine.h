@@ -46,6 +46,7 @@
 #include "core/error.h"
 #include "engine/engine_observer.h"
 #include "engine/prefix_cache.h"
+#include "engine/prompt_images.h"
 #include "engine/request.h"
 #include "generation/output_constraint.h"
 #include "runtime/model.h"
@@ -67,6 +68,9 @@ struct EngineOptions {
   uint64_t prefix_cache_disk_bytes = 0;
   // Where; empty: $TESSERA_HOME/prefix-cache/<first 16 characters of the model's identity>.
   std::string prefix_cache_dir;
+  // What an image in a request may be (checked from its header, before any
+  // pixel buffer exists).
+  ImageLimits image_limits;
 };
 
 // Thrown by submit() when the queue is full (the server answers 503).
@@ -80,7 +84,9 @@ class Engine {
   // Loads `name_or_path` as `tessera run` does (a bundle, or a GGUF / HF
   // directory / pulled name through its cached default bundle). Throws Error.
   static std::unique_ptr<Engine> load(const std::string& name_or_path, const EngineOptions& options);
-  Engine(std::unique_ptr<Model> model, const EngineOptions& options);
+  // `images`: the model's image encoder (null: the model takes no images);
+  // load() opens it from an HF checkpoint directory with a vision tower.
+  Engine(std::unique_ptr<Model> model, const EngineOptions& options, std::unique_ptr<ImageEncoder> images = nullptr);
   // stop(), then waits for the running request to end.
   ~Engine();
   Engine(const Engine&) = delete;
@@ -138,7 +144,7 @@ class Engine {
     std::unique_ptr<Job> job;
     size_t slot = 0;
     Result result;
-    std::vector<int32_t> ids;  // the whole prompt
+    PromptWithImages prompt;   // the whole prompt: ids, keys (what the slot's history will hold), images
     int64_t done = 0;          // of it, in the slot's session
     int64_t cache_at = 0;      // > done: the end of its system messages, cached when reached
     std::function<bool(std::string_view)> on_text;
@@ -181,6 +187,8 @@ class Engine {
   void tell_tokens(Running& run);
   bool has_free_slot() const;
   std::vector<int32_t> prompt_ids(const Request& request) const;
+  // The prompt with its images placed (prompt_images.h); keys = ids without images.
+  PromptWithImages prompt_of(const Request& request) const;
   // Chooses the slot, puts the reusable state into it and says what it holds.
   ReusePlan place(const std::vector<int32_t>& ids);
   // Length of the prompt's leading system messages as tokens, where caching
@@ -189,6 +197,7 @@ class Engine {
 
   std::unique_ptr<Model> model_;
   EngineOptions options_;
+  std::unique_ptr<ImageEncoder> image_encoder_;  // null: the model takes no images
   std::vector<Slot> slots_;
   std::unique_ptr<PrefixCache> prefix_cache_;  // null when disabled
   // Compiles requests' constraints (json_schema / grammar / regex) for this

@@ -26,11 +26,10 @@ uint64_t PrefixCache::bytes_of(const Session::Snapshot& s) {
 }
 
 PrefixCache::Match PrefixCache::find(std::span<const int32_t> prompt) {
-  const int64_t cap = static_cast<int64_t>(prompt.size()) - 1;
   auto best = entries_.end();
   int64_t best_common = 0;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    const int64_t common = std::min(common_prefix_length(it->snapshot->history, prompt), cap);
+    const int64_t common = reusable_prefix_length(it->snapshot->history, prompt);
     if (common > best_common && cuttable(*it->snapshot, common)) {
       best_common = common;
       best = it;
@@ -44,13 +43,12 @@ PrefixCache::Match PrefixCache::find(std::span<const int32_t> prompt) {
 }
 
 PrefixCache::Match PrefixCache::find_on_disk(std::span<const int32_t> prompt, int64_t more_than) {
-  const int64_t cap = static_cast<int64_t>(prompt.size()) - 1;
   for (const DiskPrefixStore::Candidate& c : disk_->candidates(prompt, more_than)) {
-    const int64_t common = std::min(c.common, cap);
-    if (common <= more_than) continue;
     SequenceState state = empty_state_();
     std::optional<std::vector<int32_t>> history = disk_->load(c.key, state);
     if (!history) continue;  // gone or damaged (dropped with a warning)
+    const int64_t common = reusable_prefix_length(*history, prompt);
+    if (common <= more_than) continue;
     auto s = std::make_shared<const Session::Snapshot>(Session::Snapshot{std::move(state), std::move(*history)});
     if (!cuttable(*s, common)) continue;
     keep(s);

@@ -22,6 +22,10 @@ struct Request {
   std::vector<int32_t> prompt_ids;                 // token ids as given
   std::optional<std::string> prompt;               // text, tokenized with the model's BOS / EOS rules
   std::optional<nlohmann::ordered_json> messages;  // chat messages, rendered with the model's chat template
+  // Image files (JPEG / PNG bytes), one per image mark of the prompt or the
+  // messages (the chat template writes one for each {"type": "image"}
+  // content part), in order; only for a model with an image encoder.
+  std::vector<std::string> images;
   // Further variables of the chat template (tools, ...): an object.
   nlohmann::ordered_json template_extra = nlohmann::ordered_json::object();
 

@@ -12,8 +12,16 @@
 
 namespace tessera::engine {
 
-// Length of the longest common prefix of a and b.
+// Length of the longest common prefix of a and b, histories or prompts of
+// token ids and media entries (negative: runtime/session.h
+// media_history_key), never ending inside a media span: a span's rows attend
+// to each other, so a state cannot be cut or resumed in the middle of one.
 int64_t common_prefix_length(std::span<const int32_t> a, std::span<const int32_t> b);
+
+// The prompt tokens whose state a session holding `history` can give: their
+// common prefix, less the prompt's last token (it always runs: its logits
+// choose the first generated token), never ending inside a media span.
+int64_t reusable_prefix_length(std::span<const int32_t> history, std::span<const int32_t> prompt);
 
 struct SlotView {
   std::span<const int32_t> history;  // tokens whose KV the slot holds

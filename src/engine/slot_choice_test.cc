@@ -12,6 +12,23 @@ TEST(CommonPrefixLength, CountsEqualLeadingTokens) {
   EXPECT_EQ(common_prefix_length(a, empty), 0);
 }
 
+// Media entries (negative, runtime/session.h) compare as tokens, but a
+// prefix never ends inside a run of them: the same image is shared whole,
+// and two images that happen to agree on a first entry share nothing of it.
+TEST(CommonPrefixLength, NeverEndsInsideAMediaSpan) {
+  const std::vector<int32_t> one{1, 2, -5, -6, -7, 3}, same{1, 2, -5, -6, -7, 4}, other{1, 2, -5, -9, -7, 3};
+  EXPECT_EQ(common_prefix_length(one, same), 5);
+  EXPECT_EQ(common_prefix_length(one, other), 2);
+  EXPECT_EQ(common_prefix_length(one, std::vector<int32_t>{1, 2, -5, -6}), 2);  // a history cut mid-span
+  EXPECT_EQ(common_prefix_length(std::vector<int32_t>{1, 2, -5}, one), 2);
+}
+
+TEST(ChooseSlot, KeepsAMediaSpanWholeUnderTheLastTokenCap) {
+  const std::vector<int32_t> h{1, -5, -6, -7}, prompt{1, -5, -6, -7};
+  const std::vector<SlotView> slots{{h, 1}};
+  EXPECT_EQ(choose_slot(slots, prompt).reusable, 1);
+}
+
 TEST(ChooseSlot, PicksTheLongestSharedPrefix) {
   const std::vector<int32_t> h0{1, 2, 3}, h1{1, 2, 3, 4, 5}, prompt{1, 2, 3, 4, 6, 7};
   const std::vector<SlotView> slots{{h0, 5}, {h1, 1}};

@@ -76,9 +76,11 @@ Generation::Generation(Session& session, std::span<const int32_t> prompt, const 
   for (const std::string& s : options.stop_strings)
     if (s.empty()) fail("request", "stop", "stop strings must not be empty");
   if (prompt.empty()) fail("request", "prompt", "no new prompt tokens to run");
-  if (!options.media.empty() && options.speculative.mode != SpeculativeMode::Off &&
+  const bool with_media = !options.media.empty() || std::any_of(session.history().begin(), session.history().end(),
+                                                                 [](int32_t id) { return id < 0; });
+  if (with_media && options.speculative.mode != SpeculativeMode::Off &&
       options.speculative.mode != SpeculativeMode::Lookup && options.speculative.mode != SpeculativeMode::Auto)
-    fail("request", "speculative", "a draft model cannot see the prompt's images or audio: use prompt lookup or none");
+    fail("request", "speculative", "a draft model cannot see the context's images or audio: use prompt lookup or none");
   const tok::Tokenizer* tok = model.tokenizer();
   if (!tok && !options.stop_strings.empty())
     fail(model.path(), "stop", "stop strings need a tokenizer and the model has none");

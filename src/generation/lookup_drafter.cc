@@ -22,7 +22,12 @@ void LookupDrafter::propose(std::span<const int32_t> context, int64_t max_tokens
     // token follows them; the latest first.
     for (int64_t i = length - n - 1; i >= 0; --i) {
       if (!std::equal(suffix.begin(), suffix.end(), context.begin() + i)) continue;
-      const int64_t from = i + n, to = std::min(length, from + max_tokens);
+      const int64_t from = i + n;
+      int64_t to = std::min(length, from + max_tokens);
+      // A media span's history entries (negative, runtime/session.h) are no tokens to propose.
+      to = std::find_if(context.begin() + from, context.begin() + to, [](int32_t id) { return id < 0; }) -
+           context.begin();
+      if (to == from) continue;
       draft.assign(context.begin() + from, context.begin() + to);
       last_n_ = static_cast<int>(n);
       return;

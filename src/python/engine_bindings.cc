@@ -3,7 +3,7 @@
 //
 //   e = _tessera.Engine(model, threads, slots, queue_capacity, context_length, kv_type, reference, prefix_cache_mb,
 //                        prefix_cache_disk_mb, prefix_cache_dir)
-//   h = e.submit(prompt, messages_json, prompt_ids, settings)  -> GenerationHandle
+//   h = e.submit(prompt, messages_json, prompt_ids, settings, images=[bytes, ...])  -> GenerationHandle
 //       settings: {name: value} of generation settings (settings_bindings.cc), the others at their defaults
 //   h.result() -> dict   (waits, GIL released)
 //   for piece in h: ...  (text pieces as they become final, GIL released while waiting)
@@ -174,10 +174,11 @@ void bind_engine(py::module_& m) {
       .def(
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,
-             std::vector<int32_t> prompt_ids, const py::dict& settings) {
+             std::vector<int32_t> prompt_ids, const py::dict& settings, const std::vector<py::bytes>& images) {
             engine::Request r;
             r.prompt = std::move(prompt);
             r.prompt_ids = std::move(prompt_ids);
+            for (const py::bytes& b : images) r.images.push_back(std::string(b));
             if (messages_json) {
               r.messages = nlohmann::ordered_json::parse(*messages_json, nullptr, false);
               if (r.messages->is_discarded()) fail("request", "messages", "not valid JSON");
@@ -190,7 +191,7 @@ void bind_engine(py::module_& m) {
             return h;
           },
           py::arg("prompt"), py::arg("messages_json"), py::arg("prompt_ids"), py::arg("settings"),
-          py::keep_alive<0, 1>())
+          py::arg("images") = std::vector<py::bytes>{}, py::keep_alive<0, 1>())
       .def(
           "submit_chat",
           [](engine::Engine& e, const std::string& messages_json, const std::string& tools_json,

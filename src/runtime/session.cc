@@ -10,6 +10,16 @@
 
 namespace tessera {
 
+int32_t media_history_key(uint64_t key, int64_t j) {
+  // splitmix64's finalizer over key + j · 2^64/φ: every bit of both moves
+  // about half of the result's.
+  uint64_t z = key + static_cast<uint64_t>(j + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return -1 - static_cast<int32_t>(z & 0x7FFFFFFFull);
+}
+
 Session::Session(const Model& model, int64_t context_length)
     : model_(model),
       state_(model.spec(), context_length > 0 ? context_length : model.spec().context_length, model.kv_type()),
@@ -101,7 +111,11 @@ const std::vector<float>& Session::forward(std::span<const int32_t> ids, LogitsW
     run_call(ids.subspan(done, n), all, out, greedy, in_call);
     done += n;
   }
+  const size_t base = history_.size();
   history_.insert(history_.end(), ids.begin(), ids.end());
+  for (const EmbeddedSpan& m : media)
+    if (m.key != 0)
+      for (int64_t j = 0; j < m.rows; ++j) history_[base + m.begin + j] = media_history_key(m.key, j);
   return logits_;
 }
 

@@ -32,11 +32,21 @@ enum class LogitsWanted { Last, All };
 // they are: no embedding scale) instead of their table rows. Bidirectional:
 // the rows also attend to each other both ways in every attention layer
 // (Gemma's image spans), and forward() never splits them between calls.
+// Key: what identifies the media (a hash of its decoded pixels or samples);
+// 0, none. A keyed span's rows enter history() as media_history_key(key, j)
+// instead of their ids, so that two histories agree on those positions only
+// for the same media: prefix reuse (the engine's slots and prefix cache)
+// compares histories.
 struct EmbeddedSpan {
   int64_t begin = 0, rows = 0;
   const float* values = nullptr;
   bool bidirectional = false;
+  uint64_t key = 0;
 };
+
+// The history entry of row j of a span keyed `key`: a negative number (token
+// ids are >= 0) mixing every bit of the key with j.
+int32_t media_history_key(uint64_t key, int64_t j);
 
 class Session {
  public:
@@ -91,6 +101,7 @@ class Session {
 
   int64_t length() const { return state_.length(); }
   int64_t context_length() const { return state_.context_length(); }
+  // The ids run so far, a keyed media span's rows as media_history_key()s.
   const std::vector<int32_t>& history() const { return history_; }
   // Keeps the first n tokens. False when the state cannot be cut there (a
   // sliding layer's ring or a conv tail no longer holds what position n

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/base64.h"
 #include "core/error.h"
 #include "server/api_error.h"
 
@@ -47,26 +48,52 @@ std::optional<bool> boolean(const json& body, const char* name) {
   return v->get<bool>();
 }
 
-// A message's content: a string, or a list of parts of which the text ones count.
-std::string message_content(const json& content, size_t index) {
+// A message's content: a string, or a list of parts. Text parts alone
+// become one string; with images (image_url parts holding data: URLs, the
+// server never fetches a remote one) the parts stay a list, each image as
+// {"type": "image"} (what chat templates mark), its bytes appended to
+// `images` in order.
+nlohmann::ordered_json message_content(const json& content, size_t index, std::vector<std::string>& images) {
   const std::string param = fmt::format("messages[{}].content", index);
   if (content.is_null()) return "";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) throw wrong_type(param, "a string or a list of content parts");
   std::string text;
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+  bool with_images = false;
   for (const json& part : content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       throw wrong_type(param, "a list of objects with a 'type'");
-    if (part["type"] != "text")
-      throw bad_request(fmt::format("content part type '{}' is not supported (text only)", part["type"].get<std::string>()),
-                        param, "unsupported_content");
+    const std::string type = part["type"].get<std::string>();
+    if (type == "image_url") {
+      const json* url = part.contains("image_url") ? &part["image_url"] : nullptr;
+      if (url && url->is_object() && url->contains("url")) url = &(*url)["url"];
+      if (!url || !url->is_string()) throw wrong_type(param + ".image_url", "{\"url\": a data: URL}");
+      const std::string& u = url->get_ref<const std::string&>();
+      if (u.rfind("data:", 0) != 0)
+        throw bad_request("image URLs are not fetched: send the image inline as a data: URL (data:image/png;base64,...)",
+                          param + ".image_url", "unsupported_content");
+      try {
+        images.push_back(parse_data_url(u).bytes);
+      } catch (const Error& e) {
+        throw bad_request(e.what(), param + ".image_url", "invalid_image_url");
+      }
+      parts.push_back({{"type", "image"}});
+      with_images = true;
+      continue;
+    }
+    if (type != "text")
+      throw bad_request(fmt::format("content part type '{}' is not supported (text and image_url)", type), param,
+                        "unsupported_content");
     if (!part.contains("text") || !part["text"].is_string()) throw wrong_type(param + ".text", "a string");
     text += part["text"].get<std::string>();
+    parts.push_back({{"type", "text"}, {"text", part["text"]}});
   }
+  if (with_images) return parts;
   return text;
 }
 
-nlohmann::ordered_json messages_of(const json& body) {
+nlohmann::ordered_json messages_of(const json& body, std::vector<std::string>& images) {
   const json* v = field(body, "messages");
   if (!v) throw bad_request("'messages' is required", "messages", "missing_required_parameter");
   if (!v->is_array()) throw wrong_type("messages", "a list of messages");
@@ -78,7 +105,7 @@ nlohmann::ordered_json messages_of(const json& body) {
     if (!m.contains("role") || !m["role"].is_string())
       throw wrong_type(fmt::format("messages[{}].role", i), "a string");
     nlohmann::ordered_json message = {{"role", m["role"].get<std::string>()},
-                                      {"content", message_content(m.contains("content") ? m["content"] : json(), i)}};
+                                      {"content", message_content(m.contains("content") ? m["content"] : json(), i, images)}};
     // Tool calling: an assistant's calls and a tool's result (generation/tool_calls.h).
     if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
       const std::string param = fmt::format("messages[{}].tool_calls", i);
@@ -231,7 +258,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   }
   engine::Request& r = c.request;
   if (endpoint == Endpoint::Chat) {
-    r.messages = messages_of(body);
+    r.messages = messages_of(body, r.images);
     if (const json* tools = field(body, "tools"); tools && !tools->is_null()) {
       try {
         c.tools = ToolRequest::parse(*tools, field(body, "tool_choice"), field(body, "parallel_tool_calls"));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/generation_settings_for_tests.h"
+#include "server/api_error.h"
 
 namespace tessera::server {
 namespace {
@@ -68,6 +69,40 @@ TEST(ServerSettings, EverySettingArrives) {
   // Exactly the settings left out keep their defaults.
   EXPECT_EQ(testing::differing_settings(from_chat, want), left_out) << chat.dump();
   EXPECT_EQ(testing::differing_settings(from_completion, want), left_out) << completion.dump();
+}
+
+// OpenAI's image_url content parts: a data: URL's bytes go to the request's
+// images in order, each part becomes {"type": "image"} for the chat
+// template; a remote URL or a malformed data URL is a 400 naming the part.
+TEST(ServerImages, DataUrlsBecomeImagesInOrder) {
+  json chat;
+  chat["messages"] = json::array(
+      {{{"role", "user"},
+        {"content", json::array({{{"type", "text"}, {"text", "Compare "}},
+                                 {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,Zm9v"}}}},
+                                 {{"type", "image_url"}, {"image_url", "data:image/jpeg;base64,YmFy"}}})}}});
+  const CompletionRequest c = parse_completion_request(chat, Endpoint::Chat, 64);
+  EXPECT_EQ(c.request.images, (std::vector<std::string>{"foo", "bar"}));
+  const json content = (*c.request.messages)[0]["content"];
+  ASSERT_TRUE(content.is_array());
+  EXPECT_EQ(content[0]["text"], "Compare ");
+  EXPECT_EQ(content[1], json({{"type", "image"}}));
+  EXPECT_EQ(content[2], json({{"type", "image"}}));
+}
+
+TEST(ServerImages, RemoteAndMalformedUrlsAreBadRequests) {
+  for (const char* url : {"https://example.com/cat.png", "data:image/png;base64,@@", "data:image/png,raw"}) {
+    json chat;
+    chat["messages"] = json::array(
+        {{{"role", "user"}, {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", url}}}}})}}});
+    try {
+      parse_completion_request(chat, Endpoint::Chat, 64);
+      ADD_FAILURE() << url << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400) << url;
+      EXPECT_NE(e.body().dump().find("messages[0].content.image_url"), std::string::npos) << e.body().dump();
+    }
+  }
 }
 
 }  // namespace

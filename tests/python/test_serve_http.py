@@ -77,7 +77,8 @@ def test_malformed_json_is_400(tiny_server, body):
     ({"messages": []}, "messages"),
     ({"messages": [{"role": 3, "content": "x"}]}, "messages[0].role"),
     ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "messages[0].content"),
+    ({"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]}, "messages[0].content"),
+    ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "messages[0].content.image_url"),
 ])
 def test_wrong_fields_are_400_naming_the_field(tiny_server, fields, param):
     body = {"messages": [{"role": "user", "content": "hi"}], **fields}

@@ -1,0 +1,73 @@
+#include "engine/prompt_images.h"
+
+#include "core/error.h"
+
+namespace tessera::engine {
+
+PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const ImageEncoder& encoder, std::string text,
+                                    bool add_special, std::span<const std::string> images) {
+  const ImageTokens& t = encoder.tokens();
+  const std::string mark(tokenizer.token_to_piece(t.begin));
+  std::string expansion = t.before + mark;
+  for (int64_t j = 0; j < t.per_image; ++j) expansion += tokenizer.token_to_piece(t.soft);
+  expansion += std::string(tokenizer.token_to_piece(t.end)) + t.after;
+  size_t marks = 0;
+  for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + expansion.size())) {
+    text.replace(at, mark.size(), expansion);
+    ++marks;
+  }
+  if (marks != images.size())
+    fail("request", "images", "{} images for {} image marks ({}) in the prompt", images.size(), marks, mark);
+
+  PromptWithImages p;
+  p.ids = tokenizer.encode(text, add_special);
+  p.keys = p.ids;
+  for (size_t i = 0; i < p.ids.size();) {
+    if (p.ids[i] != t.soft) {
+      ++i;
+      continue;
+    }
+    size_t run = i;
+    while (run < p.ids.size() && p.ids[run] == t.soft) ++run;
+    if (static_cast<int64_t>(run - i) != t.per_image || p.images.size() == images.size())
+      fail("request", "images", "the prompt holds {} soft image tokens at {} where an image takes {}", run - i, i,
+           t.per_image);
+    PromptImage image;
+    image.begin = static_cast<int64_t>(i);
+    const std::string& bytes = images[p.images.size()];
+    image.picture = encoder.decode(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    image.key = image_key(image.picture);
+    for (int64_t j = 0; j < t.per_image; ++j) p.keys[i + static_cast<size_t>(j)] = media_history_key(image.key, j);
+    p.images.push_back(std::move(image));
+    i = run;
+  }
+  if (p.images.size() != images.size())
+    fail("request", "images", "{} images, but the tokenized prompt holds {}", images.size(), p.images.size());
+  return p;
+}
+
+int64_t image_safe_end(const PromptWithImages& prompt, const ImageEncoder& encoder, int64_t from, int64_t end) {
+  const int64_t n = encoder.tokens().per_image;
+  for (const PromptImage& image : prompt.images)
+    if (image.begin < end && image.begin + n > end) return image.begin > from ? image.begin : image.begin + n;
+  return end;
+}
+
+std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncoder& encoder, int64_t from,
+                                      int64_t end) {
+  const ImageTokens& t = encoder.tokens();
+  std::vector<EmbeddedSpan> spans;
+  for (PromptImage& image : prompt.images) {
+    if (image.begin + t.per_image <= from || image.begin >= end) continue;
+    if (image.begin < from || image.begin + t.per_image > end)
+      fail("engine", "images", "a prefill part [{}, {}) cuts the image at {}", from, end, image.begin);
+    if (image.features.empty()) {
+      image.features = encoder.encode(image.picture);
+      image.picture = RgbImage{};
+    }
+    spans.push_back({image.begin - from, t.per_image, image.features.data(), t.bidirectional, image.key});
+  }
+  return spans;
+}
+
+}  // namespace tessera::engine

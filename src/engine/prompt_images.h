@@ -1,0 +1,57 @@
+// A prompt's images: where each image's soft tokens sit in the token ids,
+// its picture until it is encoded, its key for prefix reuse, and its
+// features once encoded (media/image_encoder.h says how a model's prompt
+// holds an image).
+//
+// Building: the text (a rendered chat or a plain prompt) holds one image mark
+// (the encoder's `begin` token text) per image, in order; each becomes the
+// processor's expansion, the text is tokenized, and each run of soft tokens
+// is one image. Keys: the prompt's ids with each image's rows as
+// media_history_key(picture key, j) (runtime/session.h), which is what the
+// session's history holds after the prefill, so that slot choice and the
+// prefix cache compare prompts and histories image by image. An image is
+// encoded only when a part of the prompt that holds it is prefilled: one a
+// reused prefix already covers is never encoded.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "media/image_encoder.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera::engine {
+
+struct PromptImage {
+  int64_t begin = 0;              // its first soft token's index in the prompt
+  RgbImage picture;               // decoded; released once encoded
+  uint64_t key = 0;               // image_key(picture)
+  std::vector<float> features;    // [per_image][hidden]; empty until encoded
+};
+
+struct PromptWithImages {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> keys;
+  std::vector<PromptImage> images;
+};
+
+// Throws Error("request", "images", ...) when the marks and the images do
+// not pair up, and the decoder's Error for an image that is not one.
+PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const ImageEncoder& encoder, std::string text,
+                                    bool add_special, std::span<const std::string> images);
+
+// Where a prefill part from `from` may end at or before `end` without cutting
+// an image's soft tokens (a bidirectional span runs in one call): `end`, else
+// the start of the image it would cut, or, when that is `from`, its end.
+int64_t image_safe_end(const PromptWithImages& prompt, const ImageEncoder& encoder, int64_t from, int64_t end);
+
+// The spans of the images within prompt tokens [from, end), begin counted
+// from `from`, each encoded first if it was not yet. An image cut by the
+// range is an Error (image_safe_end avoids it).
+std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncoder& encoder, int64_t from,
+                                      int64_t end);
+
+}  // namespace tessera::engine
