@@ -102,10 +102,11 @@ void register_run(CLI::App& app) {
         messages.push_back({{"role", "user"}, {"content", content}});
         text = chat_prompt_text(*model, messages);
       }
-      with_images = engine::prompt_with_images(model->require_tokenizer(), *encoder, std::move(text), !chat, images);
+      with_images = engine::prompt_with_images(model->require_tokenizer(), *encoder, std::move(text), !chat, images,
+                                               static_cast<int64_t>(images.size()), session.context_length() - 1);
       ids = with_images.ids;
       options.media =
-          engine::image_spans(with_images, *encoder, 0, static_cast<int64_t>(with_images.ids.size()));
+          engine::image_spans(with_images, *encoder, images, 0, static_cast<int64_t>(with_images.ids.size()));
     } else if (!prompt_ids.empty()) {
       if (chat) fail("options", "--chat", "cannot be combined with --prompt-ids");
       ids = parse_ids(prompt_ids);

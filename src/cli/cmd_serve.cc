@@ -90,9 +90,18 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--timeout", options.io_timeout_s, "Seconds a client may stall reading or sending")
       ->capture_default_str();
+  cmd->add_option("--max-images", engine_options.max_images_per_request, "Images one request may hold (400 beyond)")
+      ->capture_default_str();
+  static int64_t max_image_pixels = engine_options.image_limits.max_pixels;
+  cmd->add_option("--max-image-pixels", max_image_pixels,
+                  "Largest image (width × height, read from its header before decoding; 400 beyond)")
+      ->capture_default_str();
   cmd->add_flag("--reference", reference, kReferenceHelp);
   kernels.add_to(*cmd);
   cmd->callback([] {
+    if (engine_options.max_images_per_request < 0) fail("options", "--max-images", "must be >= 0");
+    if (max_image_pixels < 1) fail("options", "--max-image-pixels", "must be at least 1");
+    engine_options.image_limits.max_pixels = max_image_pixels;
     if (options.max_tokens_cap < 1) fail("options", "--max-tokens", "must be at least 1");
     if (options.io_timeout_s < 1) fail("options", "--timeout", "must be at least 1");
     if (options.model_name.empty()) options.model_name = served_model_name(model);

@@ -340,8 +340,9 @@ PromptWithImages Engine::prompt_of(const Request& request) const {
   const tok::Tokenizer& tokenizer = model_->require_tokenizer();
   std::string text = request.messages ? chat_prompt_text(*model_, *request.messages, request.template_extra)
                                       : *request.prompt;
-  PromptWithImages p =
-      prompt_with_images(tokenizer, *image_encoder_, std::move(text), !request.messages, request.images);
+  PromptWithImages p = prompt_with_images(tokenizer, *image_encoder_, std::move(text), !request.messages,
+                                          request.images, options_.max_images_per_request,
+                                          slots_[0].session->context_length() - 1);
   if (p.ids.empty()) fail("request", "prompt", "the prompt has no tokens");
   return p;
 }
@@ -533,7 +534,7 @@ void Engine::prefill_part(Running& run, int64_t n) {
   std::vector<EmbeddedSpan> spans;
   if (image_encoder_ && !run.prompt.images.empty()) {  // never cutting an image; its features are computed now
     n = image_safe_end(run.prompt, *image_encoder_, run.done, run.done + n) - run.done;
-    spans = image_spans(run.prompt, *image_encoder_, run.done, run.done + n);
+    spans = image_spans(run.prompt, *image_encoder_, run.job->request.images, run.done, run.done + n);
   }
   session.forward(std::span<const int32_t>(run.prompt.ids).subspan(static_cast<size_t>(run.done), static_cast<size_t>(n)),
                   LogitsWanted::Last, run.job->options.max_tokens_per_call, spans);
@@ -551,7 +552,8 @@ bool Engine::start_generation(Running& run) {
     run.generation_at = now_ms();
     GenerateOptions options = run.job->options;
     if (image_encoder_ && !run.prompt.images.empty())
-      options.media = image_spans(run.prompt, *image_encoder_, run.done, static_cast<int64_t>(run.prompt.ids.size()));
+      options.media = image_spans(run.prompt, *image_encoder_, run.job->request.images, run.done,
+                                  static_cast<int64_t>(run.prompt.ids.size()));
     run.generation = std::make_unique<Generation>(
         *slots_[run.slot].session, std::span<const int32_t>(run.prompt.ids).subspan(static_cast<size_t>(run.done)),
         options, run.on_text);

@@ -69,8 +69,9 @@ struct EngineOptions {
   // Where; empty: $TESSERA_HOME/prefix-cache/<first 16 characters of the model's identity>.
   std::string prefix_cache_dir;
   // What an image in a request may be (checked from its header, before any
-  // pixel buffer exists).
+  // pixel buffer exists), and how many one request may hold.
   ImageLimits image_limits;
+  int max_images_per_request = 32;
 };
 
 // Thrown by submit() when the queue is full (the server answers 503).

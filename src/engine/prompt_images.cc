@@ -5,7 +5,10 @@
 namespace tessera::engine {
 
 PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const ImageEncoder& encoder, std::string text,
-                                    bool add_special, std::span<const std::string> images) {
+                                    bool add_special, std::span<const std::string> images, int64_t max_images,
+                                    int64_t max_tokens) {
+  if (static_cast<int64_t>(images.size()) > max_images)
+    fail("request", "images", "{} images exceed the limit of {} per request", images.size(), max_images);
   const ImageTokens& t = encoder.tokens();
   const std::string mark(tokenizer.token_to_piece(t.begin));
   std::string expansion = t.before + mark;
@@ -21,6 +24,9 @@ PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const Image
 
   PromptWithImages p;
   p.ids = tokenizer.encode(text, add_special);
+  if (static_cast<int64_t>(p.ids.size()) > max_tokens)
+    fail("request", "prompt", "{} prompt tokens with the images' exceed the {} the context leaves", p.ids.size(),
+         max_tokens);
   p.keys = p.ids;
   for (size_t i = 0; i < p.ids.size();) {
     if (p.ids[i] != t.soft) {
@@ -34,9 +40,9 @@ PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const Image
            t.per_image);
     PromptImage image;
     image.begin = static_cast<int64_t>(i);
-    const std::string& bytes = images[p.images.size()];
-    image.picture = encoder.decode(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-    image.key = image_key(image.picture);
+    image.file = p.images.size();
+    const std::string& bytes = images[image.file];
+    image.key = image_key(encoder.decode(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
     for (int64_t j = 0; j < t.per_image; ++j) p.keys[i + static_cast<size_t>(j)] = media_history_key(image.key, j);
     p.images.push_back(std::move(image));
     i = run;
@@ -53,8 +59,8 @@ int64_t image_safe_end(const PromptWithImages& prompt, const ImageEncoder& encod
   return end;
 }
 
-std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncoder& encoder, int64_t from,
-                                      int64_t end) {
+std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncoder& encoder,
+                                      std::span<const std::string> images, int64_t from, int64_t end) {
   const ImageTokens& t = encoder.tokens();
   std::vector<EmbeddedSpan> spans;
   for (PromptImage& image : prompt.images) {
@@ -62,8 +68,8 @@ std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncod
     if (image.begin < from || image.begin + t.per_image > end)
       fail("engine", "images", "a prefill part [{}, {}) cuts the image at {}", from, end, image.begin);
     if (image.features.empty()) {
-      image.features = encoder.encode(image.picture);
-      image.picture = RgbImage{};
+      const std::string& bytes = images[image.file];
+      image.features = encoder.encode(encoder.decode(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
     }
     spans.push_back({image.begin - from, t.per_image, image.features.data(), t.bidirectional, image.key});
   }

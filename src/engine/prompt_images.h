@@ -27,8 +27,8 @@ namespace tessera::engine {
 
 struct PromptImage {
   int64_t begin = 0;              // its first soft token's index in the prompt
-  RgbImage picture;               // decoded; released once encoded
-  uint64_t key = 0;               // image_key(picture)
+  size_t file = 0;                // which of the request's image files
+  uint64_t key = 0;               // image_key of its picture
   std::vector<float> features;    // [per_image][hidden]; empty until encoded
 };
 
@@ -38,10 +38,15 @@ struct PromptWithImages {
   std::vector<PromptImage> images;
 };
 
-// Throws Error("request", "images", ...) when the marks and the images do
-// not pair up, and the decoder's Error for an image that is not one.
+// Each picture is decoded once here for its key and dropped (pictures are
+// never all held at once: a request's memory is its files); the checks that
+// need no decoding come first. Throws Error("request", "images", ...) for
+// more than max_images images or marks and images that do not pair up,
+// Error("request", "prompt", ...) for more than max_tokens tokens, and the
+// decoder's Error for a file that is no image or is over its limits.
 PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const ImageEncoder& encoder, std::string text,
-                                    bool add_special, std::span<const std::string> images);
+                                    bool add_special, std::span<const std::string> images, int64_t max_images,
+                                    int64_t max_tokens);
 
 // Where a prefill part from `from` may end at or before `end` without cutting
 // an image's soft tokens (a bidirectional span runs in one call): `end`, else
@@ -49,9 +54,9 @@ PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const Image
 int64_t image_safe_end(const PromptWithImages& prompt, const ImageEncoder& encoder, int64_t from, int64_t end);
 
 // The spans of the images within prompt tokens [from, end), begin counted
-// from `from`, each encoded first if it was not yet. An image cut by the
-// range is an Error (image_safe_end avoids it).
-std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncoder& encoder, int64_t from,
-                                      int64_t end);
+// from `from`, each encoded first (its file decoded again) if it was not
+// yet. An image cut by the range is an Error (image_safe_end avoids it).
+std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncoder& encoder,
+                                      std::span<const std::string> images, int64_t from, int64_t end);
 
 }  // namespace tessera::engine

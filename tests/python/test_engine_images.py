@@ -141,8 +141,9 @@ def test_bad_image_requests_are_clear_errors(tiny, tmp_path):
 
 def test_server_takes_images_as_data_urls(tiny):
     """`tessera serve` with OpenAI's image_url content parts (data: URLs),
-    through the openai client: the reply equals the engine's; a remote URL
-    and a corrupt image are 400s, and the server keeps serving."""
+    through the openai client: the reply equals the engine's; a remote URL,
+    a corrupt image, more images than --max-images and an image over
+    --max-image-pixels are 400s, and the server keeps serving."""
     import base64
     openai = pytest.importorskip("openai")
     from serve_helpers import Server
@@ -151,7 +152,7 @@ def test_server_takes_images_as_data_urls(tiny):
     url = "data:image/png;base64," + base64.b64encode(image).decode()
     want = tessera.Engine(str(directory), reference=True).generate(
         messages=chat(1), images=[image], max_tokens=16, ignore_eos=True).text
-    server = Server(directory, "--reference")
+    server = Server(directory, "--reference", "--max-images", "2", "--max-image-pixels", "3000")
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
 
@@ -165,6 +166,15 @@ def test_server_takes_images_as_data_urls(tiny):
             ask("https://example.com/cat.png")
         with pytest.raises(openai.BadRequestError, match="image"):
             ask("data:image/png;base64," + base64.b64encode(image[:100]).decode())
+        # The caps: images per request, pixels per image (from the header).
+        three = [{"type": "image_url", "image_url": {"url": url}}] * 3
+        with pytest.raises(openai.BadRequestError, match="limit of 2"):
+            client.chat.completions.create(model=server.model_name, messages=[{"role": "user", "content": three}],
+                                           max_tokens=1)
+        big = io.BytesIO()
+        Image.new("RGB", (100, 100)).save(big, format="PNG")
+        with pytest.raises(openai.BadRequestError, match="over the limit"):
+            ask("data:image/png;base64," + base64.b64encode(big.getvalue()).decode())
         assert ask(url).choices[0].message.content == want
     finally:
         server.stop()
