@@ -225,3 +225,88 @@ def test_missing_files(tmp_path):
     for target in (tmp_path / "nope.gguf", tmp_path):  # missing file; dir without config
         proc = run_tessera("info", target, check=False)
         assert_clean(proc)
+
+
+# Hostile images through `tessera run DIR --chat --image ...` on a tiny
+# multimodal Gemma 3: each is exit 2 naming the problem, or (a valid one) a
+# reply; never a crash, never a pixel buffer sized by a lying header.
+@pytest.fixture(scope="module")
+def tiny_gemma3_images(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from tiny_models import make_tiny_gemma3_with_images
+    directory = tmp_path_factory.mktemp("tiny_gemma3_images")
+    make_tiny_gemma3_with_images(directory)
+    return directory
+
+
+def png_with_header(width, height, body=b""):
+    import zlib
+    chunk = lambda kind, data: (struct.pack(">I", len(data)) + kind + data +
+                                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", body) + chunk(b"IEND", b""))
+
+
+def a_png(width=5, height=3):
+    import zlib
+    raw = b"".join(b"\x00" + bytes(range(3 * width)) for _ in range(height))
+    return png_with_header(width, height, zlib.compress(raw))
+
+
+def run_with_images(directory, tmp_path, images, prompt="Describe.", chat=True):
+    paths = []
+    for i, data in enumerate(images):
+        paths.append(tmp_path / f"image{i}")
+        paths[-1].write_bytes(data)
+    args = ["run", directory, "--reference", "-n", "2", "-p", prompt] + (["--chat"] if chat else [])
+    for p in paths:
+        args += ["--image", p]
+    proc = run_tessera(*args, check=False)
+    # --reference says first which path it runs; the error (if any) follows.
+    proc.stderr = "".join(l for l in proc.stderr.splitlines(True) if not l.startswith("reference path: "))
+    return proc
+
+
+def test_a_valid_and_a_one_pixel_image_are_accepted(tiny_gemma3_images, tmp_path):
+    for image in (a_png(), a_png(1, 1)):
+        assert_clean(run_with_images(tiny_gemma3_images, tmp_path, [image]), expect_error=False)
+
+
+@pytest.mark.parametrize("data, needle", [
+    (b"", "image"),
+    (b"not an image at all", "image"),
+    (png_with_header(50000, 50000), "over the limit"),
+    (png_with_header(0, 7), "image"),
+    (png_with_header(7, 7, b"garbage"), "image"),
+    (b"\xff\xd8\xff\xe0" + bytes(100), "image"),  # a JPEG that ends in its header
+])
+def test_hostile_images(tiny_gemma3_images, tmp_path, data, needle):
+    proc = run_with_images(tiny_gemma3_images, tmp_path, [data])
+    assert_clean(proc)
+    assert needle in proc.stderr
+
+
+def test_truncated_and_mutated_images(tiny_gemma3_images, tmp_path):
+    import io
+    from PIL import Image
+    jpeg = io.BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 30, 3), dtype=np.uint8)).save(jpeg, "JPEG")
+    rng = random.Random(7)
+    for source in (jpeg.getvalue(), a_png(40, 30)):
+        for cut in (len(source) // 3, len(source) - 3):
+            assert_clean(run_with_images(tiny_gemma3_images, tmp_path, [source[:cut]]))
+        for _ in range(CASES // 12):
+            data = bytearray(source)
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            assert_clean(run_with_images(tiny_gemma3_images, tmp_path, [bytes(data)]), expect_error=False)
+
+
+def test_marks_and_images_that_do_not_pair_up(tiny_gemma3_images, tmp_path):
+    proc = run_with_images(tiny_gemma3_images, tmp_path, [a_png()] * 3, prompt="<start_of_image> only one",
+                           chat=False)
+    assert_clean(proc)
+    assert "3 images for 1 image marks" in proc.stderr
+    proc = run_with_images(tiny_gemma3_images, tmp_path, [a_png()] * 60)  # 60 × 16 tokens > the 1,024 context
+    assert_clean(proc)
+    assert "context" in proc.stderr

@@ -24,56 +24,20 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 Image = pytest.importorskip("PIL.Image")
 
-SPECIALS = ["<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
-            "<image_soft_token>", "<pad>"]
-BOS, EOS, SOT, EOT, BOI, EOI, SOFT, PAD = range(256, 264)
-TOKENS_PER_IMAGE, IMAGE_SIZE = 16, 112
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from pathlib import Path
-    from tokenizers import AddedToken, Tokenizer
-    from tiny_models import add_byte_tokenizer
+    from tiny_models import GEMMA3_IMAGE_TOKENS as T, make_tiny_gemma3_with_images
 
     directory = tmp_path_factory.mktemp("tiny_gemma3_engine_images")
-    cfg = transformers.Gemma3Config(
-        text_config=dict(vocab_size=264, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, max_position_embeddings=1024,
-                         sliding_window=8, query_pre_attn_scalar=32, bos_token_id=BOS, eos_token_id=EOT,
-                         pad_token_id=PAD, layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=IMAGE_SIZE, patch_size=14),
-        mm_tokens_per_image=TOKENS_PER_IMAGE, image_token_index=SOFT, boi_token_index=BOI, eoi_token_index=EOI,
-        eos_token_id=EOT, bos_token_id=BOS, pad_token_id=PAD)
-    torch.manual_seed(0)
-    model = transformers.Gemma3ForConditionalGeneration(cfg).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "vision_tower" in name or "multi_modal_projector" in name:
-                p.copy_(torch.randn_like(p) * (0.3 if p.dim() > 1 else 0.1))
-            elif "norm" in name:
-                p.copy_(torch.randn_like(p) * 0.2)
-    model.save_pretrained(directory)
-
-    add_byte_tokenizer(directory)
-    tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
-    tok.add_special_tokens([AddedToken(s, special=True) for s in SPECIALS])
-    tok.save(str(directory / "tokenizer.json"))
-    template = (Path(__file__).parents[1] / "data" / "chat_templates" / "gemma3.jinja").read_text()
-    (directory / "chat_template.jinja").write_text(template)
-    (directory / "tokenizer_config.json").write_text(json.dumps({
-        "bos_token": "<bos>", "eos_token": "<end_of_turn>", "pad_token": "<pad>", "add_bos_token": False,
-        "boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}))
-    image_processor = transformers.Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
-    image_processor.save_pretrained(directory)
-
+    model = make_tiny_gemma3_with_images(directory)
+    template = (directory / "chat_template.jinja").read_text()
+    image_processor = transformers.Gemma3ImageProcessor.from_pretrained(directory)
     hf_tok = transformers.PreTrainedTokenizerFast(
         tokenizer_file=str(directory / "tokenizer.json"), bos_token="<bos>", eos_token="<end_of_turn>",
         pad_token="<pad>", extra_special_tokens={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
                                                  "image_token": "<image_soft_token>"})
     processor = transformers.Gemma3Processor(image_processor=image_processor, tokenizer=hf_tok,
-                                             chat_template=template, image_seq_length=TOKENS_PER_IMAGE)
+                                             chat_template=template, image_seq_length=T)
     return directory, model, processor
 
 

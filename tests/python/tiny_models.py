@@ -213,3 +213,53 @@ def make_tiny_chat_checkpoint(name: str, directory: Path, chat_template: str, se
     (directory / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|im_end|>", "bos_token": None}))
     (directory / "chat_template.jinja").write_text(chat_template)
     return directory
+
+
+GEMMA3_IMAGE_TOKENS, GEMMA3_IMAGE_SIZE = 16, 112
+
+
+def make_tiny_gemma3_with_images(directory: Path, seed: int = 0):
+    """A tiny random Gemma3ForConditionalGeneration that chats about images
+    (seeded): a SigLIP tower of 2 layers on 112-pixel images pooled to 16
+    soft tokens, a text model of 3 layers (sliding window 8), the byte
+    tokenizer plus Gemma 3's special tokens (<bos> 256 ... <start_of_image>
+    260, <end_of_image> 261, <image_soft_token> 262, <pad> 263), Gemma 3's
+    chat template and its image processor's preprocessor_config.json.
+    Returns the transformers model."""
+    import json
+    from tokenizers import AddedToken, Tokenizer
+    directory = Path(directory)
+    specials = ["<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
+                "<image_soft_token>", "<pad>"]
+    bos, _, _, eot, boi, eoi, soft, pad = range(VOCAB, VOCAB + len(specials))
+    cfg = transformers.Gemma3Config(
+        text_config=dict(vocab_size=VOCAB + len(specials), hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                         max_position_embeddings=1024, sliding_window=8, query_pre_attn_scalar=32, bos_token_id=bos,
+                         eos_token_id=eot, pad_token_id=pad,
+                         layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=GEMMA3_IMAGE_SIZE, patch_size=14),
+        mm_tokens_per_image=GEMMA3_IMAGE_TOKENS, image_token_index=soft, boi_token_index=boi, eoi_token_index=eoi,
+        eos_token_id=eot, bos_token_id=bos, pad_token_id=pad)
+    torch.manual_seed(seed)
+    model = transformers.Gemma3ForConditionalGeneration(cfg).eval()
+    with torch.no_grad():  # weights away from their zero / one initialisation, features of a useful size
+        for name, p in model.named_parameters():
+            if "vision_tower" in name or "multi_modal_projector" in name:
+                p.copy_(torch.randn_like(p) * (0.3 if p.dim() > 1 else 0.1))
+            elif "norm" in name:
+                p.copy_(torch.randn_like(p) * 0.2)
+    model.save_pretrained(directory)
+    add_byte_tokenizer(directory)
+    tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tok.add_special_tokens([AddedToken(s, special=True) for s in specials])
+    tok.save(str(directory / "tokenizer.json"))
+    template = (Path(__file__).parents[1] / "data" / "chat_templates" / "gemma3.jinja").read_text()
+    (directory / "chat_template.jinja").write_text(template)
+    (directory / "tokenizer_config.json").write_text(json.dumps({
+        "bos_token": "<bos>", "eos_token": "<end_of_turn>", "pad_token": "<pad>", "add_bos_token": False,
+        "boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}))
+    transformers.Gemma3ImageProcessor(size={"height": GEMMA3_IMAGE_SIZE, "width": GEMMA3_IMAGE_SIZE}) \
+        .save_pretrained(directory)
+    return model
