@@ -25,13 +25,19 @@ std::string_view chat_page_html() {
   form { position: fixed; bottom: 0; left: 0; right: 0; background: #fafaf9; border-top: 1px solid #e7e5e4; padding: 12px; }
   form div { max-width: 820px; margin: 0 auto; display: flex; gap: 8px; }
   textarea { flex: 1; font: inherit; padding: 8px; resize: vertical; min-height: 42px; }
-  button { font: inherit; padding: 8px 16px; }
+  button, .attach { font: inherit; padding: 8px 16px; }
+  .attach { border: 1px solid #a8a29e; border-radius: 3px; cursor: pointer; background: #e7e5e4; }
+  #attached { align-self: center; font-size: 12px; color: #57534e; max-width: 120px; overflow: hidden; }
+  .thumb { display: block; max-width: 200px; max-height: 160px; margin-bottom: 6px; border-radius: 6px; }
 </style>
 </head>
 <body>
 <header><h1>Tessera</h1><span id="model">loading model…</span><span id="speed"></span></header>
 <main id="log"></main>
 <form id="form"><div>
+  <label class="attach" title="Attach an image (JPEG / PNG) to the next message, for a model that takes images">Image
+    <input type="file" id="image" accept="image/png,image/jpeg" hidden></label>
+  <span id="attached"></span>
   <textarea id="input" placeholder="Message (Enter sends, Shift+Enter: new line)"></textarea>
   <button id="send" type="submit">Send</button>
   <button id="reset" type="button" title="Start a new conversation">New</button>
@@ -41,6 +47,17 @@ std::string_view chat_page_html() {
 const log = document.getElementById("log"), input = document.getElementById("input");
 const form = document.getElementById("form"), sendButton = document.getElementById("send");
 let modelName = null, messages = [], busy = false;
+// The image attached to the next message, as a data: URL (sent inline as an
+// OpenAI image_url content part; the server fetches no remote URL).
+const imageInput = document.getElementById("image"), attachedLabel = document.getElementById("attached");
+let attached = null;
+imageInput.addEventListener("change", () => {
+  const file = imageInput.files[0];
+  if (!file) return;
+  const reader = new FileReader();
+  reader.onload = () => { attached = reader.result; attachedLabel.textContent = file.name; };
+  reader.readAsDataURL(file);
+});
 
 function add(role, text) {
   const div = document.createElement("div");
@@ -116,8 +133,19 @@ async function send(text) {
   if (busy || !text.trim()) return;
   busy = true;
   sendButton.disabled = true;
-  messages.push({role: "user", content: text});
-  add("user", text);
+  const image = attached;
+  attached = null;
+  imageInput.value = "";
+  attachedLabel.textContent = "";
+  messages.push({role: "user", content: image ? [{type: "image_url", image_url: {url: image}}, {type: "text", text: text}]
+                                              : text});
+  const shown = add("user", text);
+  if (image) {
+    const img = document.createElement("img");
+    img.src = image;
+    img.className = "thumb";
+    shown.prepend(img);
+  }
   const reply = add("assistant", "");
   try {
     const {text: answer, timings} = await streamReply(reply);

@@ -156,3 +156,52 @@ def test_web_chat_page_shows_reasoning_apart(tmp_path):
             assert order[:3] == ["msg user", "reasoning", "msg assistant"], order
         finally:
             browser.close()
+
+
+def test_web_chat_page_sends_an_attached_image(tmp_path):
+    """A tiny random multimodal Gemma 3: an image attached through the page's
+    file input (DOM.setFileInputFiles, as a user picks a file) goes with the
+    message as an image_url data: URL holding the file's bytes, shows as a
+    thumbnail, and the server answers it (the page samples, so the reply's
+    text is not compared)."""
+    import io
+    import numpy as np
+    from PIL import Image
+    from tiny_models import make_tiny_gemma3_with_images
+    model = tmp_path / "tiny_gemma3_images"
+    model.mkdir()
+    make_tiny_gemma3_with_images(model)
+    path = tmp_path / "photo.png"
+    Image.fromarray(np.random.default_rng(3).integers(0, 256, (30, 40, 3), dtype=np.uint8)).save(path)
+    with Server(str(model), "--reference", "--threads", 2) as server:
+        browser = Browser(tmp_path / "chromium-profile")
+        try:
+            browser.open(server.url + "/")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and browser.evaluate("document.getElementById('model').textContent") \
+                    != server.model_name:
+                time.sleep(0.05)
+            root = browser.call("DOM.getDocument")["root"]["nodeId"]
+            node = browser.call("DOM.querySelector", {"nodeId": root, "selector": "#image"})["nodeId"]
+            browser.call("DOM.setFileInputFiles", {"nodeId": node, "files": [str(path)]})
+            while time.monotonic() < deadline and browser.evaluate(
+                    "document.getElementById('attached').textContent") != "photo.png":
+                time.sleep(0.05)
+            browser.evaluate("document.getElementById('input').value = 'Describe.';"
+                             "document.getElementById('form').requestSubmit()")
+            state = None
+            while time.monotonic() < deadline:
+                state = browser.evaluate(STATE)
+                if state and state["done"]:
+                    break
+                time.sleep(0.05)
+            assert state and state["done"], state
+            assert state["user"] == "Describe." and state["reply"], state
+            assert browser.evaluate("document.querySelectorAll('.msg.error').length") == 0
+            sent = browser.evaluate("messages[0].content")
+            assert sent[1] == {"type": "text", "text": "Describe."}
+            assert sent[0]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+            assert browser.evaluate("document.querySelector('.msg.user img.thumb').src.startsWith('data:image/png')")
+            assert browser.evaluate("document.getElementById('attached').textContent") == ""  # sent, not kept
+        finally:
+            browser.close()
