@@ -96,14 +96,36 @@ class TextStream:
         self._handle.cancel()
 
 
+def _png_of(pixels) -> bytes:
+    """A uint8 array [height, width, 3] (RGB) as PNG bytes: lossless, so the
+    engine decodes exactly these pixels."""
+    import struct
+    import zlib
+    import numpy as np
+    a = np.asarray(pixels)
+    if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"an image array must be uint8 [height, width, 3] (RGB), not {a.dtype} {list(a.shape)}")
+    h, w, _ = a.shape
+    rows = np.concatenate([np.zeros((h, 1), np.uint8), np.ascontiguousarray(a).reshape(h, w * 3)], axis=1)
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b""))
+
+
 def _image_bytes(image) -> bytes:
-    """An image file's bytes, from the bytes themselves or a path."""
+    """An image file's bytes: the bytes themselves, a path, or a uint8 RGB
+    array [height, width, 3] (written as a PNG)."""
     if isinstance(image, (bytes, bytearray, memoryview)):
         return bytes(image)
     if isinstance(image, (str, os.PathLike)):
         with open(image, "rb") as f:
             return f.read()
-    raise TypeError(f"an image is a path or the file's bytes, not {type(image).__name__}")
+    if hasattr(image, "__array__"):
+        return _png_of(image)
+    raise TypeError(f"an image is a path, the file's bytes or a uint8 array, not {type(image).__name__}")
 
 
 class Engine:
@@ -140,7 +162,8 @@ class Engine:
         """Generates a reply to exactly one of `prompt` (text), `messages`
         (chat, rendered with the model's template) and `prompt_ids`, with any
         generation settings (below) as keyword arguments; `stop` may also be
-        one string. `images`: JPEG / PNG files (paths or bytes), one per
+        one string. `images`: JPEG / PNG files (paths or bytes) or uint8 RGB arrays
+        [height, width, 3], one per
         {"type": "image"} content part of the messages (or image mark of the
         prompt), for a model with an image encoder (a multimodal Hugging Face
         checkpoint directory). Raises TesseraError for bad settings, a prompt

@@ -162,3 +162,17 @@ def test_cli_run_with_images(tiny, tmp_path):
     missing = subprocess.run([tessera_bin(), "run", str(directory), "--reference", "--chat", "--image",
                               str(tmp_path / "none.png"), "-p", "x", "-n", "1"], capture_output=True, text=True)
     assert missing.returncode == 2 and "none.png" in missing.stderr
+
+
+def test_images_as_numpy_arrays(tiny):
+    """A uint8 RGB array is the picture itself: the same ids as the PNG file
+    of those pixels; other arrays are refused by name."""
+    directory, _, _ = tiny
+    pixels = np.random.default_rng(8).integers(0, 256, (31, 47, 3), dtype=np.uint8)
+    png = io.BytesIO()
+    Image.fromarray(pixels).save(png, format="PNG")
+    engine = tessera.Engine(str(directory), reference=True)
+    want = engine.generate(messages=chat(1), images=[png.getvalue()], max_tokens=12, ignore_eos=True).ids
+    assert engine.generate(messages=chat(1), images=[pixels], max_tokens=12, ignore_eos=True).ids == want
+    with pytest.raises(ValueError, match="uint8"):
+        engine.generate(messages=chat(1), images=[pixels.astype(np.float32)], max_tokens=1)
