@@ -3,15 +3,22 @@
 // Interactive multi-turn chat on stdin/stdout: one user message per line
 // (a line ending in "\" continues on the next), the reply streamed back. The
 // KV cache of earlier turns is reused (generation/chat.h). Commands: /reset
-// starts over, /exit (or end of input) quits. Speeds go to stderr per turn.
+// starts over, /exit (or end of input) quits, /image PATH attaches an image
+// file to the next message (a multimodal HF checkpoint directory: its images
+// of earlier turns are reused with the KV, not encoded again). Speeds go to
+// stderr per turn.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "core/error.h"
+#include "engine/prompt_images.h"
 #include "load/draft_models.h"
 #include "generation/chat.h"
 #include "runtime/session.h"
@@ -31,7 +38,15 @@ void register_chat(CLI::App& app) {
     load_draft_model(options, *model);
     if (!model->chat_template()) fail(model->path(), "chat template", "the model has no chat template");
     Session session(*model, flags.ctx);
-    Chat chat(session, options, flags.system, !no_kv_reuse);
+    std::unique_ptr<ImageEncoder> encoder;
+    std::unique_ptr<engine::EncoderImagePrompter> prompter;
+    if (std::filesystem::is_directory(flags.model) && std::filesystem::exists(flags.model + "/config.json"))
+      encoder = ImageEncoder::open(flags.model);
+    if (encoder)
+      prompter = std::make_unique<engine::EncoderImagePrompter>(model->require_tokenizer(), *encoder, 32,
+                                                                session.context_length() - 1);
+    Chat chat(session, options, flags.system, !no_kv_reuse, prompter.get());
+    std::vector<std::string> pending;  // image files for the next message
     std::string line, message;
     for (;;) {
       fmt::print(stderr, "{}", message.empty() ? "> " : ". ");
@@ -44,13 +59,32 @@ void register_chat(CLI::App& app) {
       if (message == "/exit") break;
       if (message == "/reset") {
         chat.reset();
+        pending.clear();
         message.clear();
         fmt::print(stderr, "(conversation reset)\n");
         continue;
       }
+      if (message.rfind("/image ", 0) == 0) {
+        const std::string path = message.substr(7);
+        message.clear();
+        if (!encoder) {
+          fmt::print(stderr, "error: this model takes no images (a multimodal HF checkpoint directory does)\n");
+          continue;
+        }
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+          fmt::print(stderr, "error: --image: {}: cannot open the file\n", path);
+          continue;
+        }
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        pending.push_back(bytes.str());
+        fmt::print(stderr, "(image attached to the next message: {})\n", path);
+        continue;
+      }
       if (message.empty()) continue;
       try {
-        const GenerateResult r = chat.turn(message, print_text);
+        const GenerateResult r = chat.turn(message, print_text, pending);
         fmt::print("\n");
         std::fflush(stdout);
         print_speed(r);
@@ -58,6 +92,7 @@ void register_chat(CLI::App& app) {
       } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.what());
       }
+      pending.clear();  // sent with this message, or refused with it
       message.clear();
     }
   });

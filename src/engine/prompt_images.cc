@@ -76,4 +76,14 @@ std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncod
   return spans;
 }
 
+void EncoderImagePrompter::build(std::string text, std::span<const std::string> images) {
+  prompt_ = prompt_with_images(tokenizer_, encoder_, std::move(text), /*add_special=*/false, images, max_images_,
+                               max_tokens_);
+  images_ = images;
+}
+
+std::vector<EmbeddedSpan> EncoderImagePrompter::spans(int64_t from) {
+  return image_spans(prompt_, encoder_, images_, from, static_cast<int64_t>(prompt_.ids.size()));
+}
+
 }  // namespace tessera::engine

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "generation/chat.h"
 #include "media/image_encoder.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -58,5 +59,26 @@ int64_t image_safe_end(const PromptWithImages& prompt, const ImageEncoder& encod
 // yet. An image cut by the range is an Error (image_safe_end avoids it).
 std::vector<EmbeddedSpan> image_spans(PromptWithImages& prompt, const ImageEncoder& encoder,
                                       std::span<const std::string> images, int64_t from, int64_t end);
+
+// Chat's ImagePrompter (generation/chat.h) on an encoder: build() is
+// prompt_with_images (the images must stay valid until spans() is done),
+// spans() is image_spans up to the prompt's end.
+class EncoderImagePrompter final : public ImagePrompter {
+ public:
+  EncoderImagePrompter(const tok::Tokenizer& tokenizer, const ImageEncoder& encoder, int64_t max_images,
+                       int64_t max_tokens)
+      : tokenizer_(tokenizer), encoder_(encoder), max_images_(max_images), max_tokens_(max_tokens) {}
+  void build(std::string text, std::span<const std::string> images) override;
+  const std::vector<int32_t>& ids() const override { return prompt_.ids; }
+  const std::vector<int32_t>& keys() const override { return prompt_.keys; }
+  std::vector<EmbeddedSpan> spans(int64_t from) override;
+
+ private:
+  const tok::Tokenizer& tokenizer_;
+  const ImageEncoder& encoder_;
+  int64_t max_images_, max_tokens_;
+  PromptWithImages prompt_;
+  std::span<const std::string> images_;
+};
 
 }  // namespace tessera::engine

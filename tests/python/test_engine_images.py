@@ -176,3 +176,27 @@ def test_images_as_numpy_arrays(tiny):
     assert engine.generate(messages=chat(1), images=[pixels], max_tokens=12, ignore_eos=True).ids == want
     with pytest.raises(ValueError, match="uint8"):
         engine.generate(messages=chat(1), images=[pixels.astype(np.float32)], max_tokens=1)
+
+
+def test_cli_chat_image_command(tiny, tmp_path):
+    """`tessera chat DIR` with `/image PATH` before a message: the first reply
+    is the engine's for that chat and image; the next turn reuses the image's
+    span with the conversation's KV (more reused tokens than the first
+    prompt's image span ends at); a missing file is an error that keeps the
+    chat going."""
+    import subprocess
+    from conftest import tessera_bin
+    directory, _, _ = tiny
+    path = tmp_path / "photo.png"
+    path.write_bytes(photo(9, "PNG"))
+    first = tessera.Engine(str(directory), reference=True).generate(
+        messages=chat(1), images=[path], max_tokens=6, ignore_eos=True)
+    script = f"/image {tmp_path / 'missing.png'}\n/image {path}\nDescribe this.\nAnd now?\n"
+    proc = subprocess.run([tessera_bin(), "chat", str(directory), "--reference", "-n", "6", "--ignore-eos",
+                           "--temp", "0"], input=script.encode(), capture_output=True, timeout=300)
+    stderr = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0, stderr
+    assert "missing.png: cannot open the file" in stderr and "image attached to the next message" in stderr
+    assert proc.stdout.startswith(first.text.encode() + b"\n"), (proc.stdout[:200], first.text)
+    reused = [int(line.split()[1]) for line in stderr.splitlines() if line.startswith("(reused ")]
+    assert len(reused) == 2 and reused[0] == 0 and reused[1] >= first.prompt_tokens, (reused, first.prompt_tokens)

@@ -28,39 +28,24 @@ try:  # in-tree build: build/python on PYTHONPATH
 except ModuleNotFoundError:  # installed wheel
     from tessera import _tessera as core
 
-BOI, EOI, IMAGE = 297, 298, 299
+BOI, EOI, IMAGE = 260, 261, 262  # tiny_models.make_tiny_gemma3_with_images's special tokens
 TOKENS_PER_IMAGE = 16
 IMAGE_SIZE = 112
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    cfg = transformers.Gemma3Config(
-        text_config=dict(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, max_position_embeddings=512,
-                         sliding_window=8, query_pre_attn_scalar=32,
-                         layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=IMAGE_SIZE, patch_size=14),
-        mm_tokens_per_image=TOKENS_PER_IMAGE, image_token_index=IMAGE, boi_token_index=BOI, eoi_token_index=EOI)
-    torch.manual_seed(0)
-    model = transformers.Gemma3ForConditionalGeneration(cfg).eval()
-    with torch.no_grad():  # weights away from their zero / one initialisation, features of a useful size
-        for name, p in model.named_parameters():
-            if "vision_tower" in name or "multi_modal_projector" in name:
-                p.copy_(torch.randn_like(p) * (0.3 if p.dim() > 1 else 0.1))
-            elif "norm" in name:
-                p.copy_(torch.randn_like(p) * 0.2)
+    from tiny_models import GEMMA3_IMAGE_SIZE, GEMMA3_IMAGE_TOKENS, make_tiny_gemma3_with_images
+    assert (GEMMA3_IMAGE_SIZE, GEMMA3_IMAGE_TOKENS) == (IMAGE_SIZE, TOKENS_PER_IMAGE)
     directory = tmp_path_factory.mktemp("tiny_gemma3_images")
-    model.save_pretrained(directory)
-    return directory, model
+    return directory, make_tiny_gemma3_with_images(directory)
 
 
 def prompt_with_images(n_images, seed):
     """bos, text, then per image: text, <start_of_image>, soft tokens, <end_of_image>, text."""
     rng = np.random.default_rng(seed)
-    text = lambda n: rng.integers(3, BOI, n).tolist()
-    ids, begins = [2] + text(5), []
+    text = lambda n: rng.integers(3, 256, n).tolist()  # byte tokens
+    ids, begins = [256] + text(5), []  # <bos>
     for _ in range(n_images):
         ids += [BOI]
         begins.append(len(ids))
@@ -153,7 +138,7 @@ def test_batched_beside_a_text_only_request(tiny):
     model = tessera.Model(str(directory), reference=True)
     ids, begins, pixels = prompt_with_images(1, seed=21)
     media = media_of(directory, begins, pixels)
-    text = [2] + np.random.default_rng(5).integers(3, BOI, 30).tolist()
+    text = [256] + np.random.default_rng(5).integers(3, 256, 30).tolist()
     alone_image = tessera.Session(model).generate(ids, 16, ignore_eos=True, media=media)["ids"]
     alone_text = tessera.Session(model).generate(text, 16, ignore_eos=True)["ids"]
     a, b = tessera.Session(model), tessera.Session(model)

@@ -102,6 +102,17 @@ STATE = """(() => {
 })()"""
 
 
+def wait_for_reply(browser, deadline):
+    """The page's state once its reply is done (or the last seen at `deadline`)."""
+    state = None
+    while time.monotonic() < deadline:
+        state = browser.evaluate(STATE)
+        if state and state["done"]:
+            break
+        time.sleep(0.05)
+    return state
+
+
 def test_web_chat_page_streams_a_reply(pulled_model_path, tmp_path):
     with Server(pulled_model_path("smollm2-135m-instruct"), "--threads", 2) as server:
         browser = Browser(tmp_path / "chromium-profile")
@@ -143,12 +154,7 @@ def test_web_chat_page_shows_reasoning_apart(tmp_path):
         browser = Browser(tmp_path / "chromium-profile")
         try:
             browser.open(f"{server.url}/?prompt=Why%3F")
-            state, deadline = None, time.monotonic() + 90
-            while time.monotonic() < deadline:
-                state = browser.evaluate(STATE)
-                if state and state["done"]:
-                    break
-                time.sleep(0.05)
+            state = wait_for_reply(browser, time.monotonic() + 90)
             assert state and state["done"], state
             thought = browser.evaluate("(document.querySelector('.reasoning') || {}).textContent || null")
             assert thought and state["reply"] == "", (thought, state)
@@ -189,12 +195,7 @@ def test_web_chat_page_sends_an_attached_image(tmp_path):
                 time.sleep(0.05)
             browser.evaluate("document.getElementById('input').value = 'Describe.';"
                              "document.getElementById('form').requestSubmit()")
-            state = None
-            while time.monotonic() < deadline:
-                state = browser.evaluate(STATE)
-                if state and state["done"]:
-                    break
-                time.sleep(0.05)
+            state = wait_for_reply(browser, deadline)
             assert state and state["done"], state
             assert state["user"] == "Describe." and state["reply"], state
             assert browser.evaluate("document.querySelectorAll('.msg.error').length") == 0
