@@ -91,7 +91,7 @@ class _Submitted(Exception):
 class _Recorder:
     """Stands in for _tessera.Engine: records what Engine hands it."""
 
-    def submit(self, prompt, messages_json, prompt_ids, settings):
+    def submit(self, prompt, messages_json, prompt_ids, settings, images=()):
         self.settings = settings
         raise _Submitted
 
