@@ -214,6 +214,9 @@ struct AttentionCase {
 };
 
 // A cache ring and a chunk filled with random values; runs both kernels.
+using AttentionFn = void (*)(const float*, int64_t, const ref::KvSpan&, const ref::AttentionShape&, int64_t, int64_t,
+                             int64_t, int64_t, float*);
+
 struct AttentionData {
   AttentionCase c;
   std::vector<float> q, past_k, past_v, new_k, new_v;
@@ -233,9 +236,7 @@ struct AttentionData {
     shape = {c.heads, c.kv_heads, c.head_dim, c.window, 3.0f / std::sqrt(static_cast<float>(c.head_dim)),
              c.softcap};
   }
-  std::vector<float> run(void (*fn)(const float*, int64_t, const ref::KvSpan&, const ref::AttentionShape&, int64_t,
-                                    int64_t, int64_t, int64_t, float*),
-                         int64_t h_begin, int64_t h_end) const {
+  std::vector<float> run(AttentionFn fn, int64_t h_begin, int64_t h_end) const {
     std::vector<float> out(q.size(), 0.0f);
     fn(q.data(), c.rows, span, shape, h_begin, h_end, 0, c.rows, out.data());
     return out;
@@ -247,6 +248,21 @@ std::string describe(const AttentionCase& c) {
          std::to_string(c.head_dim) + " window " + std::to_string(c.window) + " rows " + std::to_string(c.rows) +
          " past [" + std::to_string(c.past_begin) + ", " + std::to_string(c.past_end) + ") capacity " +
          std::to_string(c.capacity) + " softcap " + std::to_string(c.softcap);
+}
+
+// Row ranges (any cut, not only at row-tile boundaries) crossed with head
+// ranges, as the executor's prefill split makes them, give `want`'s bits.
+void expect_row_cuts_give(AttentionFn fn, const AttentionData& data, const std::vector<float>& want) {
+  const AttentionCase& c = data.c;
+  for (int64_t cut : {int64_t{1}, c.rows / 3, c.rows / 2 + 5, c.rows - 1}) {
+    if (cut <= 0 || cut >= c.rows) continue;
+    std::vector<float> parts(data.q.size(), 0.0f);
+    const int64_t hs = c.heads / 2;
+    fn(data.q.data(), c.rows, data.span, data.shape, 0, hs, 0, cut, parts.data());
+    fn(data.q.data(), c.rows, data.span, data.shape, hs, c.heads, 0, cut, parts.data());
+    fn(data.q.data(), c.rows, data.span, data.shape, 0, c.heads, cut, c.rows, parts.data());
+    EXPECT_EQ(first_bit_difference(want, parts), -1) << describe(c) << " rows cut at " << cut;
+  }
 }
 
 const AttentionCase kAttentionCases[] = {
@@ -327,17 +343,7 @@ TEST_P(VectorOpsIsa, AttentionIsDeterministicAndSplitFree) {
     for (int64_t h = c.heads - 1; h >= 0; --h)
       ops().attention(data.q.data(), c.rows, data.span, data.shape, h, h + 1, 0, c.rows, out.data());
     ASSERT_EQ(first_bit_difference(one_call, out), -1) << describe(c) << " head by head";
-    // Row ranges (any cut, not only at row-tile boundaries) crossed with head
-    // ranges, as the executor's prefill split makes them.
-    for (int64_t cut : {int64_t{1}, c.rows / 3, c.rows / 2 + 5, c.rows - 1}) {
-      if (cut <= 0 || cut >= c.rows) continue;
-      std::vector<float> parts(data.q.size(), 0.0f);
-      const int64_t hs = c.heads / 2;
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, hs, 0, cut, parts.data());
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, hs, c.heads, 0, cut, parts.data());
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, c.heads, cut, c.rows, parts.data());
-      ASSERT_EQ(first_bit_difference(one_call, parts), -1) << describe(c) << " rows cut at " << cut;
-    }
+    expect_row_cuts_give(ops().attention, data, one_call);
   }
 }
 
@@ -417,15 +423,7 @@ TEST_P(VectorOpsIsa, AttentionWithBidirectionalBlocks) {
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
     EXPECT_LE(worst, bound) << describe(c);
     if (GetParam() == Isa::Scalar) EXPECT_EQ(worst, 0.0) << describe(c);
-    for (int64_t cut : {int64_t{1}, c.rows / 3, c.rows / 2 + 5, c.rows - 1}) {
-      if (cut <= 0 || cut >= c.rows) continue;
-      std::vector<float> parts(data.q.size(), 0.0f);
-      const int64_t hs = c.heads / 2;
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, hs, 0, cut, parts.data());
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, hs, c.heads, 0, cut, parts.data());
-      ops().attention(data.q.data(), c.rows, data.span, data.shape, 0, c.heads, cut, c.rows, parts.data());
-      ASSERT_EQ(first_bit_difference(got, parts), -1) << describe(c) << " rows cut at " << cut;
-    }
+    expect_row_cuts_give(ops().attention, data, got);
   }
 }
 
