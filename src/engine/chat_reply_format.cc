@@ -9,11 +9,11 @@
 namespace tessera::engine {
 
 ToolReply ChatReplyFormat::parse(std::string_view text, const std::string& reply_id) const {
-  return ChatReplyStream::parse(text, tools.get(), reasoning, start, reply_id);
+  return ChatReplyStream::parse(text, tools.get(), reasoning, start, reply_id, frames);
 }
 
 ChatReplyStream ChatReplyFormat::stream(std::string reply_id) const {
-  return ChatReplyStream(tools.get(), reasoning, start, std::move(reply_id));
+  return ChatReplyStream(tools.get(), reasoning, start, std::move(reply_id), frames);
 }
 
 ChatReplyFormat prepare_chat_reply(const Model& model, Request& request, const std::optional<ToolRequest>& tools,
@@ -29,6 +29,7 @@ ChatReplyFormat prepare_chat_reply(const Model& model, Request& request, const s
     for (const auto& [key, value] : extra.items()) request.template_extra[key] = value;
   }
   f.reasoning = reasoning_syntax_of(tpl);
+  f.frames = reply_frames_of(style);
   if (f.reasoning && request.messages)
     f.start = reasoning_start(chat_prompt_text(model, *request.messages, request.template_extra), *f.reasoning);
   if (tools) {

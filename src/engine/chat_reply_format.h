@@ -26,9 +26,10 @@ struct ChatReplyFormat {
   std::shared_ptr<const ToolCalling> tools;   // null: no tools
   std::optional<ReasoningSyntax> reasoning;   // the markers to split at (none: reasoning stays in content)
   ReasoningStart start = ReasoningStart::Skipped;
+  std::optional<ReplyFrames> frames;          // message frames taken out of the content (none: no frames)
 
-  // Whether the reply is more than its text (tools or reasoning).
-  bool parses() const { return tools || reasoning; }
+  // Whether the reply is more than its text (tools, reasoning or frames).
+  bool parses() const { return tools || reasoning || frames; }
   ToolReply parse(std::string_view text, const std::string& reply_id) const;
   ChatReplyStream stream(std::string reply_id) const;
 };

@@ -14,6 +14,15 @@ constexpr ReasoningSyntax kThink{"<think>", "</think>", "\n\n"};
 constexpr ReasoningSyntax kChannel{"<|channel>thought\n", "<channel|>", ""};
 constexpr ReasoningSyntax kCohere{"<|START_THINKING|>", "<|END_THINKING|>", ""};
 constexpr ReasoningSyntax kSeed{"<seed:think>", "</seed:think>", "\n"};
+// Reasoning as a message of its own: harmony's analysis channel, Solar
+// Open's <|think|> message and ATEM's message to=self, each followed by
+// the next message's header.
+constexpr ReasoningSyntax kHarmony{"<|channel|>analysis<|message|>", "<|end|>", "<|start|>assistant"};
+constexpr ReasoningSyntax kSolar{"<|think|>", "<|end|>", "<|begin|>assistant"};
+constexpr ReasoningSyntax kAtem{"to=self<|message|>", "<|eom|>", "<|start|>assistant"};
+constexpr ReasoningSyntax kKimiK3{"<|open|>think<|sep|>", "<|close|>think<|sep|>", "", "<|open|>response<|sep|>"};
+constexpr ReasoningSyntax kMiniMaxM3{"<mm:think>", "</mm:think>", ""};
+constexpr ReasoningSyntax kHy3{"<think:opensource>", "</think:opensource>", ""};
 
 using reply_text::is_space;
 using reply_text::partial_marker;
@@ -24,6 +33,13 @@ using reply_text::trim_end;
 std::optional<ReasoningSyntax> reasoning_syntax_of(const ChatTemplate* chat_template) {
   if (!chat_template) return std::nullopt;
   const std::string& s = chat_template->source();
+  auto has = [&](std::string_view part) { return s.find(part) != std::string::npos; };
+  if (has("<|channel|>analysis")) return kHarmony;
+  if (has("<|think|>") && has("<|begin|>")) return kSolar;
+  if (has("<atem:function_calls>")) return kAtem;
+  if (has("<|end_of_msg|>")) return kKimiK3;
+  if (has("<mm:think>")) return kMiniMaxM3;
+  if (has(":opensource")) return kHy3;
   if (s.find("<|channel>thought") != std::string::npos) return kChannel;
   if (s.find("<|END_THINKING|>") != std::string::npos) return kCohere;
   if (s.find("</seed:think>") != std::string::npos) return kSeed;
@@ -36,6 +52,7 @@ ReasoningStart reasoning_start(std::string_view prompt, const ReasoningSyntax& s
   // The begin marker may end in whitespace ("<|channel>thought\n").
   const std::string_view begin = trim_end(syntax.begin);
   if (tail.ends_with(syntax.end)) return ReasoningStart::Skipped;
+  if (!syntax.answer.empty() && tail.ends_with(syntax.answer)) return ReasoningStart::Skipped;
   if (tail.ends_with(begin)) return ReasoningStart::Open;
   return ReasoningStart::Optional;
 }

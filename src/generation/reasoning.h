@@ -8,6 +8,11 @@
 //   channel   <|channel>thought\n ... <channel|>  (Gemma 4)
 //   cohere    <|START_THINKING|> ... <|END_THINKING|>  (Command R7B, Command A)
 //   seed      <seed:think> ... </seed:think>     (Seed-OSS)
+//   harmony   <|channel|>analysis<|message|> ... <|end|>  (gpt-oss)
+//   Solar     <|think|> ... <|end|>              (Solar Open)
+//   ATEM      to=self<|message|> ... <|eom|>     (muse-glimmer)
+//   Kimi K3   <|open|>think<|sep|> ... <|close|>think<|sep|>
+//   MiniMax M3 <mm:think> ... </mm:think>;  Hy3 <think:opensource> ... </think:opensource>
 //
 // Where a reply starts depends on the prompt the template rendered:
 //   Open      the prompt ends inside a reasoning block (Qwen3.5 writes
@@ -35,6 +40,9 @@ struct ReasoningSyntax {
   // What the template writes between the end marker and the content
   // ("\n\n" for <think>): a constrained reply writes it too.
   std::string_view separator;
+  // Set (Kimi K3): the marker that opens the answer; a prompt that ends
+  // with it has skipped reasoning (its thinking turned off).
+  std::string_view answer = "";
 };
 
 // The template's reasoning markers, if it has any.

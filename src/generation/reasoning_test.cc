@@ -66,6 +66,13 @@ TEST(Reasoning, WhereTheReplyStarts) {
   const ReasoningSyntax channel{"<|channel>thought\n", "<channel|>", ""};
   EXPECT_EQ(reasoning_start("<|turn>model\n<|channel>thought\n<channel|>", channel), ReasoningStart::Skipped);
   EXPECT_EQ(reasoning_start("<|turn>model\n", channel), ReasoningStart::Optional);
+  // Kimi K3: its prompt opens the thinking block, or (thinking off) the answer.
+  const ChatTemplate kimi_k3 = ChatTemplate::parse("{{ '<|end_of_msg|>' }}", "t");
+  ASSERT_TRUE(reasoning_syntax_of(&kimi_k3));
+  const ReasoningSyntax k3 = *reasoning_syntax_of(&kimi_k3);
+  EXPECT_EQ(reasoning_start("<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>", k3), ReasoningStart::Open);
+  EXPECT_EQ(reasoning_start("<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>", k3),
+            ReasoningStart::Skipped);
 }
 
 TEST(Reasoning, SplitsWholeAndStreamed) {

@@ -38,6 +38,8 @@ bool is_string_schema(const ojson& schema) {
   return false;
 }
 
+std::optional<ojson> python_value(std::string_view& s, int depth);
+
 // A parameter's raw text as the JSON value it stands for. The templates
 // write free text as it is (Qwen XML between newlines: `padded`); the
 // constraint (XGrammar's qwen_xml / glm_xml) writes free text the same way
@@ -49,6 +51,9 @@ ojson xml_value(std::string_view raw, const ojson* property, bool padded) {
     if (!v.empty() && is_space(v.back())) v.remove_suffix(1);
     return v;
   };
+  // MiniCPM5 wraps a value holding <, & or a newline in a CDATA section.
+  if (const std::string_view t = trim(raw); t.starts_with("<![CDATA[") && t.ends_with("]]>"))
+    return xml_value(t.substr(9, t.size() - 12), property, false);
   if (property && is_string_schema(*property)) {
     if (property->contains("enum") || property->contains("const")) return std::string(trim(raw));
     const bool shaped = property->contains("minLength") || property->contains("maxLength") ||
@@ -58,9 +63,10 @@ ojson xml_value(std::string_view raw, const ojson* property, bool padded) {
   const std::string_view t = trim(raw);
   ojson parsed = ojson::parse(t, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_discarded()) return parsed;
-  if (t == "True") return true;
-  if (t == "False") return false;
-  if (t == "None") return nullptr;
+  // The spelling of a template's `| string` (True, False, None, dicts and
+  // lists in Python's quotes).
+  std::string_view rest = t;
+  if (std::optional<ojson> literal = python_value(rest, 0); literal && trim(rest).empty()) return *literal;
   return std::string(padded ? strip_one(raw) : raw);
 }
 
@@ -428,31 +434,52 @@ std::optional<BlockCall> read_seed_xml_call(std::string_view body, const ojson& 
   return read_xml_call(body, tools, {"<function=", ">", "<parameter=", ">", "</function>", /*padded=*/false});
 }
 
-std::optional<BlockCall> read_glm_xml_call(std::string_view body, const ojson& tools) {
+namespace {
+
+// A call written NAME `name_end` then pairs `key_open` KEY `key_close`
+// `value_open` VALUE `value_close` with whitespace between the parts (GLM
+// XML: no `name_end`; Hy3: <tool_sep:opensource>), VALUE as xml_value reads it.
+struct KeyValueShape {
+  std::string_view name_end, key_open, key_close, value_open, value_close;
+};
+
+std::optional<BlockCall> read_key_value_call(std::string_view body, const ojson& tools, const KeyValueShape& shape) {
   std::string_view s = trim(body);
-  const size_t first_key = s.find("<arg_key>");
-  BlockCall call{std::string(trim(s.substr(0, first_key))), ojson::object()};
+  const size_t first_key = s.find(shape.key_open);
+  std::string_view name = s.substr(0, first_key);
+  if (!shape.name_end.empty()) {
+    name = trim(name);
+    if (!name.ends_with(shape.name_end)) return std::nullopt;
+    name.remove_suffix(shape.name_end.size());
+  }
+  BlockCall call{std::string(trim(name)), ojson::object()};
   const ojson* parameters = parameters_of(tools, call.name);
   if (!parameters || call.name.empty()) return std::nullopt;
   const ojson* properties =
       parameters->is_object() && parameters->contains("properties") ? &(*parameters)["properties"] : nullptr;
   s.remove_prefix(first_key == std::string_view::npos ? s.size() : first_key);
   while (!s.empty()) {
-    if (!take(s, "<arg_key>")) return std::nullopt;
-    const size_t key_end = s.find("</arg_key>");
+    if (!take(s, shape.key_open)) return std::nullopt;
+    const size_t key_end = s.find(shape.key_close);
     if (key_end == std::string_view::npos) return std::nullopt;
     const std::string key(trim(s.substr(0, key_end)));
-    s.remove_prefix(key_end + std::string_view("</arg_key>").size());
+    s.remove_prefix(key_end + shape.key_close.size());
     skip_space(s);
-    if (!take(s, "<arg_value>")) return std::nullopt;
-    const size_t value_end = s.find("</arg_value>");
+    if (!take(s, shape.value_open)) return std::nullopt;
+    const size_t value_end = s.find(shape.value_close);
     if (value_end == std::string_view::npos) return std::nullopt;
     const ojson* property = properties && properties->contains(key) ? &(*properties)[key] : nullptr;
     call.arguments[key] = xml_value(s.substr(0, value_end), property, /*padded=*/false);
-    s.remove_prefix(value_end + std::string_view("</arg_value>").size());
+    s.remove_prefix(value_end + shape.value_close.size());
     skip_space(s);
   }
   return call;
+}
+
+}  // namespace
+
+std::optional<BlockCall> read_glm_xml_call(std::string_view body, const ojson& tools) {
+  return read_key_value_call(body, tools, {"", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"});
 }
 
 std::optional<ojson> read_gemma_value(std::string_view text) {
@@ -481,6 +508,21 @@ std::optional<ojson> json_object(std::string_view text) {
   ojson value = ojson::parse(trim(text), nullptr, /*allow_exceptions=*/false);
   if (!value.is_object()) return std::nullopt;
   return value;
+}
+
+// A call of `name` (surrounding whitespace allowed) whose arguments are
+// the JSON object `arguments`; nullopt unless it names a tool and they parse.
+std::optional<BlockCall> json_call(std::string_view name, std::string_view arguments, const ojson& tools) {
+  BlockCall call{std::string(trim(name)), ojson::object()};
+  std::optional<ojson> parsed = json_object(arguments);
+  if (!parameters_of(tools, call.name) || !parsed) return std::nullopt;
+  call.arguments = std::move(*parsed);
+  return call;
+}
+
+std::optional<std::vector<BlockCall>> one_call(std::optional<BlockCall> call) {
+  if (!call) return std::nullopt;
+  return std::vector<BlockCall>{std::move(*call)};
 }
 
 // Calls written one after another, each between `begin` and `end`, with
@@ -522,11 +564,7 @@ std::optional<std::vector<BlockCall>> read_deepseek_calls(std::string_view body,
                           if (!take(rest, "```json") || !rest.ends_with("```")) return std::nullopt;
                           rest.remove_suffix(3);
                         }
-                        BlockCall call{std::string(trim(head)), ojson::object()};
-                        std::optional<ojson> arguments = json_object(rest);
-                        if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
-                        call.arguments = std::move(*arguments);
-                        return call;
+                        return json_call(head, rest, tools);
                       });
 }
 
@@ -544,11 +582,7 @@ std::optional<std::vector<BlockCall>> read_kimi_calls(std::string_view body, con
                         const std::string_view index = id.substr(colon + 1);
                         const auto digit = [](char c) { return c >= '0' && c <= '9'; };
                         if (index.empty() || !std::all_of(index.begin(), index.end(), digit)) return std::nullopt;
-                        BlockCall call{std::string(id.substr(0, colon)), ojson::object()};
-                        std::optional<ojson> arguments = json_object(s.substr(args + kArguments.size()));
-                        if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
-                        call.arguments = std::move(*arguments);
-                        return call;
+                        return json_call(id.substr(0, colon), s.substr(args + kArguments.size()), tools);
                       });
 }
 
@@ -569,21 +603,185 @@ std::optional<std::vector<BlockCall>> read_dsml_calls(std::string_view body, con
 std::optional<std::vector<BlockCall>> read_functionary_calls(std::string_view body, const ojson& tools) {
   const size_t name_end = body.find('>');
   if (name_end == std::string_view::npos) return std::nullopt;
-  BlockCall call{std::string(trim(body.substr(0, name_end))), ojson::object()};
-  std::optional<ojson> arguments = json_object(body.substr(name_end + 1));
-  if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
-  call.arguments = std::move(*arguments);
-  return std::vector<BlockCall>{std::move(call)};
+  return one_call(json_call(body.substr(0, name_end), body.substr(name_end + 1), tools));
 }
 
 std::optional<std::vector<BlockCall>> read_functionary_v32_call(std::string_view body, const ojson& tools) {
   const size_t newline = body.find('\n');
   if (newline == std::string_view::npos) return std::nullopt;
-  BlockCall call{std::string(body.substr(0, newline)), ojson::object()};
-  std::optional<ojson> arguments = json_object(body.substr(newline + 1));
-  if (!parameters_of(tools, call.name) || !arguments) return std::nullopt;
-  call.arguments = std::move(*arguments);
-  return std::vector<BlockCall>{std::move(call)};
+  return one_call(json_call(body.substr(0, newline), body.substr(newline + 1), tools));
+}
+
+std::optional<BlockCall> read_harmony_call(std::string_view body, const ojson& tools) {
+  // NAME, then the rest of the header (<|channel|>commentary json, or
+  // <|constrain|>json), then <|message|> and the arguments.
+  constexpr std::string_view kMessage = "<|message|>";
+  std::string_view s = trim(body);
+  size_t name_end = 0;
+  while (name_end < s.size() && !is_space(s[name_end]) && s[name_end] != '<') ++name_end;
+  const size_t message = s.find(kMessage, name_end);
+  if (message == std::string_view::npos) return std::nullopt;
+  return json_call(s.substr(0, name_end), s.substr(message + kMessage.size()), tools);
+}
+
+std::optional<std::vector<BlockCall>> read_solar_calls(std::string_view body, const ojson& tools) {
+  constexpr std::string_view kName = "<|tool_call:name|>", kArgs = "<|tool_call:args|>";
+  return marked_calls(body, "<|tool_call:begin|>", "<|tool_call:end|>",
+                      [&](std::string_view s) -> std::optional<BlockCall> {
+                        const size_t name = s.find(kName), args = s.find(kArgs);
+                        if (name == std::string_view::npos || args == std::string_view::npos || args < name)
+                          return std::nullopt;
+                        return json_call(s.substr(name + kName.size(), args - name - kName.size()),
+                                         s.substr(args + kArgs.size()), tools);
+                      });
+}
+
+std::optional<std::vector<BlockCall>> read_hy3_calls(std::string_view body, const ojson& tools) {
+  return marked_calls(body, "<tool_call:opensource>", "</tool_call:opensource>", [&](std::string_view s) {
+    return read_key_value_call(s, tools,
+                               {"<tool_sep:opensource>", "<arg_key:opensource>", "</arg_key:opensource>",
+                                "<arg_value:opensource>", "</arg_value:opensource>"});
+  });
+}
+
+std::optional<BlockCall> read_minicpm5_call(std::string_view body, const ojson& tools) {
+  return read_xml_call(body, tools, {"", "\">", "<param name=\"", "\">", "", /*padded=*/false, "</param>"});
+}
+
+std::optional<std::vector<BlockCall>> read_atem_calls(std::string_view body, const ojson& tools) {
+  return marked_calls(body, "<atem:invoke name=\"", "</atem:invoke>", [&](std::string_view s) {
+    return read_xml_call(s, tools,
+                         {"", "\">", "<atem:parameter name=\"", "\">", "", /*padded=*/false, "</atem:parameter>"});
+  });
+}
+
+namespace {
+
+// An attribute's value as Kimi K3 writes it (& and " escaped).
+std::string xml_unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.substr(i).starts_with("&amp;")) out += '&', i += 4;
+    else if (s.substr(i).starts_with("&quot;")) out += '"', i += 5;
+    else out += s[i];
+  }
+  return out;
+}
+
+// Kimi K3's value of `type`: a string as written, anything else JSON.
+std::optional<ojson> kimi_k3_value(std::string_view type, std::string_view raw) {
+  if (type == "string") return ojson(std::string(raw));
+  ojson v = ojson::parse(trim(raw), nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded()) return std::nullopt;
+  return v;
+}
+
+// MiniMax M3's namespace token, written before every tag of its calls.
+constexpr std::string_view kMiniMaxNs = "]<]minimax[>[";
+
+// A MiniMax M3 element's content: child elements (NS<KEY>...NS</KEY>, a
+// list's NS<item>) or text, typed by `schema` as an XML value.
+std::optional<ojson> minimax_m3_value(std::string_view raw, const ojson* schema, int depth) {
+  if (depth > 32) return std::nullopt;
+  std::string_view s = trim(raw);
+  if (!s.starts_with(std::string(kMiniMaxNs) + "<")) return xml_value(raw, schema, /*padded=*/false);
+  ojson object = ojson::object(), list = ojson::array();
+  while (!s.empty()) {
+    if (!take(s, kMiniMaxNs) || !take(s, "<")) return std::nullopt;
+    const size_t key_end = s.find('>');
+    if (key_end == std::string_view::npos) return std::nullopt;
+    const std::string key(s.substr(0, key_end));
+    s.remove_prefix(key_end + 1);
+    // The element's end: its own close tag at the same depth.
+    const std::string open = std::string(kMiniMaxNs) + "<" + key + ">", close = std::string(kMiniMaxNs) + "</" + key + ">";
+    size_t at = 0, nested = 0, end = std::string_view::npos;
+    for (;;) {
+      const size_t o = s.find(open, at), c = s.find(close, at);
+      if (c == std::string_view::npos) return std::nullopt;
+      if (o != std::string_view::npos && o < c) {
+        ++nested, at = o + open.size();
+      } else if (nested > 0) {
+        --nested, at = c + close.size();
+      } else {
+        end = c;
+        break;
+      }
+    }
+    const ojson* child = nullptr;
+    if (schema && schema->is_object()) {
+      if (key == "item" && schema->contains("items")) child = &(*schema)["items"];
+      else if (schema->contains("properties") && (*schema)["properties"].contains(key)) child = &(*schema)["properties"][key];
+    }
+    std::optional<ojson> v = minimax_m3_value(s.substr(0, end), child, depth + 1);
+    if (!v) return std::nullopt;
+    (key == "item" ? list.emplace_back(std::move(*v)) : object[key] = std::move(*v));
+    s.remove_prefix(end + close.size());
+    s = trim(s);
+  }
+  if (!list.empty() && object.empty()) return list;
+  if (!object.empty() && list.empty()) return object;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::vector<BlockCall>> read_kimi_k3_calls(std::string_view body, const ojson& tools) {
+  constexpr std::string_view kSep = "<|sep|>";
+  return marked_calls(
+      body, "<|open|>call tool=\"", "<|close|>call<|sep|>", [&](std::string_view s) -> std::optional<BlockCall> {
+        // NAME" index="N"<|sep|>, then the arguments one by one, or one JSON object.
+        const size_t quote = s.find('"');
+        if (quote == std::string_view::npos) return std::nullopt;
+        BlockCall call{xml_unescape(s.substr(0, quote)), ojson::object()};
+        if (!parameters_of(tools, call.name)) return std::nullopt;
+        const size_t head_end = s.find(kSep, quote);
+        if (head_end == std::string_view::npos) return std::nullopt;
+        s.remove_prefix(head_end + kSep.size());
+        if (take(s, "<|open|>json type=\"object\"<|sep|>")) {
+          const size_t end = s.find("<|close|>json<|sep|>");
+          if (end == std::string_view::npos) return std::nullopt;
+          std::optional<ojson> arguments = json_object(s.substr(0, end));
+          if (!arguments || !trim(s.substr(end + 20)).empty()) return std::nullopt;
+          call.arguments = std::move(*arguments);
+          return call;
+        }
+        for (;;) {
+          skip_space(s);
+          if (s.empty()) return call;
+          if (!take(s, "<|open|>argument key=\"")) return std::nullopt;
+          const size_t key_end = s.find("\" type=\"");
+          if (key_end == std::string_view::npos) return std::nullopt;
+          const std::string key = xml_unescape(s.substr(0, key_end));
+          s.remove_prefix(key_end + 8);
+          const size_t type_end = s.find("\"<|sep|>");
+          if (type_end == std::string_view::npos) return std::nullopt;
+          const std::string_view type = s.substr(0, type_end);
+          s.remove_prefix(type_end + 8);
+          const size_t value_end = s.find("<|close|>argument<|sep|>");
+          if (value_end == std::string_view::npos) return std::nullopt;
+          std::optional<ojson> value = kimi_k3_value(type, s.substr(0, value_end));
+          if (!value) return std::nullopt;
+          call.arguments[key] = std::move(*value);
+          s.remove_prefix(value_end + 24);
+        }
+      });
+}
+
+std::optional<std::vector<BlockCall>> read_minimax_m3_calls(std::string_view body, const ojson& tools) {
+  const std::string invoke = std::string(kMiniMaxNs) + "<invoke name=\"", end = std::string(kMiniMaxNs) + "</invoke>";
+  return marked_calls(body, invoke, end, [&](std::string_view s) -> std::optional<BlockCall> {
+    const size_t quote = s.find("\">");
+    if (quote == std::string_view::npos) return std::nullopt;
+    BlockCall call{std::string(s.substr(0, quote)), ojson::object()};
+    const ojson* parameters = parameters_of(tools, call.name);
+    if (!parameters) return std::nullopt;
+    const std::string_view rest = trim(s.substr(quote + 2));
+    if (rest.empty()) return call;
+    std::optional<ojson> arguments = minimax_m3_value(rest, parameters, 0);
+    if (!arguments || !arguments->is_object()) return std::nullopt;
+    call.arguments = std::move(*arguments);
+    return call;
+  });
 }
 
 std::optional<std::vector<BlockCall>> read_json_list_calls(std::string_view body, const ojson& tools) {

@@ -112,6 +112,53 @@ std::optional<std::vector<BlockCall>> read_functionary_calls(std::string_view bo
 std::optional<std::vector<BlockCall>> read_functionary_v32_call(std::string_view body,
                                                                 const nlohmann::ordered_json& tools);
 
+// gpt-oss's harmony (after "to=functions.", to <|call|> or the reply's end):
+//   NAME<|channel|>commentary json<|message|>{...}     (the template's order)
+//   NAME <|constrain|>json<|message|>{...}             (the model's, after <|channel|>commentary)
+std::optional<BlockCall> read_harmony_call(std::string_view body, const nlohmann::ordered_json& tools);
+
+// Solar Open (between <|tool_calls|> and <|calls|>):
+//   <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}<|tool_call:end|> ...
+std::optional<std::vector<BlockCall>> read_solar_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// Hy3 (between <tool_calls:opensource> and </tool_calls:opensource>), GLM
+// XML's pairs with markers of its own and newlines between the parts:
+//   <tool_call:opensource>NAME<tool_sep:opensource>
+//   <arg_key:opensource>KEY</arg_key:opensource>
+//   <arg_value:opensource>VALUE</arg_value:opensource>
+//   </tool_call:opensource> ...
+std::optional<std::vector<BlockCall>> read_hy3_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// MiniCPM5 (between <function name=" and </function>):
+//   NAME"><param name="KEY">VALUE</param>...
+// VALUE as GLM XML's; a value with <, & or a newline in <![CDATA[...]]>,
+// non-strings as Python writes them (True, None, {'k': 1}) or as JSON.
+std::optional<BlockCall> read_minicpm5_call(std::string_view body, const nlohmann::ordered_json& tools);
+
+// muse-glimmer's ATEM (between <atem:function_calls> and </atem:function_calls>):
+//   <atem:invoke name="NAME">
+//   <atem:parameter name="KEY">VALUE</atem:parameter>
+//   </atem:invoke> ...
+// VALUE as GLM XML's (lists and objects as JSON).
+std::optional<std::vector<BlockCall>> read_atem_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// Kimi K3 (between <|open|>tools<|sep|> and <|close|>tools<|sep|>):
+//   <|open|>call tool="NAME" index="N"<|sep|>
+//     <|open|>argument key="KEY" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|> ...
+//   <|close|>call<|sep|> ...
+// TYPE "string": VALUE as written; any other: JSON. Or the arguments whole,
+// <|open|>json type="object"<|sep|>{...}<|close|>json<|sep|>. Attribute
+// values escape & and " as &amp; and &quot;.
+std::optional<std::vector<BlockCall>> read_kimi_k3_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+// MiniMax M3 (between NS<tool_call> and NS</tool_call>, NS its namespace
+// token ]<]minimax[>[ before every tag):
+//   NS<invoke name="NAME">NS<KEY>VALUE NS</KEY>...NS</invoke> ...
+// an object's VALUE is its keys as elements again, a list's its items as
+// NS<item> elements; a scalar as GLM XML's.
+std::optional<std::vector<BlockCall>> read_minimax_m3_calls(std::string_view body,
+                                                            const nlohmann::ordered_json& tools);
+
 // A JSON list of calls, the whole body (whitespace around it allowed):
 //   [{"name": NAME, "arguments": {...}}, ...]     (Nemotron Nano v2, Apriel,
 //                                                  Firefunction v2, Granite 3.3)

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "generation/reply_frames.h"
 #include "generation/reply_text.h"
 #include "generation/tool_call_readers.h"
 #include "tokenizer/chat_template.h"
@@ -37,6 +38,26 @@ std::optional<std::vector<BlockCall>> read_seed_xml_block(std::string_view body,
 std::optional<std::vector<BlockCall>> read_gemma4_block(std::string_view body, const ojson& tools) {
   return one_call(read_gemma4_call(body, tools));
 }
+std::optional<std::vector<BlockCall>> read_harmony_block(std::string_view body, const ojson& tools) {
+  return one_call(read_harmony_call(body, tools));
+}
+std::optional<std::vector<BlockCall>> read_minicpm5_block(std::string_view body, const ojson& tools) {
+  return one_call(read_minicpm5_call(body, tools));
+}
+
+// Arguments written one by one, each `before` VALUE `after` ({key}: the
+// argument's name, {type}: Kimi K3's name of its JSON type): a string as
+// its text, any other value as JSON.
+struct KeyedArguments {
+  std::string_view before, after;
+};
+constexpr KeyedArguments kHy3Arguments{"<arg_key:opensource>{key}</arg_key:opensource>\n<arg_value:opensource>",
+                                       "</arg_value:opensource>\n"};
+constexpr KeyedArguments kMiniCpm5Arguments{"<param name=\"{key}\">", "</param>"};
+constexpr KeyedArguments kAtemArguments{"<atem:parameter name=\"{key}\">", "</atem:parameter>\n"};
+constexpr KeyedArguments kMiniMaxM3Arguments{"]<]minimax[>[<{key}>", "]<]minimax[>[</{key}>"};
+constexpr KeyedArguments kKimiK3Arguments{"<|open|>argument key=\"{key}\" type=\"{type}\"<|sep|>",
+                                          "<|close|>argument<|sep|>"};
 
 // How a style writes one call: `open`, then the call, then `close`. JSON
 // styles (no `read_block`) write {"name": "NAME", "<key>": ARGS}; block
@@ -72,6 +93,12 @@ struct CallSyntax {
   // text, every other one a call that ends at the next `open` (`close`,
   // left for that message) or at the reply's end.
   std::string_view text_recipient = "";
+  // Set: the arguments are written one by one (content_style "keyed").
+  const KeyedArguments* keyed = nullptr;
+  // The close marker may be the model's stop token, which the reply's text
+  // does not carry (harmony's <|call|>, Solar's <|calls|>): a block the
+  // reply ends in is read whole.
+  bool close_may_stop = false;
 };
 
 constexpr CallSyntax kHermes{"<tool_call>", false, "</tool_call>", "<tool_call>\n{\"name\": \"",
@@ -141,6 +168,34 @@ constexpr CallSyntax kFunctionary{"<function=", false, "</function>", "<function
 constexpr CallSyntax kFunctionaryV32{">>>", false, ">>>", "", "\n", "", ">>>", "json", ">>>",
                                      read_functionary_v32_call, false, "", "", "", false, "all\n"};
 
+constexpr CallSyntax kHarmony{"to=functions.", false, "<|call|>", " to=functions.",
+                              "<|channel|>commentary json<|message|>", "<|call|>", " to=functions.", "json", "",
+                              read_harmony_block, false, "", "", "", false, "", nullptr, true};
+constexpr CallSyntax kSolarOpen{"<|tool_calls|>", false, "<|calls|>", "<|tool_call:begin|>", "<|tool_call:args|>",
+                                "<|tool_call:end|>", "<|tool_calls|>", "json", "", read_solar_calls, true,
+                                "<|tool_call:name|>", "", "", true, "", nullptr, true};
+constexpr CallSyntax kKimiK3{"<|open|>tools<|sep|>", false, "<|close|>tools<|sep|>", "<|open|>call tool=\"",
+                             "\" index=\"", "<|close|>call<|sep|>", "<|open|>tools<|sep|>", "keyed", "",
+                             read_kimi_k3_calls, true, "\"<|sep|>", "", "", false, "", &kKimiK3Arguments};
+constexpr CallSyntax kMiniMaxM3{"]<]minimax[>[<tool_call>", false, "]<]minimax[>[</tool_call>",
+                                "]<]minimax[>[<invoke name=\"", "\">", "]<]minimax[>[</invoke>\n",
+                                "]<]minimax[>[<tool_call>", "keyed", "", read_minimax_m3_calls, true, "", "\n", "",
+                                false, "", &kMiniMaxM3Arguments};
+constexpr CallSyntax kHy3{"<tool_calls:opensource>", false, "</tool_calls:opensource>", "<tool_call:opensource>",
+                          "<tool_sep:opensource>\n", "</tool_call:opensource>\n", "<tool_calls:opensource>", "keyed",
+                          "", read_hy3_calls, true, "", "\n", "", false, "", &kHy3Arguments};
+constexpr CallSyntax kMiniCpm5{"<function name=\"", false, "</function>", "<function name=\"", "\">", "</function>",
+                               "<function name=\"", "keyed", "\n", read_minicpm5_block, false, "", "", "", false, "",
+                               &kMiniCpm5Arguments};
+constexpr CallSyntax kAtem{"<atem:function_calls>", false, "</atem:function_calls>", "<atem:invoke name=\"", "\">\n",
+                           "</atem:invoke>\n", "<atem:function_calls>", "keyed", "", read_atem_calls, true, "", "\n",
+                           "", false, "", &kAtemArguments};
+// One JSON call after a marker, to the end of the reply.
+constexpr CallSyntax kGigaChat3{"function call<|role_sep|>\n", false, "", "function call<|role_sep|>\n{\"name\": \"",
+                                "\", \"arguments\": ", "}", "function call<|role_sep|>\n", "json", "", nullptr};
+constexpr CallSyntax kGigaChat31{"<|function_call|>", false, "", "<|function_call|>{\"name\": \"",
+                                 "\", \"arguments\": ", "}", "<|function_call|>", "json", "", nullptr};
+
 const CallSyntax& syntax_of(ToolCallStyle style) {
   switch (style) {
     case ToolCallStyle::Llama3: return kLlama3;
@@ -167,6 +222,15 @@ const CallSyntax& syntax_of(ToolCallStyle style) {
     case ToolCallStyle::DeepSeekV4: return kDsmlV4;
     case ToolCallStyle::Functionary: return kFunctionary;
     case ToolCallStyle::FunctionaryV32: return kFunctionaryV32;
+    case ToolCallStyle::Harmony: return kHarmony;
+    case ToolCallStyle::SolarOpen: return kSolarOpen;
+    case ToolCallStyle::KimiK3: return kKimiK3;
+    case ToolCallStyle::MiniMaxM3: return kMiniMaxM3;
+    case ToolCallStyle::Hy3: return kHy3;
+    case ToolCallStyle::MiniCpm5: return kMiniCpm5;
+    case ToolCallStyle::Atem: return kAtem;
+    case ToolCallStyle::GigaChat3: return kGigaChat3;
+    case ToolCallStyle::GigaChat31: return kGigaChat31;
     default: return kHermes;
   }
 }
@@ -278,31 +342,105 @@ ojson generic_reply_schema(const ToolRequest& r) {
   return {{"anyOf", {with_calls, answer}}};
 }
 
-// A Pythonic call's arguments, KEY=VALUE, ...: the required properties in
-// the schema's order, then each optional one or not (after a required one
-// only: a leading ", " would not parse), every value as JSON (a Python
-// literal but for true / false / null, which the reader takes too).
-ojson python_arguments_format(const ojson& parameters) {
+ojson const_format(std::string text) { return {{"type", "const_string"}, {"value", std::move(text)}}; }
+
+ojson json_value_format(const ojson& schema) {
+  return {{"type", "json_schema"}, {"json_schema", schema}, {"max_whitespace_cnt", 1}};
+}
+
+// Arguments written one by one: the required properties in the schema's
+// order, then each optional one or not; `element(key, schema, first)` is
+// how one is written. `optional_needs_required` (Pythonic: a leading ", "
+// would not parse): optional ones only after a required one.
+template <typename Element>
+ojson one_by_one_format(const ojson& parameters, Element element, bool optional_needs_required) {
   const ojson properties = parameters.value("properties", ojson::object());
   const ojson required = parameters.value("required", ojson::array());
-  auto value = [](const ojson& schema) {
-    return ojson{{"type", "json_schema"}, {"json_schema", schema}, {"max_whitespace_cnt", 1}};
+  auto is_required = [&](const std::string& key) {
+    return std::find(required.begin(), required.end(), key) != required.end();
   };
-  auto constant = [](std::string text) { return ojson{{"type", "const_string"}, {"value", std::move(text)}}; };
   ojson elements = ojson::array();
-  for (const auto& [key, schema] : properties.items()) {
-    if (std::find(required.begin(), required.end(), key) == required.end()) continue;
-    elements.push_back(constant((elements.empty() ? "" : ", ") + key + "="));
-    elements.push_back(value(schema));
-  }
-  if (!elements.empty())
-    for (const auto& [key, schema] : properties.items()) {
-      if (std::find(required.begin(), required.end(), key) != required.end()) continue;
-      elements.push_back({{"type", "optional"},
-                          {"content", {{"type", "sequence"}, {"elements", {constant(", " + key + "="), value(schema)}}}}});
-    }
-  if (elements.empty()) return constant("");
+  for (const auto& [key, schema] : properties.items())
+    if (is_required(key)) elements.push_back(element(key, schema, elements.empty()));
+  const bool any_required = !elements.empty();
+  if (any_required || !optional_needs_required)
+    for (const auto& [key, schema] : properties.items())
+      if (!is_required(key))
+        elements.push_back({{"type", "optional"}, {"content", element(key, schema, /*first=*/false)}});
+  if (elements.empty()) return const_format("");
   return {{"type", "sequence"}, {"elements", elements}};
+}
+
+// A Pythonic call's arguments, KEY=VALUE, ...: a tool without required
+// arguments is called with none; every value as JSON (a Python literal but
+// for true / false / null, which the reader takes too).
+ojson python_arguments_format(const ojson& parameters) {
+  return one_by_one_format(
+      parameters,
+      [](const std::string& key, const ojson& schema, bool first) {
+        return ojson{{"type", "sequence"},
+                     {"elements", {const_format((first ? "" : ", ") + key + "="), json_value_format(schema)}}};
+      },
+      /*optional_needs_required=*/true);
+}
+
+// Whether every value `schema` admits is a string (the keyed formats write
+// those as their text).
+bool is_text_schema(const ojson& schema) {
+  if (!schema.is_object()) return false;
+  if (schema.contains("type")) return schema["type"] == "string";
+  const auto strings = [](const ojson& v) {
+    return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const ojson& x) { return x.is_string(); });
+  };
+  if (schema.contains("enum")) return strings(schema["enum"]);
+  return schema.contains("const") && schema["const"].is_string();
+}
+
+// A string written as its text: one of its literals, the schema's
+// pattern, or up to its length bounds any text without '<' (which would
+// start the closing marker).
+ojson text_value_format(const ojson& schema) {
+  ojson literals = ojson::array();
+  if (schema.contains("const")) literals.push_back(schema["const"]);
+  if (schema.contains("enum")) literals = schema["enum"];
+  if (!literals.empty()) {
+    ojson choices = ojson::array();
+    for (const ojson& l : literals) choices.push_back(const_format(l.get<std::string>()));
+    return choices.size() == 1 ? choices[0] : ojson{{"type", "or"}, {"elements", choices}};
+  }
+  if (schema.contains("pattern") && schema["pattern"].is_string()) {
+    std::string pattern = schema["pattern"].get<std::string>();
+    if (pattern.starts_with("^")) pattern.erase(0, 1);
+    if (pattern.ends_with("$") && !pattern.ends_with("\\$")) pattern.pop_back();
+    return {{"type", "regex"}, {"pattern", pattern}};
+  }
+  const int64_t lo = schema.value("minLength", int64_t{0});
+  const std::string hi = schema.contains("maxLength") ? std::to_string(schema["maxLength"].get<int64_t>()) : "";
+  return {{"type", "regex"}, {"pattern", fmt::format("[^<]{{{},{}}}", lo, hi)}};
+}
+
+// Kimi K3's name of a schema's JSON type.
+std::string json_type_name(const ojson& schema) {
+  if (is_text_schema(schema)) return "string";
+  const std::string t = schema.is_object() && schema.contains("type") && schema["type"].is_string()
+                            ? schema["type"].get<std::string>()
+                            : "object";
+  return t == "integer" ? "number" : t;
+}
+
+ojson keyed_arguments_format(const ojson& parameters, const KeyedArguments& keyed) {
+  return one_by_one_format(
+      parameters,
+      [&](const std::string& key, const ojson& schema, bool) {
+        const std::string before = fmt::format(fmt::runtime(keyed.before), fmt::arg("key", key),
+                                               fmt::arg("type", json_type_name(schema)));
+        const std::string after = fmt::format(fmt::runtime(keyed.after), fmt::arg("key", key));
+        return ojson{{"type", "sequence"},
+                     {"elements",
+                      {const_format(before), is_text_schema(schema) ? text_value_format(schema) : json_value_format(schema),
+                       const_format(after)}}};
+      },
+      /*optional_needs_required=*/false);
 }
 
 // The arguments of a call, as `syntax` writes them, constrained to the tool's parameters.
@@ -313,6 +451,7 @@ ojson arguments_format(const ojson& tool, const CallSyntax& syntax) {
   // write more may write nothing else.
   ojson content = {{"type", "json_schema"}, {"json_schema", parameters}, {"max_whitespace_cnt", 1}};
   if (syntax.content_style == "python") content = python_arguments_format(parameters);
+  else if (syntax.keyed) content = keyed_arguments_format(parameters, *syntax.keyed);
   else if (syntax.content_style != "json") content["style"] = syntax.content_style;
   // A string argument is raw text up to its closing marker: it may not
   // hold the markers that would end the call early.
@@ -322,8 +461,6 @@ ojson arguments_format(const ojson& tool, const CallSyntax& syntax) {
 
 // A call index: bounded, as a model may write digits forever.
 ojson index_format() { return {{"type", "regex"}, {"pattern", "[0-9]{1,5}"}}; }
-
-ojson const_format(std::string text) { return {{"type", "const_string"}, {"value", std::move(text)}}; }
 
 // Command R's calls: one tag, the index first, then one of the tools.
 ojson index_first_tags(const ToolRequest& r, const CallSyntax& syntax) {
@@ -439,6 +576,15 @@ const char* tool_call_style_name(ToolCallStyle style) {
     case ToolCallStyle::DeepSeekV4: return "deepseek_v4";
     case ToolCallStyle::Functionary: return "functionary";
     case ToolCallStyle::FunctionaryV32: return "functionary_v3_2";
+    case ToolCallStyle::Harmony: return "harmony";
+    case ToolCallStyle::SolarOpen: return "solar_open";
+    case ToolCallStyle::KimiK3: return "kimi_k3";
+    case ToolCallStyle::MiniMaxM3: return "minimax_m3";
+    case ToolCallStyle::Hy3: return "hy3";
+    case ToolCallStyle::MiniCpm5: return "minicpm5";
+    case ToolCallStyle::Atem: return "atem";
+    case ToolCallStyle::GigaChat3: return "gigachat3";
+    case ToolCallStyle::GigaChat31: return "gigachat3_1";
     case ToolCallStyle::Generic: break;
   }
   return "generic";
@@ -453,6 +599,16 @@ ToolCallStyle tool_call_style_of(const ChatTemplate* chat_template) {
   // (<arg_key>), blocks that start with the bare name (MiniMax, Spark), and
   // Apriel's one <tool_calls>[...] list. Llama 3.1 - 3.3 ("Environment:
   // ipython"): one bare {"name": ..., "parameters": ...} per reply.
+  // Formats whose markers are their own (checked first: MiniMax M3's
+  // instructions also show <tool_call> and <invoke name=).
+  if (has("]<]minimax[>[")) return ToolCallStyle::MiniMaxM3;
+  if (has("<|channel|>commentary")) return ToolCallStyle::Harmony;
+  if (has("<|tool_call:begin|>")) return ToolCallStyle::SolarOpen;
+  if (has("<|end_of_msg|>")) return ToolCallStyle::KimiK3;
+  if (has(":opensource")) return ToolCallStyle::Hy3;
+  if (has("<param name=\"")) return ToolCallStyle::MiniCpm5;
+  if (has("<atem:function_calls>")) return ToolCallStyle::Atem;
+  if (has("<|role_sep|>")) return has("<|function_call|>") ? ToolCallStyle::GigaChat31 : ToolCallStyle::GigaChat3;
   if (has("<seed:tool_call>") && has("<function=")) return ToolCallStyle::SeedXml;
   if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolCallStyle::QwenXml;
   if (has("<tool_call>") && has("<arg_key>") && has("<arg_value>")) return ToolCallStyle::GlmXml;
@@ -540,7 +696,10 @@ ToolRequest ToolRequest::parse(const ojson& tools, const ojson* tool_choice, con
 ToolCalling::ToolCalling(ToolCallStyle style, ToolRequest request, std::optional<ReasoningSyntax> reasoning,
                          ReasoningStart start)
     : style_(style), request_(std::move(request)), reasoning_(reasoning), start_(start) {
-  if (style_ == ToolCallStyle::Llama3) request_.parallel = false;  // its template takes one call per message
+  // Their templates take one call per message (harmony's <|call|> ends the reply).
+  if (style_ == ToolCallStyle::Llama3 || style_ == ToolCallStyle::Harmony || style_ == ToolCallStyle::GigaChat3 ||
+      style_ == ToolCallStyle::GigaChat31)
+    request_.parallel = false;
 }
 
 CallMessageForm call_message_form_of(const ChatTemplate* chat_template) {
@@ -675,7 +834,7 @@ void ToolCalling::constrain(GenerationSettings& s) const {
 }
 
 ToolReply ToolCalling::parse(std::string_view text, const std::string& reply_id) const {
-  return ChatReplyStream::parse(text, this, std::nullopt, ReasoningStart::Skipped, reply_id);
+  return ChatReplyStream::parse(text, this, std::nullopt, ReasoningStart::Skipped, reply_id, reply_frames_of(style_));
 }
 
 ToolReplyStream::ToolReplyStream(const ToolCalling& calling, std::string reply_id)
@@ -919,8 +1078,10 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
   } else if (state_ == State::Block) {
     const CallSyntax& syntax = syntax_of(calling_.style());
     std::optional<std::vector<BlockCall>> calls;
-    // Mistral's calls, and Functionary v3.2's last message, end with the reply.
-    if (syntax.close.empty() || !syntax.text_recipient.empty()) calls = syntax.read_block(buffer_, calling_.request().tools);
+    // Mistral's calls, Functionary v3.2's last message and a block whose
+    // close is the stop token end with the reply.
+    if (syntax.close.empty() || !syntax.text_recipient.empty() || syntax.close_may_stop)
+      calls = syntax.read_block(buffer_, calling_.request().tools);
     if (!syntax.text_recipient.empty() && buffer_.empty()) {
       // An empty reply (or one that ends at an opener): nothing.
     } else if (calls) {
@@ -936,8 +1097,9 @@ std::vector<ToolReplyDelta> ToolReplyStream::finish() {
 }
 
 ChatReplyStream::ChatReplyStream(const ToolCalling* tools, std::optional<ReasoningSyntax> reasoning,
-                                 ReasoningStart start, std::string reply_id) {
+                                 ReasoningStart start, std::string reply_id, std::optional<ReplyFrames> frames) {
   if (reasoning) splitter_.emplace(*reasoning, start);
+  if (frames) frames_.emplace(std::move(*frames));
   if (tools) calls_.emplace(*tools, std::move(reply_id));
 }
 
@@ -948,15 +1110,22 @@ std::vector<ToolReplyDelta> ChatReplyStream::pass(std::vector<ReplyPiece> pieces
       ToolReplyDelta d;
       d.reasoning = std::move(p.text);
       out.push_back(std::move(d));
-    } else if (calls_) {
-      for (ToolReplyDelta& d : calls_->push(p.text)) out.push_back(std::move(d));
-    } else if (!p.text.empty()) {
-      out.push_back(text_delta(std::move(p.text)));
+      continue;
     }
+    content(frames_ ? frames_->push(p.text) : std::move(p.text), out);
   }
+  if (final && frames_) content(frames_->finish(), out);
   if (final && calls_)
     for (ToolReplyDelta& d : calls_->finish()) out.push_back(std::move(d));
   return out;
+}
+
+void ChatReplyStream::content(std::string text, std::vector<ToolReplyDelta>& out) {
+  if (calls_) {
+    for (ToolReplyDelta& d : calls_->push(text)) out.push_back(std::move(d));
+  } else if (!text.empty()) {
+    out.push_back(text_delta(std::move(text)));
+  }
 }
 
 std::vector<ToolReplyDelta> ChatReplyStream::push(std::string_view text) {
@@ -970,8 +1139,8 @@ std::vector<ToolReplyDelta> ChatReplyStream::finish() {
 
 ToolReply ChatReplyStream::parse(std::string_view text, const ToolCalling* tools,
                                  std::optional<ReasoningSyntax> reasoning, ReasoningStart start,
-                                 const std::string& reply_id) {
-  ChatReplyStream stream(tools, reasoning, start, reply_id);
+                                 const std::string& reply_id, std::optional<ReplyFrames> frames) {
+  ChatReplyStream stream(tools, reasoning, start, reply_id, std::move(frames));
   std::vector<ToolReplyDelta> deltas = stream.push(text);
   for (ToolReplyDelta& d : stream.finish()) deltas.push_back(std::move(d));
   ToolReply reply;

@@ -55,6 +55,22 @@
 //            one's >>> written by the generation prompt: recipient "all" is
 //            text, any other a call with BODY its JSON arguments,
 //              all\nChecking.>>>get_weather\n{"city": "Paris"}
+//   Harmony  gpt-oss: one call per reply, a message of its own after any
+//            reasoning (the analysis channel), ended by <|call|>,
+//              <|start|>assistant to=functions.f<|channel|>commentary json<|message|>{...}<|call|>
+//   SolarOpen  <|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>f<|tool_call:args|>{...}<|tool_call:end|><|calls|>
+//   KimiK3   <|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>
+//              <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|>...
+//   MiniMaxM3  XML with a namespace token before every tag, objects and
+//            lists as nested elements: ]<]minimax[>[<invoke name="f">]<]minimax[>[<city>Paris]<]minimax[>[</city>...
+//   Hy3      GLM XML's pairs in <tool_calls:opensource>, markers :opensource
+//   MiniCpm5 <function name="f"><param name="city">Paris</param></function>, a call per line
+//   Atem     muse-glimmer: <atem:function_calls> of <atem:invoke name="f">
+//            with <atem:parameter name="city">Paris</atem:parameter>
+//   GigaChat3 / GigaChat31  one JSON call {"name": "f", "arguments": {...}}
+//            after "function call<|role_sep|>\n" (v3) or <|function_call|> (v3.1)
+//   (Harmony, Solar Open, Kimi K3 and ATEM frame a reply's messages with
+//   headers of their own: generation/reply_frames.h takes them out of the content.)
 //   Generic  a template without tools (SmolLM2, Gemma 3): the tools and the
 //            reply format are described in a system message, and the reply
 //            is one JSON object, {"tool_calls": [{"name": "f", "arguments":
@@ -86,6 +102,7 @@
 
 #include "generation/output_constraint.h"
 #include "generation/reasoning.h"
+#include "generation/reply_frames.h"
 #include "generation/tool_call_readers.h"
 
 namespace tessera {
@@ -118,6 +135,15 @@ enum class ToolCallStyle {
   DeepSeekV4,
   Functionary,
   FunctionaryV32,
+  Harmony,
+  SolarOpen,
+  KimiK3,
+  MiniMaxM3,
+  Hy3,
+  MiniCpm5,
+  Atem,
+  GigaChat3,
+  GigaChat31,
   Generic
 };
 const char* tool_call_style_name(ToolCallStyle style);
@@ -246,17 +272,22 @@ class ChatReplyStream {
  public:
   // `tools` may be null (no tools: content only), `reasoning` empty (no
   // markers: no reasoning). `tools` must outlive the stream.
+  // `frames`: the message frames taken out of the content (generation/reply_frames.h).
   ChatReplyStream(const ToolCalling* tools, std::optional<ReasoningSyntax> reasoning, ReasoningStart start,
-                  std::string reply_id);
+                  std::string reply_id, std::optional<ReplyFrames> frames = std::nullopt);
   std::vector<ToolReplyDelta> push(std::string_view text);
   std::vector<ToolReplyDelta> finish();
   int calls() const { return calls_ ? calls_->calls() : 0; }
   static ToolReply parse(std::string_view text, const ToolCalling* tools, std::optional<ReasoningSyntax> reasoning,
-                         ReasoningStart start, const std::string& reply_id);
+                         ReasoningStart start, const std::string& reply_id,
+                         std::optional<ReplyFrames> frames = std::nullopt);
 
  private:
   std::vector<ToolReplyDelta> pass(std::vector<ReplyPiece> pieces, bool final);
+  // Content (frames taken out) to the calls' reader, or out as it is.
+  void content(std::string text, std::vector<ToolReplyDelta>& out);
   std::optional<ReasoningSplitter> splitter_;
+  std::optional<FrameFilter> frames_;
   std::optional<ToolReplyStream> calls_;
 };
 

@@ -39,7 +39,8 @@ ToolCalling calling(ToolCallStyle style, const char* choice = "auto", bool paral
 // The reply streamed in pieces split at random points, folded the way
 // ToolCalling::parse folds deltas.
 ToolReply streamed(const ToolCalling& tc, const std::string& text, uint64_t seed) {
-  ToolReplyStream stream(tc, "chatcmpl-abc");
+  // As a chat reply reads it: the style's message frames taken out first.
+  ChatReplyStream stream(&tc, std::nullopt, ReasoningStart::Skipped, "chatcmpl-abc", reply_frames_of(tc.style()));
   std::mt19937_64 rng(seed);
   std::vector<ToolReplyDelta> deltas;
   for (size_t at = 0; at < text.size();) {
@@ -407,6 +408,162 @@ TEST(ToolCalls, FunctionaryV32RepliesParseWholeAndStreamed) {
   EXPECT_FALSE(accepts("get_time\n{\"zone\": \"pst\"}"));  // not in the enum
 }
 
+// gpt-oss's harmony: one call, a message of its own after the analysis
+// channel (reasoning), its <|call|> the stop token or in the text; the
+// template's header order and the model's (<|channel|>commentary first).
+TEST(ToolCalls, HarmonyRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Harmony);
+  EXPECT_FALSE(tc.request().parallel);
+  for (const std::string text :
+       {" to=functions.get_time<|channel|>commentary json<|message|>{\"zone\": \"cet\"}<|call|>",
+        " to=functions.get_time<|channel|>commentary json<|message|>{\"zone\": \"cet\"}",
+        "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{\"zone\": \"cet\"}<|call|>"}) {
+    const ToolReply r = parsed_whole_and_streamed(tc, text);
+    EXPECT_EQ(r.content, "") << text;
+    ASSERT_EQ(r.calls.size(), 1u) << text;
+    EXPECT_EQ(r.calls[0].name, "get_time");
+    EXPECT_EQ(r.calls[0].arguments, R"({"zone":"cet"})");
+  }
+  EXPECT_EQ(parsed_whole_and_streamed(tc, "<|channel|>final<|message|>It is noon.<|return|>").content, "It is noon.");
+  // With the analysis channel split off as reasoning.
+  const std::optional<ReasoningSyntax> syntax = reasoning_syntax_of(nullptr);
+  EXPECT_FALSE(syntax);
+  const ReasoningSyntax harmony{"<|channel|>analysis<|message|>", "<|end|>", "<|start|>assistant"};
+  const ToolReply r = ChatReplyStream::parse(
+      "<|channel|>analysis<|message|>Need the zone.<|end|><|start|>assistant to=functions.get_time<|channel|>"
+      "commentary json<|message|>{\"zone\": \"utc\"}",
+      &tc, harmony, ReasoningStart::Optional, "r", reply_frames_of(ToolCallStyle::Harmony));
+  EXPECT_EQ(r.reasoning, "Need the zone.");
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.calls.size(), 1u);
+  const ToolReply text = ChatReplyStream::parse(
+      "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Noon.", nullptr, harmony,
+      ReasoningStart::Optional, "r", reply_frames_of(ToolCallStyle::Harmony));
+  EXPECT_EQ(text.reasoning, "Easy.");
+  EXPECT_EQ(text.content, "Noon.");
+  EXPECT_FALSE(read_harmony_call("nope<|message|>{}", weather_tools()));
+}
+
+TEST(ToolCalls, SolarOpenRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::SolarOpen);
+  const std::string calls =
+      "<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>get_weather<|tool_call:args|>{\"city\": \"Paris\", "
+      "\"days\": 2}<|tool_call:end|><|tool_call:begin|>x<|tool_call:name|>get_time<|tool_call:args|>{\"zone\": \"cet\"}"
+      "<|tool_call:end|>";
+  for (const std::string& text : {calls + "<|calls|>", calls}) {  // <|calls|> may be the stop token
+    const ToolReply r = parsed_whole_and_streamed(tc, text);
+    EXPECT_EQ(r.content, "");
+    ASSERT_EQ(r.calls.size(), 2u);
+    EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+    EXPECT_EQ(r.calls[1].name, "get_time");
+  }
+  EXPECT_EQ(parsed_whole_and_streamed(tc, "<|content|>It is noon.<|end|>").content, "It is noon.");
+  EXPECT_FALSE(read_solar_calls("<|tool_call:begin|>x<|tool_call:name|>nope<|tool_call:args|>{}<|tool_call:end|>",
+                                weather_tools()));
+}
+
+TEST(ToolCalls, KimiK3RepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::KimiK3);
+  const std::string text =
+      "<|open|>response<|sep|>Checking.<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" "
+      "index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|open|>"
+      "argument key=\"days\" type=\"number\"<|sep|>2<|close|>argument<|sep|><|close|>call<|sep|><|open|>call "
+      "tool=\"get_time\" index=\"2\"<|sep|><|open|>json type=\"object\"<|sep|>{\"zone\": \"cet\"}<|close|>json<|sep|>"
+      "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(tc, text));
+  // A string written as it is ("1" stays a string), attribute escapes.
+  const auto calls = read_kimi_k3_calls(
+      "<|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>1 & "
+      "\"2\"<|close|>argument<|sep|><|close|>call<|sep|>",
+      weather_tools());
+  ASSERT_TRUE(calls);
+  EXPECT_EQ((*calls)[0].arguments["city"], "1 & \"2\"");
+  EXPECT_FALSE(read_kimi_k3_calls("<|open|>call tool=\"nope\" index=\"1\"<|sep|><|close|>call<|sep|>", weather_tools()));
+}
+
+TEST(ToolCalls, MiniMaxM3RepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::MiniMaxM3);
+  const std::string ns = "]<]minimax[>[";
+  const std::string text = "</mm:think>Checking." + ns + "<tool_call>\n" + ns + "<invoke name=\"get_weather\">" + ns +
+                           "<city>Paris" + ns + "</city>" + ns + "<days>2" + ns + "</days>" + ns + "</invoke>\n" + ns +
+                           "<invoke name=\"get_time\">" + ns + "<zone>cet" + ns + "</zone>" + ns + "</invoke>\n" + ns +
+                           "</tool_call>";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(tc, text));
+  // Objects and lists as nested elements, typed by the schema.
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+    "properties": {"o": {"type": "object", "properties": {"n": {"type": "string"}, "k": {"type": "integer"}}},
+                   "l": {"type": "array", "items": {"type": "string"}}}}}}])");
+  const auto nested = read_minimax_m3_calls(ns + "<invoke name=\"f\">" + ns + "<o>" + ns + "<n>7" + ns + "</n>" + ns +
+                                                "<k>7" + ns + "</k>" + ns + "</o>" + ns + "<l>" + ns + "<item>a" + ns +
+                                                "</item>" + ns + "<item>2" + ns + "</item>" + ns + "</l>" + ns + "</invoke>",
+                                            tools);
+  ASSERT_TRUE(nested);
+  EXPECT_EQ((*nested)[0].arguments, ojson::parse(R"({"o": {"n": "7", "k": 7}, "l": ["a", "2"]})"));
+}
+
+TEST(ToolCalls, Hy3RepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Hy3);
+  const std::string text =
+      "Checking.<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n<arg_key:opensource>city"
+      "</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n<arg_key:opensource>days"
+      "</arg_key:opensource>\n<arg_value:opensource>2</arg_value:opensource>\n</tool_call:opensource>\n"
+      "<tool_call:opensource>get_time<tool_sep:opensource>\n<arg_key:opensource>zone</arg_key:opensource>\n"
+      "<arg_value:opensource>cet</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(tc, text));
+  EXPECT_FALSE(read_hy3_calls("<tool_call:opensource>get_time\n</tool_call:opensource>", weather_tools()));  // no separator
+}
+
+TEST(ToolCalls, MiniCpm5RepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::MiniCpm5);
+  const std::string text =
+      "Checking.\n<function name=\"get_weather\"><param name=\"city\">Paris</param><param name=\"days\">2</param>"
+      "</function>\n<function name=\"get_time\"><param name=\"zone\">cet</param></function>";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(tc, text));
+  // CDATA, and values as Python writes them.
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+    "properties": {"s": {"type": "string"}, "b": {"type": "boolean"}, "d": {"type": "object"}}}}}])");
+  const auto call = read_minicpm5_call(
+      "f\"><param name=\"s\"><![CDATA[a < b\nc]]></param><param name=\"b\">True</param><param name=\"d\">{'k': [1, "
+      "'x'], 't': False}</param>",
+      tools);
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->arguments, ojson::parse(R"({"s": "a < b\nc", "b": true, "d": {"k": [1, "x"], "t": false}})"));
+}
+
+// muse-glimmer's ATEM: messages <|start|>assistant to=RECIPIENT<|message|>,
+// reasoning to=self, text to=user, calls in <atem:function_calls>.
+TEST(ToolCalls, AtemRepliesParseWholeAndStreamed) {
+  const ToolCalling tc = calling(ToolCallStyle::Atem);
+  const std::string text =
+      " to=user<|message|>Checking.<|eom|><|start|>assistant to=get_weather<|message|><atem:function_calls>\n"
+      "<atem:invoke name=\"get_weather\">\n<atem:parameter name=\"city\">Paris</atem:parameter>\n<atem:parameter "
+      "name=\"days\">2</atem:parameter>\n</atem:invoke>\n<atem:invoke name=\"get_time\">\n<atem:parameter "
+      "name=\"zone\">cet</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eot|>";
+  expect_checking_weather_then_time(parsed_whole_and_streamed(tc, text));
+  // "to=" in the text is text.
+  EXPECT_EQ(parsed_whole_and_streamed(tc, " to=user<|message|>Set x to=5 and y to= 6.").content, "Set x to=5 and y to= 6.");
+  const ReasoningSyntax atem{"to=self<|message|>", "<|eom|>", "<|start|>assistant"};
+  const ToolReply r = ChatReplyStream::parse(" to=self<|message|>Think.<|eom|><|start|>assistant to=user<|message|>Noon.",
+                                             nullptr, atem, ReasoningStart::Optional, "r", reply_frames_of(ToolCallStyle::Atem));
+  EXPECT_EQ(r.reasoning, "Think.");
+  EXPECT_EQ(r.content, "Noon.");
+}
+
+TEST(ToolCalls, GigaChatRepliesParseWholeAndStreamed) {
+  const ToolCalling v31 = calling(ToolCallStyle::GigaChat31);
+  EXPECT_FALSE(v31.request().parallel);
+  const ToolReply r = parsed_whole_and_streamed(v31, "Checking.<|function_call|>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"cet\"}}");
+  EXPECT_EQ(r.content, "Checking.");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, "{\"zone\": \"cet\"}");
+  const ToolCalling v3 = calling(ToolCallStyle::GigaChat3);
+  const ToolReply r3 = parsed_whole_and_streamed(
+      v3, "Checking.<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"cet\"}}");
+  EXPECT_EQ(r3.content, "Checking.");
+  ASSERT_EQ(r3.calls.size(), 1u);
+  EXPECT_EQ(r3.calls[0].name, "get_time");
+}
+
 TEST(ToolCalls, GenericRepliesParse) {
   const ToolCalling tc = calling(ToolCallStyle::Generic);
   const ToolReply calls = tc.parse(R"({"tool_calls": [{"name": "get_time", "arguments": {"zone": "utc"}}]})", "r-1");
@@ -580,7 +737,10 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
                               ToolCallStyle::FireFunction, ToolCallStyle::Granite, ToolCallStyle::CommandR,
                               ToolCallStyle::CommandRPlus, ToolCallStyle::Apertus,
                               ToolCallStyle::SeedXml, ToolCallStyle::DeepSeekV32, ToolCallStyle::DeepSeekV4,
-                              ToolCallStyle::Functionary, ToolCallStyle::FunctionaryV32, ToolCallStyle::Generic}) {
+                              ToolCallStyle::Functionary, ToolCallStyle::FunctionaryV32, ToolCallStyle::Harmony,
+                              ToolCallStyle::SolarOpen, ToolCallStyle::KimiK3, ToolCallStyle::MiniMaxM3,
+                              ToolCallStyle::Hy3, ToolCallStyle::MiniCpm5, ToolCallStyle::Atem,
+                              ToolCallStyle::GigaChat3, ToolCallStyle::GigaChat31, ToolCallStyle::Generic}) {
     SCOPED_TRACE(tool_call_style_name(style));
     for (const char* choice : {"required", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
       for (bool parallel : {true, false}) {
@@ -610,7 +770,7 @@ TEST(ToolCalls, ConstrainedRandomWalksAlwaysGiveValidCalls) {
           const ToolReply r = tc.parse(text, "r");
           SCOPED_TRACE(text);
           ASSERT_GE(r.calls.size(), 1u);
-          if (!parallel || style == ToolCallStyle::Llama3) {
+          if (!tc.request().parallel) {
             EXPECT_EQ(r.calls.size(), 1u);
           }
           for (const ToolCall& c : r.calls) {

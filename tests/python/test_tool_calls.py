@@ -4,8 +4,9 @@ random models with real chat templates: Qwen3 (the Hermes <tool_call>
 style), Llama 3.2 (bare JSON), Qwen3.5 (XML calls), Gemma 4 (its
 <|tool_call>call: format), LFM2 (Python calls), DeepSeek V3.1 / R1 and
 Kimi K2 and MiniMax M1 (marker-wrapped blocks of calls), DeepSeek V3.2 (DSML
-XML), Command R7B and Apriel 1.5 (JSON lists of calls); reasoning split off as
-reasoning_content.
+XML), Command R7B and Apriel 1.5 (JSON lists of calls), Solar Open, Kimi K3
+and muse-glimmer (messages framed by headers of their own) and Hy3;
+reasoning split off as reasoning_content.
 Calls are schema-valid (arguments validated with `jsonschema`), streamed
 deltas concatenate to the whole reply's calls, tool results go back in as
 `tool` messages, and bad tool requests are 400s naming the field."""
@@ -46,25 +47,35 @@ PEER_TEMPLATES = {"tiny-llama3": ("meta-llama-Llama-3.2-3B-Instruct.jinja", "lla
                   "tiny-deepseek-v3": ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek_v3"),
                   "tiny-deepseek-r1": ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_r1"),
                   "tiny-kimi": ("moonshotai-Kimi-K2.jinja", "kimi"),
-                  # M1: M2's template always opens <think>, which a random model never closes.
+                  # M1: M2's template always opens <think>, which a random model never closes
+                  # (gpt-oss's harmony alike: a random model that opens the analysis
+                  # channel writes it until max_tokens; test_tool_templates covers it).
                   "tiny-minimax-m1": ("MiniMax-M1.jinja", "minimax_json"),
                   "tiny-deepseek-v3.2": ("deepseek-ai-DeepSeek-V3.2.jinja", "deepseek_v3_2"),
                   "tiny-command-r7b": ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "command_r"),
-                  "tiny-apriel": ("unsloth-Apriel-1.5.jinja", "apriel")}
+                  "tiny-apriel": ("unsloth-Apriel-1.5.jinja", "apriel"),
+                  "tiny-solar": ("upstage-Solar-Open-100B.jinja", "solar_open"),
+                  "tiny-kimi-k3": ("Kimi-K3.jinja", "kimi_k3"),
+                  "tiny-muse": ("muse-glimmer.jinja", "atem"),
+                  "tiny-hy3": ("tencent-Hy3.jinja", "hy3")}
+# Kimi K3's prompt opens a thinking block unless told not to.
+PEER_EXTRA = {"tiny-kimi-k3": {"chat_template_kwargs": {"thinking": False}}}
 
 
 @pytest.fixture(scope="module", params=["smollm2", "tiny-qwen3", "tiny-llama3", "tiny-qwen3.5", "tiny-gemma4",
                                                 "tiny-lfm2", "tiny-deepseek-v3", "tiny-deepseek-r1", "tiny-kimi",
                                                 "tiny-minimax-m1", "tiny-deepseek-v3.2", "tiny-command-r7b",
-                                                "tiny-apriel"])
+                                                "tiny-apriel", "tiny-solar", "tiny-kimi-k3",
+                                                "tiny-muse", "tiny-hy3"])
 def served(request, pulled_model_path, tmp_path_factory):
     """(server, style): SmolLM2 (generic), a tiny Qwen3 with its real template
     (hermes), a tiny Llama with Llama 3.2's (llama3, from llama.cpp's
     template collection), a tiny Qwen3.5 with its own (qwen_xml, thinking
     off), a tiny Gemma 4 with its own (gemma4), a tiny LFM2 with its own
     (pythonic), and tiny Llamas with DeepSeek V3.1's, DeepSeek R1 Distill
-    Qwen's, Kimi K2's, MiniMax M1's, DeepSeek V3.2's, Command R7B's and
-    Apriel 1.5's templates from the same collection."""
+    Qwen's, Kimi K2's, MiniMax M1's, DeepSeek V3.2's, Command R7B's,
+    Apriel 1.5's, Solar Open's, Kimi K3's,
+    muse-glimmer's (ATEM) and Hy3's templates from the same collection."""
     extra_body = None
     if request.param == "smollm2":
         model, env, style = pulled_model_path(SMOLLM2), {}, "generic"
@@ -83,6 +94,7 @@ def served(request, pulled_model_path, tmp_path_factory):
             from llamacpp_peer import peer_dir
             file, style = PEER_TEMPLATES[request.param]
             name, template = "llama", (peer_dir() / "models" / "templates" / file).read_text()
+            extra_body = PEER_EXTRA.get(request.param)
         directory = tmp_path_factory.mktemp(f"tiny_{name}")
         # Command R7B's tool prompt is ~6,400 byte tokens.
         context = 8192 if style == "command_r" else 4096
@@ -92,7 +104,8 @@ def served(request, pulled_model_path, tmp_path_factory):
         s.chat_extra = extra_body
         # A byte tokenizer spells each of DeepSeek's and Kimi's markers
         # (special tokens of the real models) in 20-30 tokens.
-        s.max_tokens = 400 if style in ("deepseek_v3", "deepseek_r1", "kimi", "deepseek_v3_2", "command_r") else 160
+        s.max_tokens = 400 if style in ("deepseek_v3", "deepseek_r1", "kimi", "deepseek_v3_2", "command_r",
+                                        "solar_open", "kimi_k3", "atem", "hy3") else 160
         yield s, style
 
 

@@ -10,10 +10,11 @@ DeepSeek V3.1 / R1 (<｜tool▁calls▁begin｜> blocks), DeepSeek V3.2 / V4
 (DSML), Kimi K2 (<|tool_calls_section_begin|>), MiniMax M2 / M1 (<invoke>
 XML, JSON lines), JSON lists after a marker (Nemotron Nano v2, Apriel,
 Firefunction v2, Granite 3.3, Command R7B / Command A / Command R+,
-Apertus), Seed-OSS's XML or
-Functionary v3.1's <function=NAME>{...}, an
-assistant turn with tool calls (two; Llama 3:
-one) rendered by the template itself parses back into the same calls
+Apertus), Seed-OSS's XML, Functionary v3.1's <function=NAME>{...}, or
+the formats of gpt-oss (harmony), Solar Open, Kimi K3, MiniMax M3, Hy3,
+MiniCPM5, muse-glimmer (ATEM) and GigaChat 3 / 3.1, an
+assistant turn with tool calls (two; Llama 3, gpt-oss and GigaChat: one)
+rendered by the template itself parses back into the same calls
 (names, arguments as JSON values); every template renders the
 conversation our tool calling hands it (tools, calls, results) without
 error whenever it renders the same conversation without tools."""
@@ -113,6 +114,17 @@ def test_the_styles_of_known_templates():
     assert by_name["meetkai-functionary-medium-v3.2.jinja"] == "functionary_v3_2"
     assert by_name["CohereForAI-c4ai-command-r-plus-tool_use.jinja"] == "command_r_plus"
     assert by_name["Apertus-8B-Instruct.jinja"] == "apertus"
+    assert by_name["openai-gpt-oss-120b.jinja"] == "harmony"
+    assert by_name["upstage-Solar-Open-100B.jinja"] == "solar_open"
+    assert by_name["Kimi-K3.jinja"] == "kimi_k3"
+    assert by_name["MiniMax-M3.jinja"] == "minimax_m3"
+    assert by_name["tencent-Hy3.jinja"] == "hy3"
+    assert by_name["openbmb-MiniCPM5-1B.jinja"] == "minicpm5"
+    assert by_name["muse-glimmer.jinja"] == "atem"
+    assert by_name["GigaChat3-10B-A1.8B.jinja"] == "gigachat3"
+    assert by_name["GigaChat3.1-10B-A1.8B.jinja"] == "gigachat3_1"
+    # SmolLM3's template (this copy) renders no tools and no calls: the generic format.
+    assert by_name["HuggingFaceTB-SmolLM3-3B.jinja"] == "generic"
     assert sum(s == "hermes" for s in by_name.values()) >= len(HERMES)
 
 
@@ -120,11 +132,13 @@ def test_the_styles_of_known_templates():
 def test_tool_conversations_render_and_calls_parse_back(path):
     source = path.read_text()
     style = core.tool_call_style(source)
-    calls = CALLS[:1] if style == "llama3" else CALLS  # Llama 3: one call per message
+    # Llama 3: one call per message; gpt-oss and GigaChat 3 render the first call only.
+    calls = CALLS[:1] if style in ("llama3", "harmony", "gigachat3", "gigachat3_1") else CALLS
     tools = TOOLS
     # Functionary v3.1 and Apertus concatenate every tool's description (and
     # fail without one, in transformers too): give each one.
-    if "[\"description\"] + " in source or ".function.description + " in source:
+    # gpt-oss and muse-glimmer require one too.
+    if "[\"description\"] + " in source or ".function.description + " in source or style in ("harmony", "atem"):
         tools = [{**t, "function": {"description": "A tool", **t["function"]}} for t in TOOLS]
     messages_json, extra_json = core.tool_calling_messages(source, json.dumps(conversation(calls)), json.dumps(tools),
                                                            json.dumps("auto"))
@@ -161,12 +175,24 @@ def test_tool_conversations_render_and_calls_parse_back(path):
               "seed_xml": ("<seed:tool_call>", "</seed:tool_call>"),
               "deepseek_v3_2": ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),
               "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
-              "functionary": ("<function=", "</function>")}
+              "functionary": ("<function=", "</function>"),
+              "solar_open": ("<|tool_calls|>", "<|calls|>"), "kimi_k3": ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
+              "minimax_m3": ("]<]minimax[>[<tool_call>", "]<]minimax[>[</tool_call>"),
+              "hy3": ("<tool_calls:opensource>", "</tool_calls:opensource>"),
+              "minicpm5": ("<function name=\"", "</function>")}
+    # Messages framed by headers: from after the generation prompt to the end of the turn.
+    framed = {"harmony": ("<|start|>assistant", "<|call|>"), "atem": ("<|start|>assistant", "<|eot|>"),
+              "gigachat3": ("assistant<|role_sep|>\n", "<|message_sep|>\n\nfunction result"),
+              "gigachat3_1": ("assistant<|role_sep|>\n", "<|message_sep|>")}
     # Lists that end the reply: to the end of the turn.
     open_ended = {"firefunction": (" functools", "<|eot_id|>"), "granite": ("<|tool_call|>", "<|end_of_text|>")}
     if style in blocks:
         open_, close = blocks[style]
         start, end = text.index(open_, after_user), text.rindex(close) + len(close)
+    elif style in framed:
+        open_, close = framed[style]
+        start = text.index(open_, after_user) + len(open_)
+        end = text.index(close, start)
     elif style == "functionary_v3_2":  # the reply starts after the assistant header's first ">>>"
         start = text.index(">>>", after_user) + 3
         end = text.index("<|eot_id|>", start)
