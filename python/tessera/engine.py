@@ -132,7 +132,7 @@ class Engine:
     def __init__(self, model: str, *, threads: int = 0, slots: int = 1, queue_capacity: int = 16,
                  context_length: int = 0, kv_type: str = "f32", reference: bool = False,
                  prefix_cache_mb: int = 256, prefix_cache_disk_mb: int = 0, prefix_cache_dir: str = "",
-                 arithmetic: str = "fast"):
+                 arithmetic: str = "fast", mmproj: str = ""):
         """`model`: a bundle directory, GGUF file, HF checkpoint directory or
         pulled model name (converted once into the bundle cache).
         `threads`: compute threads, 0 for this machine's physical cores.
@@ -141,11 +141,14 @@ class Engine:
         (system prompts), 0 to keep only the slots' own.
         `prefix_cache_disk_mb`: also keep those states as files that outlive
         the process (0: off), in `prefix_cache_dir` (default
-        $TESSERA_HOME/prefix-cache/<model>)."""
+        $TESSERA_HOME/prefix-cache/<model>).
+        `mmproj`: a vision projector GGUF (llama.cpp's mmproj file; Gemma
+        3's) that lets a GGUF text model take `images=`."""
         from . import _core
 
         self._engine = _core.Engine(str(model), threads, slots, queue_capacity, context_length, kv_type, reference,
-                                    prefix_cache_mb, prefix_cache_disk_mb, prefix_cache_dir, arithmetic)
+                                    prefix_cache_mb, prefix_cache_disk_mb, prefix_cache_dir, arithmetic,
+                                    str(mmproj))
 
     @property
     def model_path(self) -> str:

@@ -32,6 +32,8 @@ void register_chat(CLI::App& app) {
   flags.settings.max_tokens = 512;
   flags.add_to(*cmd);
   cmd->add_flag("--no-kv-reuse", no_kv_reuse, "Recompute the whole conversation every turn (same output, slower)");
+  static std::string mmproj;
+  cmd->add_option("--mmproj", mmproj, "The vision projector GGUF (llama.cpp's mmproj file) for /image");
   cmd->callback([] {
     GenerateOptions options = flags.options();
     auto model = flags.load_model();
@@ -40,8 +42,7 @@ void register_chat(CLI::App& app) {
     Session session(*model, flags.ctx);
     std::unique_ptr<ImageEncoder> encoder;
     std::unique_ptr<engine::EncoderImagePrompter> prompter;
-    if (std::filesystem::is_directory(flags.model) && std::filesystem::exists(flags.model + "/config.json"))
-      encoder = ImageEncoder::open(flags.model);
+    encoder = engine::open_image_encoder(flags.model, mmproj, mmproj.empty() ? nullptr : &model->require_tokenizer(), {});
     if (encoder)
       prompter = std::make_unique<engine::EncoderImagePrompter>(model->require_tokenizer(), *encoder, 32,
                                                                 session.context_length() - 1);

@@ -67,11 +67,13 @@ void register_run(CLI::App& app) {
   static std::string prompt, prompt_ids;
   static bool chat = false, json = false;
   static std::vector<std::string> image_paths;
+  static std::string mmproj;
   flags.add_to(*cmd);
   cmd->add_option("-p,--prompt", prompt, "Prompt text");
   cmd->add_option("--prompt-ids", prompt_ids, "Prompt as comma-separated token ids (instead of -p)");
   cmd->add_flag("--chat", chat, "Apply the model's chat template to the prompt");
   cmd->add_flag("--json", json, "Print one JSON object (ids, text, speeds) instead of streaming");
+  cmd->add_option("--mmproj", mmproj, "The vision projector GGUF (llama.cpp's mmproj file) for --image");
   cmd->add_option("--image", image_paths,
                   "An image file (JPEG / PNG) for a multimodal HF checkpoint; repeatable. With --chat it goes "
                   "before the prompt, else the prompt marks its place with the model's image mark");
@@ -86,10 +88,12 @@ void register_run(CLI::App& app) {
     if (!image_paths.empty()) {
       if (!prompt_ids.empty()) fail("options", "--image", "needs a text prompt (-p), not --prompt-ids");
       const std::string source = flags.model;
-      if (!std::filesystem::is_directory(source))
-        fail("--image", source, "images need the model's Hugging Face checkpoint directory (its vision tower)");
-      const std::unique_ptr<ImageEncoder> encoder = ImageEncoder::open(source);
-      if (!encoder) fail("--image", source, "the checkpoint has no vision tower (config.json: vision_config)");
+      const std::unique_ptr<ImageEncoder> encoder =
+          engine::open_image_encoder(source, mmproj, mmproj.empty() ? nullptr : &model->require_tokenizer(), {});
+      if (!encoder)
+        fail("--image", source,
+             "images need a vision tower: the model's Hugging Face checkpoint directory (config.json: "
+             "vision_config), or --mmproj FILE");
       std::vector<std::string> images;
       for (const std::string& path : image_paths) images.push_back(read_file_bytes(path));
       std::string text = prompt;

@@ -90,6 +90,8 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--timeout", options.io_timeout_s, "Seconds a client may stall reading or sending")
       ->capture_default_str();
+  cmd->add_option("--mmproj", engine_options.mmproj,
+                  "The vision projector GGUF (llama.cpp's mmproj file) that lets a GGUF text model take images");
   cmd->add_option("--max-images", engine_options.max_images_per_request, "Images one request may hold (400 beyond)")
       ->capture_default_str();
   static int64_t max_image_pixels = engine_options.image_limits.max_pixels;

@@ -28,10 +28,9 @@ QueueFull::QueueFull(size_t capacity)
 
 std::unique_ptr<Engine> Engine::load(const std::string& name_or_path, const EngineOptions& options) {
   std::unique_ptr<Model> model = load_model_for_running(name_or_path, options.load, options.reference);
-  std::unique_ptr<ImageEncoder> images;
-  if (std::filesystem::is_directory(name_or_path) &&
-      std::filesystem::exists(std::filesystem::path(name_or_path) / "config.json"))
-    images = ImageEncoder::open(name_or_path, options.image_limits);
+  std::unique_ptr<ImageEncoder> images =
+      open_image_encoder(name_or_path, options.mmproj, options.mmproj.empty() ? nullptr : &model->require_tokenizer(),
+                         options.image_limits);
   return std::make_unique<Engine>(std::move(model), options, std::move(images));
 }
 

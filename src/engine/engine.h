@@ -71,6 +71,9 @@ struct EngineOptions {
   // What an image in a request may be (checked from its header, before any
   // pixel buffer exists), and how many one request may hold.
   ImageLimits image_limits;
+  // An mmproj GGUF (llama.cpp's vision projector file) for a text model
+  // loaded from a GGUF or bundle ("": the model directory's own vision tower, if any).
+  std::string mmproj;
   int max_images_per_request = 32;
 };
 

@@ -1,8 +1,34 @@
 #include "engine/prompt_images.h"
 
+#include <filesystem>
+
 #include "core/error.h"
 
 namespace tessera::engine {
+
+std::unique_ptr<ImageEncoder> open_image_encoder(const std::string& source, const std::string& mmproj,
+                                                 const tok::Tokenizer* tokenizer, const ImageLimits& limits) {
+  if (!mmproj.empty()) {
+    if (!tokenizer) fail("--mmproj", mmproj, "the text model has no tokenizer to place images with");
+    auto id = [&](std::string_view piece) { return tokenizer->piece_to_token(piece); };
+    ImageTokens ids;
+    const std::optional<int32_t> begin = id("<start_of_image>"), end = id("<end_of_image>");
+    if (!begin || !end)
+      fail("--mmproj", mmproj, "the text model's vocabulary has no <start_of_image> / <end_of_image>: not Gemma 3's");
+    ids.begin = *begin;
+    ids.end = *end;
+    // llama.cpp's Gemma 3 GGUFs hold 262,144 tokens, without Hugging Face's
+    // <image_soft_token> (262,144): an unused special token holds the place
+    // (its embedding is replaced by the image's features).
+    const std::optional<int32_t> soft = id("<image_soft_token>") ? id("<image_soft_token>") : id("<unused0>");
+    if (!soft) fail("--mmproj", mmproj, "the text model's vocabulary has no <image_soft_token> or <unused0>");
+    ids.soft = *soft;
+    return ImageEncoder::open_mmproj(mmproj, ids, limits);
+  }
+  if (std::filesystem::is_directory(source) && std::filesystem::exists(std::filesystem::path(source) / "config.json"))
+    return ImageEncoder::open(source, limits);
+  return nullptr;
+}
 
 PromptWithImages prompt_with_images(const tok::Tokenizer& tokenizer, const ImageEncoder& encoder, std::string text,
                                     bool add_special, std::span<const std::string> images, int64_t max_images,

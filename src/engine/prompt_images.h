@@ -26,6 +26,16 @@
 
 namespace tessera::engine {
 
+// The image encoder for a model: from `mmproj` (an mmproj GGUF, its image
+// tokens looked up in `tokenizer`: <start_of_image>, <end_of_image> and
+// <image_soft_token>, or <unused0> standing in for the soft token a GGUF
+// vocabulary lacks: its embedding is replaced), else from `source`
+// when it is a Hugging Face checkpoint directory with a vision tower; null
+// when neither gives one. Throws Error for a broken or unsupported one.
+// `tokenizer` may be null when `mmproj` is empty.
+std::unique_ptr<ImageEncoder> open_image_encoder(const std::string& source, const std::string& mmproj,
+                                                 const tok::Tokenizer* tokenizer, const ImageLimits& limits);
+
 struct PromptImage {
   int64_t begin = 0;              // its first soft token's index in the prompt
   size_t file = 0;                // which of the request's image files

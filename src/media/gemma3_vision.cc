@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/ggml_dequant.h"
 #include "core/json_file.h"
+#include "sources/gguf.h"
 #include "sources/safetensors.h"
 
 namespace tessera {
@@ -136,8 +137,86 @@ Gemma3VisionReference Gemma3VisionReference::load(const std::string& directory) 
                          lin(base + "mlp.fc2", h, c.intermediate)});
   }
   r.post_norm_ = norm("post_layernorm");
-  r.soft_norm_ = w.get(projector, "mm_soft_emb_norm.weight", h);
+  // 1 + w in f32, as transformers' Gemma3RMSNorm and llama.cpp's converter form it.
+  for (float v : w.get(projector, "mm_soft_emb_norm.weight", h)) r.soft_scale_.push_back(1.0f + v);
   r.projection_ = w.get(projector, "mm_input_projection_weight", h * c.text_hidden);
+  return r;
+}
+
+Gemma3VisionReference Gemma3VisionReference::load_mmproj(const GgufFile& gguf) {
+  const std::string where = "mmproj";
+  auto text = [&](const char* key) -> std::string {
+    const GgufValue* v = gguf.find(key);
+    if (!v || !v->as_string()) fail(where, key, "missing or not a string");
+    return *v->as_string();
+  };
+  auto count = [&](const char* key) {
+    const GgufValue* v = gguf.find(key);
+    const std::optional<int64_t> n = v ? v->as_int() : std::nullopt;
+    if (!n || *n <= 0) fail(where, key, "missing or not a positive integer");
+    return *n;
+  };
+  if (text("general.architecture") != "clip")
+    fail(where, "general.architecture", "'{}', an mmproj file's is 'clip'", text("general.architecture"));
+  if (const std::string type = text("clip.projector_type"); type != "gemma3")
+    fail(where, "clip.projector_type", "images through a '{}' projector are not supported yet (gemma3 is)", type);
+  if (const GgufValue* v = gguf.find("clip.has_vision_encoder"); v && v->as_bool() && !*v->as_bool())
+    fail(where, "clip.has_vision_encoder", "the file holds no vision encoder");
+  Gemma3VisionReference r;
+  Gemma3VisionConfig& c = r.config_;
+  c.hidden = count("clip.vision.embedding_length");
+  c.intermediate = count("clip.vision.feed_forward_length");
+  c.layers = count("clip.vision.block_count");
+  c.heads = count("clip.vision.attention.head_count");
+  c.image_size = count("clip.vision.image_size");
+  c.patch_size = count("clip.vision.patch_size");
+  c.text_hidden = count("clip.vision.projection_dim");
+  if (const GgufValue* v = gguf.find("clip.vision.attention.layer_norm_epsilon"); v && v->as_float())
+    c.layer_norm_eps = static_cast<float>(*v->as_float());
+  // The grid's squares pooled per side (llama.cpp's default for Gemma 3: 4,
+  // 64 × 64 patches into 16 × 16 tokens).
+  int64_t merge = 4;
+  if (gguf.find("clip.vision.projector.scale_factor")) merge = count("clip.vision.projector.scale_factor");
+  if (c.image_size % c.patch_size != 0 || c.grid() % merge != 0)
+    fail(where, "clip.vision.projector.scale_factor", "{} does not pool a {} × {} patch grid evenly", merge, c.grid(),
+         c.grid());
+  c.tokens_per_image = (c.grid() / merge) * (c.grid() / merge);
+  if (c.hidden % c.heads != 0) fail(where, "clip.vision.attention.head_count", "does not divide the hidden size");
+  auto floats = [&](const char* key) {
+    const GgufValue* v = gguf.find(key);
+    std::optional<std::vector<double>> a = v ? v->as_float_array() : std::nullopt;
+    if (!a || a->size() != 3) fail(where, key, "missing or not 3 numbers");
+    return std::vector<float>(a->begin(), a->end());
+  };
+  r.image_mean = floats("clip.vision.image_mean");
+  r.image_std = floats("clip.vision.image_std");
+
+  auto get = [&](const std::string& name, int64_t elements) {
+    const TensorView* t = gguf.find_tensor(name);
+    if (!t) fail(where, name, "missing");
+    std::vector<float> v = dequantize(*t);
+    if (static_cast<int64_t>(v.size()) != elements)
+      fail(where, name, "{} values, expected {}", v.size(), elements);
+    return v;
+  };
+  const int64_t h = c.hidden, p = c.patch_size, g = c.grid();
+  r.patch_weight_ = get("v.patch_embd.weight", h * 3 * p * p);
+  r.patch_bias_ = get("v.patch_embd.bias", h);
+  r.positions_ = get("v.position_embd.weight", g * g * h);
+  auto norm = [&](const std::string& name) { return Norm{get(name + ".weight", h), get(name + ".bias", h)}; };
+  auto lin = [&](const std::string& name, int64_t out, int64_t in) {
+    return Linear{get(name + ".weight", out * in), get(name + ".bias", out), out, in};
+  };
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string base = fmt::format("v.blk.{}.", l);
+    r.layers_.push_back({norm(base + "ln1"), norm(base + "ln2"), lin(base + "attn_q", h, h), lin(base + "attn_k", h, h),
+                         lin(base + "attn_v", h, h), lin(base + "attn_out", h, h),
+                         lin(base + "ffn_up", c.intermediate, h), lin(base + "ffn_down", h, c.intermediate)});
+  }
+  r.post_norm_ = norm("v.post_ln");
+  const std::vector<float> scale = get("mm.soft_emb_norm.weight", h);  // 1 + w, as the converter stores it
+  r.soft_scale_.assign(scale.begin(), scale.end());
+  r.projection_ = get("mm.input_projection.weight", h * c.text_hidden);
   return r;
 }
 
@@ -214,7 +293,7 @@ std::vector<float> Gemma3VisionReference::image_features(const PixelValues& px) 
     for (int64_t i = 0; i < h; ++i) sq += static_cast<double>(r[i]) * r[i];
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(h) + c.layer_norm_eps);
     std::vector<double> normed(static_cast<size_t>(h));
-    for (int64_t i = 0; i < h; ++i) normed[static_cast<size_t>(i)] = r[i] * inv * (1.0 + soft_norm_[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < h; ++i) normed[static_cast<size_t>(i)] = r[i] * inv * soft_scale_[static_cast<size_t>(i)];
     for (int64_t o = 0; o < c.text_hidden; ++o) {
       double acc = 0;
       for (int64_t i = 0; i < h; ++i) acc += normed[static_cast<size_t>(i)] * projection_[static_cast<size_t>(i * c.text_hidden + o)];

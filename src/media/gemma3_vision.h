@@ -27,6 +27,10 @@
 #include "media/image_processor.h"
 
 namespace tessera {
+class GgufFile;
+}
+
+namespace tessera {
 
 struct Gemma3VisionConfig {
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, image_size = 0, patch_size = 0;
@@ -41,6 +45,14 @@ class Gemma3VisionReference {
   // A Gemma3ForConditionalGeneration checkpoint directory (config.json,
   // safetensors). Throws Error naming the file and key or tensor.
   static Gemma3VisionReference load(const std::string& directory);
+  // An mmproj GGUF as llama.cpp's converter writes Gemma 3's
+  // (general.architecture "clip", clip.projector_type "gemma3"): the same
+  // tensors under clip's names (v.patch_embd, v.blk.N.attn_q, ..., v.post_ln,
+  // mm.soft_emb_norm with its 1 + w stored, mm.input_projection), any of
+  // ggml's float or quantized types. Throws Error naming the key or tensor.
+  static Gemma3VisionReference load_mmproj(const GgufFile& gguf);
+  // The image processor's mean and std an mmproj carries (clip.vision.image_mean / _std).
+  std::vector<float> image_mean, image_std;
 
   const Gemma3VisionConfig& config() const { return config_; }
   // The image's soft tokens, [tokens_per_image][text_hidden], row-major.
@@ -63,7 +75,8 @@ class Gemma3VisionReference {
   std::vector<float> patch_weight_, patch_bias_, positions_;  // [hidden, 3, p, p], [hidden], [grid², hidden]
   std::vector<Layer> layers_;
   Norm post_norm_;
-  std::vector<float> soft_norm_, projection_;  // [hidden], [hidden, text_hidden]
+  std::vector<double> soft_scale_;  // [hidden]: the RMSNorm's multiplier, 1 + w
+  std::vector<float> projection_;   // [hidden, text_hidden]
 };
 
 }  // namespace tessera

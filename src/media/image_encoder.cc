@@ -1,5 +1,6 @@
 #include "media/image_encoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -8,6 +9,7 @@
 #include "core/sha256.h"
 #include "media/gemma3_vision.h"
 #include "media/image_processor.h"
+#include "sources/gguf.h"
 
 namespace tessera {
 
@@ -23,22 +25,10 @@ int32_t token_id(const nlohmann::json& config, const char* key) {
 // reference SigLIP tower and projector.
 class Gemma3ImageEncoder final : public ImageEncoder {
  public:
-  Gemma3ImageEncoder(const std::string& directory, const nlohmann::json& config, const ImageLimits& limits)
-      : tower_(Gemma3VisionReference::load(directory)), limits_(limits) {
-    const std::string processor_path = directory + "/preprocessor_config.json";
-    if (std::filesystem::exists(processor_path)) {
-      processor_ = ImageProcessorConfig::from_json(read_json_file(processor_path, "preprocessor_config.json"));
-    } else {  // transformers' Gemma3ImageProcessor defaults at the tower's size
-      processor_.height = processor_.width = tower_.config().image_size;
-    }
-    if (processor_.do_pan_and_scan)
-      fail("preprocessor_config.json", "do_pan_and_scan", "pan and scan crops are not supported yet");
-    if (processor_.height != tower_.config().image_size || processor_.width != tower_.config().image_size)
-      fail("preprocessor_config.json", "size", "{} × {} differs from the tower's image_size {}", processor_.width,
-           processor_.height, tower_.config().image_size);
-    tokens_.begin = token_id(config, "boi_token_index");
-    tokens_.end = token_id(config, "eoi_token_index");
-    tokens_.soft = token_id(config, "image_token_index");
+  // `tokens`: begin, end and soft set; the rest is Gemma 3's.
+  Gemma3ImageEncoder(Gemma3VisionReference tower, const ImageProcessorConfig& processor, ImageTokens tokens,
+                     const ImageLimits& limits)
+      : tower_(std::move(tower)), limits_(limits), processor_(processor), tokens_(std::move(tokens)) {
     tokens_.per_image = tower_.config().tokens_per_image;
     tokens_.before = tokens_.after = "\n\n";
     tokens_.bidirectional = true;
@@ -58,14 +48,50 @@ class Gemma3ImageEncoder final : public ImageEncoder {
   ImageTokens tokens_;
 };
 
+std::unique_ptr<ImageEncoder> open_gemma3(const std::string& directory, const nlohmann::json& config,
+                                          const ImageLimits& limits) {
+  Gemma3VisionReference tower = Gemma3VisionReference::load(directory);
+  ImageProcessorConfig processor;
+  const std::string processor_path = directory + "/preprocessor_config.json";
+  if (std::filesystem::exists(processor_path)) {
+    processor = ImageProcessorConfig::from_json(read_json_file(processor_path, "preprocessor_config.json"));
+  } else {  // transformers' Gemma3ImageProcessor defaults at the tower's size
+    processor.height = processor.width = tower.config().image_size;
+  }
+  if (processor.do_pan_and_scan)
+    fail("preprocessor_config.json", "do_pan_and_scan", "pan and scan crops are not supported yet");
+  if (processor.height != tower.config().image_size || processor.width != tower.config().image_size)
+    fail("preprocessor_config.json", "size", "{} × {} differs from the tower's image_size {}", processor.width,
+         processor.height, tower.config().image_size);
+  ImageTokens tokens;
+  tokens.begin = token_id(config, "boi_token_index");
+  tokens.end = token_id(config, "eoi_token_index");
+  tokens.soft = token_id(config, "image_token_index");
+  return std::make_unique<Gemma3ImageEncoder>(std::move(tower), processor, std::move(tokens), limits);
+}
+
 }  // namespace
 
 std::unique_ptr<ImageEncoder> ImageEncoder::open(const std::string& directory, const ImageLimits& limits) {
   const nlohmann::json config = read_json_file(directory + "/config.json", "config.json");
   if (!config.contains("vision_config")) return nullptr;
   const std::string type = config.value("model_type", "");
-  if (type == "gemma3") return std::make_unique<Gemma3ImageEncoder>(directory, config, limits);
+  if (type == "gemma3") return open_gemma3(directory, config, limits);
   fail("config.json", "vision_config", "images into a '{}' model are not supported yet (Gemma 3 is)", type);
+}
+
+std::unique_ptr<ImageEncoder> ImageEncoder::open_mmproj(const std::string& path, const ImageTokens& ids,
+                                                        const ImageLimits& limits) {
+  const GgufFile gguf = GgufFile::open(path);
+  Gemma3VisionReference tower = Gemma3VisionReference::load_mmproj(gguf);
+  // Gemma 3's processor (a bilinear resize to the tower's square, x / 255,
+  // then the file's mean and std), as transformers' Gemma3ImageProcessor:
+  // llama.cpp letterboxes a picture that is not square instead.
+  ImageProcessorConfig processor;
+  processor.height = processor.width = tower.config().image_size;
+  std::copy(tower.image_mean.begin(), tower.image_mean.end(), processor.mean.begin());
+  std::copy(tower.image_std.begin(), tower.image_std.end(), processor.std.begin());
+  return std::make_unique<Gemma3ImageEncoder>(std::move(tower), processor, ids, limits);
 }
 
 uint64_t image_key(const RgbImage& image) {

@@ -11,7 +11,8 @@
 // features (runtime/session.h EmbeddedSpan), bidirectional for Gemma.
 //
 // Supported: Gemma 3 (its SigLIP tower and projector, the plain reference
-// of media/gemma3_vision.h; preprocessor_config.json without pan and scan).
+// of media/gemma3_vision.h; preprocessor_config.json without pan and scan),
+// from its Hugging Face checkpoint or from an mmproj GGUF.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,12 @@ class ImageEncoder {
   // model_type not supported, a processor setting not supported (named), or
   // a broken checkpoint.
   static std::unique_ptr<ImageEncoder> open(const std::string& directory, const ImageLimits& limits = {});
+  // The encoder of an mmproj GGUF (llama.cpp's vision projector files; Gemma
+  // 3's), for a text model whose vocabulary gives `ids` (begin, end, soft;
+  // the rest is the projector's). Throws Error naming the file's key or
+  // tensor (a projector type not supported, a broken file).
+  static std::unique_ptr<ImageEncoder> open_mmproj(const std::string& path, const ImageTokens& ids,
+                                                   const ImageLimits& limits = {});
 
   virtual const ImageTokens& tokens() const = 0;
   // Image file bytes (JPEG or PNG) → the picture. Throws Error("image", ...)

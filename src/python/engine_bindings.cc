@@ -152,8 +152,9 @@ void bind_engine(py::module_& m) {
       .def(py::init([](const std::string& model, int threads, int slots, int queue_capacity, int64_t context_length,
                        const std::string& kv_type, bool reference, uint64_t prefix_cache_mb,
                        uint64_t prefix_cache_disk_mb, const std::string& prefix_cache_dir,
-                       const std::string& arithmetic) {
+                       const std::string& arithmetic, const std::string& mmproj) {
              engine::EngineOptions o;
+             o.mmproj = mmproj;
              o.load.threads = threads;
              o.load.kv_type = parse_kv_type(kv_type);
              o.load.arithmetic = parse_arithmetic(arithmetic);
@@ -170,7 +171,7 @@ void bind_engine(py::module_& m) {
            py::arg("model"), py::arg("threads") = 0, py::arg("slots") = 1, py::arg("queue_capacity") = 16,
            py::arg("context_length") = 0, py::arg("kv_type") = "f32", py::arg("reference") = false,
            py::arg("prefix_cache_mb") = 256, py::arg("prefix_cache_disk_mb") = 0, py::arg("prefix_cache_dir") = "",
-           py::arg("arithmetic") = "fast")
+           py::arg("arithmetic") = "fast", py::arg("mmproj") = "")
       .def(
           "submit",
           [](engine::Engine& e, std::optional<std::string> prompt, std::optional<std::string> messages_json,

@@ -8,10 +8,11 @@
 //       -> (float32 [max_patches, patch_dim], int64 positions [max_patches, 2], soft tokens)
 //   _tessera.decode_wav(data: bytes) -> (float32 mono samples, sample rate)
 //   _tessera.gemma4_audio_features(samples: float32, config_json) -> (float32 [frames, bands], bool mask [frames])
-//   _tessera.gemma3_image_features(checkpoint_dir, pixel_values: float32 [3, H, W])
+//   _tessera.gemma3_image_features(checkpoint_dir | mmproj.gguf, pixel_values: float32 [3, H, W])
 //       -> float32 ndarray [tokens, text hidden] (the reference encoder)
 // (`config_json`: the processor's preprocessor_config.json; `resample`: Pillow's filter number.)
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <string>
 
@@ -28,6 +29,7 @@
 #include "media/image_resize.h"
 #include "media/qwen_image_processor.h"
 #include "python/bindings.h"
+#include "sources/gguf.h"
 
 namespace py = pybind11;
 
@@ -189,7 +191,9 @@ void bind_media(py::module_& m) {
         int64_t tokens = 0, hidden = 0;
         {
           py::gil_scoped_release release;
-          const auto encoder = tessera::Gemma3VisionReference::load(directory);
+          const auto encoder = std::filesystem::is_regular_file(directory)
+                                   ? tessera::Gemma3VisionReference::load_mmproj(tessera::GgufFile::open(directory))
+                                   : tessera::Gemma3VisionReference::load(directory);
           features = encoder.image_features(px);
           tokens = encoder.config().tokens_per_image;
           hidden = encoder.config().text_hidden;
@@ -197,5 +201,6 @@ void bind_media(py::module_& m) {
         return numpy_of(features, {tokens, hidden});
       },
       py::arg("checkpoint_dir"), py::arg("pixel_values"),
-      "Gemma 3's image soft tokens from a multimodal checkpoint, by the plain reference encoder.");
+      "Gemma 3's image soft tokens from a multimodal checkpoint directory or an mmproj GGUF, by the plain reference "
+      "encoder.");
 }

@@ -263,3 +263,58 @@ def make_tiny_gemma3_with_images(directory: Path, seed: int = 0):
     transformers.Gemma3ImageProcessor(size={"height": GEMMA3_IMAGE_SIZE, "width": GEMMA3_IMAGE_SIZE}) \
         .save_pretrained(directory)
     return model
+
+
+def write_gemma3_mmproj(model, path, projection_f16: bool = True, projector_type: str = "gemma3"):
+    """Writes the vision tower and projector of a Gemma3ForConditionalGeneration
+    as llama.cpp's convert_hf_to_gguf.py --mmproj writes them (checked against
+    that converter's output on make_tiny_gemma3_with_images, 2026-12-07):
+    clip's tensor names, the HF shapes unchanged, the soft embedding norm
+    stored as 1 + w, the input projection in F16 (the converter forces it;
+    `projection_f16=False` keeps f32), the scale factor only when it is not 4."""
+    import gguf
+    import numpy as np
+    vc = model.config.vision_config
+    state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    tower = next(p for p in ("model.vision_tower.vision_model.", "vision_tower.vision_model.", "model.vision_tower.",
+                             "vision_tower.") if p + "post_layernorm.weight" in state)
+    projector = next(p for p in ("model.multi_modal_projector.", "multi_modal_projector.")
+                     if p + "mm_input_projection_weight" in state)
+    w = gguf.GGUFWriter(str(path), "clip")
+    w.add_string("general.type", "mmproj")
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_string("clip.projector_type", projector_type)
+    w.add_bool("clip.use_gelu", True)
+    w.add_uint32("clip.vision.projection_dim", model.config.text_config.hidden_size)
+    w.add_uint32("clip.vision.image_size", vc.image_size)
+    w.add_uint32("clip.vision.patch_size", vc.patch_size)
+    w.add_uint32("clip.vision.embedding_length", vc.hidden_size)
+    w.add_uint32("clip.vision.feed_forward_length", vc.intermediate_size)
+    w.add_uint32("clip.vision.block_count", vc.num_hidden_layers)
+    w.add_uint32("clip.vision.attention.head_count", vc.num_attention_heads)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", vc.layer_norm_eps)
+    w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    grid = vc.image_size // vc.patch_size
+    merge = grid // round(model.config.mm_tokens_per_image ** 0.5)
+    if merge != 4:
+        w.add_uint32("clip.vision.projector.scale_factor", merge)
+
+    def t(name, value):
+        w.add_tensor(name, np.ascontiguousarray(value))
+
+    proj = state[projector + "mm_input_projection_weight"]
+    t("mm.input_projection.weight", proj.astype(np.float16) if projection_f16 else proj)
+    t("mm.soft_emb_norm.weight", state[projector + "mm_soft_emb_norm.weight"] + np.float32(1.0))
+    t("v.patch_embd.weight", state[tower + "embeddings.patch_embedding.weight"])
+    t("v.patch_embd.bias", state[tower + "embeddings.patch_embedding.bias"])
+    t("v.position_embd.weight", state[tower + "embeddings.position_embedding.weight"])
+    names = {"layer_norm1": "ln1", "layer_norm2": "ln2", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.out_proj": "attn_out", "mlp.fc1": "ffn_up", "mlp.fc2": "ffn_down"}
+    for i in range(vc.num_hidden_layers):
+        for hf, ours in names.items():
+            for kind in ("weight", "bias"):
+                t(f"v.blk.{i}.{ours}.{kind}", state[f"{tower}encoder.layers.{i}.{hf}.{kind}"])
+    t("v.post_ln.weight", state[tower + "post_layernorm.weight"])
+    t("v.post_ln.bias", state[tower + "post_layernorm.bias"])
+    write_tiny_gguf(w)
