@@ -42,7 +42,8 @@ void register_chat(CLI::App& app) {
     Session session(*model, flags.ctx);
     std::unique_ptr<ImageEncoder> encoder;
     std::unique_ptr<engine::EncoderImagePrompter> prompter;
-    encoder = engine::open_image_encoder(flags.model, mmproj, mmproj.empty() ? nullptr : &model->require_tokenizer(), {});
+    encoder = engine::open_image_encoder(flags.model, mmproj, mmproj.empty() ? nullptr : &model->require_tokenizer(), {},
+                                         flags.reference);
     if (encoder)
       prompter = std::make_unique<engine::EncoderImagePrompter>(model->require_tokenizer(), *encoder, 32,
                                                                 session.context_length() - 1);

@@ -89,7 +89,8 @@ void register_run(CLI::App& app) {
       if (!prompt_ids.empty()) fail("options", "--image", "needs a text prompt (-p), not --prompt-ids");
       const std::string source = flags.model;
       const std::unique_ptr<ImageEncoder> encoder =
-          engine::open_image_encoder(source, mmproj, mmproj.empty() ? nullptr : &model->require_tokenizer(), {});
+          engine::open_image_encoder(source, mmproj, mmproj.empty() ? nullptr : &model->require_tokenizer(), {},
+                                     flags.reference);
       if (!encoder)
         fail("--image", source,
              "images need a vision tower: the model's Hugging Face checkpoint directory (config.json: "

@@ -30,7 +30,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& name_or_path, const Engi
   std::unique_ptr<Model> model = load_model_for_running(name_or_path, options.load, options.reference);
   std::unique_ptr<ImageEncoder> images =
       open_image_encoder(name_or_path, options.mmproj, options.mmproj.empty() ? nullptr : &model->require_tokenizer(),
-                         options.image_limits);
+                         options.image_limits, options.reference);
   return std::make_unique<Engine>(std::move(model), options, std::move(images));
 }
 

@@ -7,7 +7,8 @@
 namespace tessera::engine {
 
 std::unique_ptr<ImageEncoder> open_image_encoder(const std::string& source, const std::string& mmproj,
-                                                 const tok::Tokenizer* tokenizer, const ImageLimits& limits) {
+                                                 const tok::Tokenizer* tokenizer, const ImageLimits& limits,
+                                                 bool reference) {
   if (!mmproj.empty()) {
     if (!tokenizer) fail("--mmproj", mmproj, "the text model has no tokenizer to place images with");
     auto id = [&](std::string_view piece) { return tokenizer->piece_to_token(piece); };
@@ -23,10 +24,10 @@ std::unique_ptr<ImageEncoder> open_image_encoder(const std::string& source, cons
     const std::optional<int32_t> soft = id("<image_soft_token>") ? id("<image_soft_token>") : id("<unused0>");
     if (!soft) fail("--mmproj", mmproj, "the text model's vocabulary has no <image_soft_token> or <unused0>");
     ids.soft = *soft;
-    return ImageEncoder::open_mmproj(mmproj, ids, limits);
+    return ImageEncoder::open_mmproj(mmproj, ids, limits, reference);
   }
   if (std::filesystem::is_directory(source) && std::filesystem::exists(std::filesystem::path(source) / "config.json"))
-    return ImageEncoder::open(source, limits);
+    return ImageEncoder::open(source, limits, reference);
   return nullptr;
 }
 

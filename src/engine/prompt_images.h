@@ -33,8 +33,10 @@ namespace tessera::engine {
 // when it is a Hugging Face checkpoint directory with a vision tower; null
 // when neither gives one. Throws Error for a broken or unsupported one.
 // `tokenizer` may be null when `mmproj` is empty.
+// `reference`: the encoder's plain reference (as the model's --reference path).
 std::unique_ptr<ImageEncoder> open_image_encoder(const std::string& source, const std::string& mmproj,
-                                                 const tok::Tokenizer* tokenizer, const ImageLimits& limits);
+                                                 const tok::Tokenizer* tokenizer, const ImageLimits& limits,
+                                                 bool reference = false);
 
 struct PromptImage {
   int64_t begin = 0;              // its first soft token's index in the prompt

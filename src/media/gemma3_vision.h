@@ -59,7 +59,7 @@ class Gemma3VisionReference {
   // `pixels` must be [3, image_size, image_size].
   std::vector<float> image_features(const PixelValues& pixels) const;
 
- private:
+  // The weights, for an encoder on faster kernels (media/gemma3_vision_encoder.h).
   struct Linear {
     std::vector<float> weight, bias;  // [out, in], [out]
     int64_t out = 0, in = 0;
@@ -71,6 +71,15 @@ class Gemma3VisionReference {
     Norm norm1, norm2;
     Linear q, k, v, o, fc1, fc2;
   };
+  const std::vector<float>& patch_weight() const { return patch_weight_; }
+  const std::vector<float>& patch_bias() const { return patch_bias_; }
+  const std::vector<float>& positions() const { return positions_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+  const Norm& post_norm() const { return post_norm_; }
+  const std::vector<double>& soft_scale() const { return soft_scale_; }
+  const std::vector<float>& projection() const { return projection_; }
+
+ private:
   Gemma3VisionConfig config_;
   std::vector<float> patch_weight_, patch_bias_, positions_;  // [hidden, 3, p, p], [hidden], [grid², hidden]
   std::vector<Layer> layers_;

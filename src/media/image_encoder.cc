@@ -8,6 +8,7 @@
 #include "core/json_file.h"
 #include "core/sha256.h"
 #include "media/gemma3_vision.h"
+#include "media/gemma3_vision_encoder.h"
 #include "media/image_processor.h"
 #include "sources/gguf.h"
 
@@ -26,10 +27,15 @@ int32_t token_id(const nlohmann::json& config, const char* key) {
 class Gemma3ImageEncoder final : public ImageEncoder {
  public:
   // `tokens`: begin, end and soft set; the rest is Gemma 3's.
+  // `reference`: the plain reference encoder, else the one on the vector kernels.
   Gemma3ImageEncoder(Gemma3VisionReference tower, const ImageProcessorConfig& processor, ImageTokens tokens,
-                     const ImageLimits& limits)
-      : tower_(std::move(tower)), limits_(limits), processor_(processor), tokens_(std::move(tokens)) {
-    tokens_.per_image = tower_.config().tokens_per_image;
+                     const ImageLimits& limits, bool reference)
+      : tower_(std::make_shared<const Gemma3VisionReference>(std::move(tower))),
+        limits_(limits),
+        processor_(processor),
+        tokens_(std::move(tokens)) {
+    if (!reference) fast_ = std::make_unique<Gemma3VisionEncoder>(tower_);
+    tokens_.per_image = tower_->config().tokens_per_image;
     tokens_.before = tokens_.after = "\n\n";
     tokens_.bidirectional = true;
   }
@@ -38,18 +44,20 @@ class Gemma3ImageEncoder final : public ImageEncoder {
 
   RgbImage decode(std::span<const uint8_t> bytes) const override { return decode_image(bytes, limits_); }
   std::vector<float> encode(const RgbImage& image) const override {
-    return tower_.image_features(preprocess_image(image, processor_));
+    const PixelValues pixels = preprocess_image(image, processor_);
+    return fast_ ? fast_->image_features(pixels) : tower_->image_features(pixels);
   }
 
  private:
-  Gemma3VisionReference tower_;
+  std::shared_ptr<const Gemma3VisionReference> tower_;
+  std::unique_ptr<Gemma3VisionEncoder> fast_;
   ImageLimits limits_;
   ImageProcessorConfig processor_;
   ImageTokens tokens_;
 };
 
 std::unique_ptr<ImageEncoder> open_gemma3(const std::string& directory, const nlohmann::json& config,
-                                          const ImageLimits& limits) {
+                                          const ImageLimits& limits, bool reference) {
   Gemma3VisionReference tower = Gemma3VisionReference::load(directory);
   ImageProcessorConfig processor;
   const std::string processor_path = directory + "/preprocessor_config.json";
@@ -67,21 +75,22 @@ std::unique_ptr<ImageEncoder> open_gemma3(const std::string& directory, const nl
   tokens.begin = token_id(config, "boi_token_index");
   tokens.end = token_id(config, "eoi_token_index");
   tokens.soft = token_id(config, "image_token_index");
-  return std::make_unique<Gemma3ImageEncoder>(std::move(tower), processor, std::move(tokens), limits);
+  return std::make_unique<Gemma3ImageEncoder>(std::move(tower), processor, std::move(tokens), limits, reference);
 }
 
 }  // namespace
 
-std::unique_ptr<ImageEncoder> ImageEncoder::open(const std::string& directory, const ImageLimits& limits) {
+std::unique_ptr<ImageEncoder> ImageEncoder::open(const std::string& directory, const ImageLimits& limits,
+                                                 bool reference) {
   const nlohmann::json config = read_json_file(directory + "/config.json", "config.json");
   if (!config.contains("vision_config")) return nullptr;
   const std::string type = config.value("model_type", "");
-  if (type == "gemma3") return open_gemma3(directory, config, limits);
+  if (type == "gemma3") return open_gemma3(directory, config, limits, reference);
   fail("config.json", "vision_config", "images into a '{}' model are not supported yet (Gemma 3 is)", type);
 }
 
 std::unique_ptr<ImageEncoder> ImageEncoder::open_mmproj(const std::string& path, const ImageTokens& ids,
-                                                        const ImageLimits& limits) {
+                                                        const ImageLimits& limits, bool reference) {
   const GgufFile gguf = GgufFile::open(path);
   Gemma3VisionReference tower = Gemma3VisionReference::load_mmproj(gguf);
   // Gemma 3's processor (a bilinear resize to the tower's square, x / 255,
@@ -91,7 +100,7 @@ std::unique_ptr<ImageEncoder> ImageEncoder::open_mmproj(const std::string& path,
   processor.height = processor.width = tower.config().image_size;
   std::copy(tower.image_mean.begin(), tower.image_mean.end(), processor.mean.begin());
   std::copy(tower.image_std.begin(), tower.image_std.end(), processor.std.begin());
-  return std::make_unique<Gemma3ImageEncoder>(std::move(tower), processor, ids, limits);
+  return std::make_unique<Gemma3ImageEncoder>(std::move(tower), processor, ids, limits, reference);
 }
 
 uint64_t image_key(const RgbImage& image) {

@@ -10,8 +10,9 @@
 // "<end_of_image>\n\n"). The soft tokens' embeddings are then the image's
 // features (runtime/session.h EmbeddedSpan), bidirectional for Gemma.
 //
-// Supported: Gemma 3 (its SigLIP tower and projector, the plain reference
-// of media/gemma3_vision.h; preprocessor_config.json without pan and scan),
+// Supported: Gemma 3 (its SigLIP tower and projector on the vector kernels,
+// or the plain reference of media/gemma3_vision.h; preprocessor_config.json
+// without pan and scan),
 // from its Hugging Face checkpoint or from an mmproj GGUF.
 #pragma once
 
@@ -39,13 +40,16 @@ class ImageEncoder {
   // config.json has no vision_config. Throws Error for a vision tower of a
   // model_type not supported, a processor setting not supported (named), or
   // a broken checkpoint.
-  static std::unique_ptr<ImageEncoder> open(const std::string& directory, const ImageLimits& limits = {});
+  // `reference`: the plain f32 reference encoder (the oracle), else the
+  // encoder on the vector kernels (media/gemma3_vision_encoder.h).
+  static std::unique_ptr<ImageEncoder> open(const std::string& directory, const ImageLimits& limits = {},
+                                            bool reference = false);
   // The encoder of an mmproj GGUF (llama.cpp's vision projector files; Gemma
   // 3's), for a text model whose vocabulary gives `ids` (begin, end, soft;
   // the rest is the projector's). Throws Error naming the file's key or
   // tensor (a projector type not supported, a broken file).
   static std::unique_ptr<ImageEncoder> open_mmproj(const std::string& path, const ImageTokens& ids,
-                                                   const ImageLimits& limits = {});
+                                                   const ImageLimits& limits = {}, bool reference = false);
 
   virtual const ImageTokens& tokens() const = 0;
   // Image file bytes (JPEG or PNG) → the picture. Throws Error("image", ...)

@@ -8,8 +8,9 @@
 //       -> (float32 [max_patches, patch_dim], int64 positions [max_patches, 2], soft tokens)
 //   _tessera.decode_wav(data: bytes) -> (float32 mono samples, sample rate)
 //   _tessera.gemma4_audio_features(samples: float32, config_json) -> (float32 [frames, bands], bool mask [frames])
-//   _tessera.gemma3_image_features(checkpoint_dir | mmproj.gguf, pixel_values: float32 [3, H, W])
-//       -> float32 ndarray [tokens, text hidden] (the reference encoder)
+//   _tessera.gemma3_image_features(checkpoint_dir | mmproj.gguf, pixel_values: float32 [3, H, W],
+//                                  reference=True, threads=0)
+//       -> float32 ndarray [tokens, text hidden] (the reference encoder, or the one on the vector kernels)
 // (`config_json`: the processor's preprocessor_config.json; `resample`: Pillow's filter number.)
 #include <cstring>
 #include <filesystem>
@@ -22,6 +23,7 @@
 
 #include "media/audio.h"
 #include "media/gemma3_vision.h"
+#include "media/gemma3_vision_encoder.h"
 #include "media/gemma4_audio_features.h"
 #include "media/gemma4_image_processor.h"
 #include "media/image.h"
@@ -180,7 +182,8 @@ void bind_media(py::module_& m) {
       "Gemma 4's log-mel audio features of 16 kHz mono samples: (input_features, input_features_mask).");
   m.def(
       "gemma3_image_features",
-      [](const std::string& directory, const py::array_t<float, py::array::c_style | py::array::forcecast>& pixels) {
+      [](const std::string& directory, const py::array_t<float, py::array::c_style | py::array::forcecast>& pixels,
+         bool reference, int threads) {
         if (pixels.ndim() != 3) throw py::value_error("gemma3_image_features: pixel_values must be [3, H, W]");
         tessera::PixelValues px;
         px.channels = pixels.shape(0);
@@ -191,16 +194,18 @@ void bind_media(py::module_& m) {
         int64_t tokens = 0, hidden = 0;
         {
           py::gil_scoped_release release;
-          const auto encoder = std::filesystem::is_regular_file(directory)
-                                   ? tessera::Gemma3VisionReference::load_mmproj(tessera::GgufFile::open(directory))
-                                   : tessera::Gemma3VisionReference::load(directory);
-          features = encoder.image_features(px);
-          tokens = encoder.config().tokens_per_image;
-          hidden = encoder.config().text_hidden;
+          auto encoder = std::make_shared<const tessera::Gemma3VisionReference>(
+              std::filesystem::is_regular_file(directory)
+                  ? tessera::Gemma3VisionReference::load_mmproj(tessera::GgufFile::open(directory))
+                  : tessera::Gemma3VisionReference::load(directory));
+          features = reference ? encoder->image_features(px)
+                               : tessera::Gemma3VisionEncoder(encoder, threads).image_features(px);
+          tokens = encoder->config().tokens_per_image;
+          hidden = encoder->config().text_hidden;
         }
         return numpy_of(features, {tokens, hidden});
       },
-      py::arg("checkpoint_dir"), py::arg("pixel_values"),
+      py::arg("checkpoint_dir"), py::arg("pixel_values"), py::arg("reference") = true, py::arg("threads") = 0,
       "Gemma 3's image soft tokens from a multimodal checkpoint directory or an mmproj GGUF, by the plain reference "
-      "encoder.");
+      "encoder or (reference=False) the one on the vector kernels.");
 }

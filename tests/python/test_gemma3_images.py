@@ -13,7 +13,8 @@ call split would cut it: the session runs each span in one call of its own.
 Checked: logits at every position (top-1 and the parity suite's 1e-3
 tolerance), greedy ids over 32 tokens equal transformers' generate(), and our
 own bits unchanged by the call size (1, 7, 512), the thread count (1, 2) and
-the chunk count."""
+the chunk count; the encoder on the vector kernels agrees with the reference
+and transformers within tolerances, its bits independent of threads."""
 
 import numpy as np
 import pytest
@@ -150,3 +151,21 @@ def test_batched_beside_a_text_only_request(tiny):
         got_b.append(int(logits[1].argmax()))
     assert got_a == alone_image
     assert got_b == alone_text
+
+
+def test_encoder_on_the_vector_kernels_agrees_with_the_reference(tiny):
+    """Gemma3VisionEncoder (the engine's encoder unless --reference): f32
+    lanes instead of the reference's double sums, within 1e-5 of the
+    reference's largest feature; its bits do not depend on the thread count."""
+    directory, model = tiny
+    for seed in range(3):
+        pixels = np.random.default_rng(seed).uniform(-1, 1, (3, IMAGE_SIZE, IMAGE_SIZE)).astype(np.float32)
+        ref = core.gemma3_image_features(str(directory), pixels)
+        fast = core.gemma3_image_features(str(directory), pixels, reference=False, threads=2)
+        assert np.abs(fast - ref).max() <= 1e-5 * np.abs(ref).max()
+        assert np.array_equal(fast, core.gemma3_image_features(str(directory), pixels, reference=False, threads=1))
+        with torch.no_grad():
+            hf = model.get_image_features(pixel_values=torch.from_numpy(pixels)[None])
+        hf = getattr(hf, "pooler_output", hf)
+        hf = (hf[0] if isinstance(hf, (list, tuple)) else hf).reshape(fast.shape).numpy()
+        assert np.abs(fast - hf).max() <= 1e-4 * np.abs(hf).max()
