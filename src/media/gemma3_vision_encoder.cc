@@ -1,20 +1,16 @@
 #include "media/gemma3_vision_encoder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/cpu_cores.h"
 #include "core/error.h"
-#include "core/weight_format.h"
 #include "kernels/cpu_isa.h"
-#include "kernels/float_linear.h"
-#include "kernels/vector_ops.h"
+#include "kernels/float_gemm.h"
 
 namespace tessera {
 
 namespace {
-
-// Output rows one pool task takes.
-constexpr int64_t kRowsPerTask = 32;
 
 // LayerNorm of each of `rows` rows of width d (mean and variance in double,
 // the rest in f32 as the reference).
@@ -53,17 +49,7 @@ Gemma3VisionEncoder::Gemma3VisionEncoder(std::shared_ptr<const Gemma3VisionRefer
 
 void Gemma3VisionEncoder::linear(const std::vector<float>& w, const std::vector<float>* bias, int64_t out, int64_t in,
                                  const float* x, int64_t rows, float* y) const {
-  WeightView view;
-  view.format = WeightFormat::F32;
-  view.shape = {out, in};
-  view.data = w.data();
-  const Isa isa = active_isa();
-  pool_->parallel_for(
-      out,
-      [&](int64_t begin, int64_t end) {
-        kernels::float_linear(isa, view, x, rows, bias ? bias->data() : nullptr, begin, end, y, out);
-      },
-      kRowsPerTask);
+  kernels::float_gemm(active_isa(), w.data(), out, in, x, rows, bias ? bias->data() : nullptr, y, out, pool_.get());
 }
 
 std::vector<float> Gemma3VisionEncoder::image_features(const PixelValues& px) const {
@@ -91,26 +77,40 @@ std::vector<float> Gemma3VisionEncoder::image_features(const PixelValues& px) co
   const int64_t heads = c.heads, hd = h / heads;
   std::vector<float> a(x.size()), q(x.size()), k(x.size()), v(x.size()), ctx(x.size()), o(x.size());
   std::vector<float> m(static_cast<size_t>(n * c.intermediate));
-  std::vector<int32_t> block_end(static_cast<size_t>(n), static_cast<int32_t>(n));  // every patch sees every patch
-  const kernels::VectorOps& ops = kernels::vector_ops(active_isa());
+  std::vector<float> qh(static_cast<size_t>(n * hd)), kh(qh.size()), vt(qh.size());
+  std::vector<float> scores(static_cast<size_t>(n * n));
+  const Isa isa = active_isa();
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   for (const Gemma3VisionReference::Layer& L : W.layers()) {
     layer_norm(x.data(), n, h, L.norm1.weight, L.norm1.bias, c.layer_norm_eps, a.data(), pool);
     linear(L.q.weight, &L.q.bias, h, h, a.data(), n, q.data());
     linear(L.k.weight, &L.k.bias, h, h, a.data(), n, k.data());
     linear(L.v.weight, &L.v.bias, h, h, a.data(), n, v.data());
-    ref::KvSpan span;
-    span.new_k = k.data();
-    span.new_v = v.data();
-    span.block_end = block_end.data();
-    ref::AttentionShape shape{heads, heads, hd, 0, static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))), 0.0f};
-    // Heads × row blocks as tasks (the kernel's bits do not depend on the split).
-    const int64_t row_blocks = (n + 63) / 64;
-    pool.parallel_for(heads * row_blocks, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) {
-        const int64_t head = u / row_blocks, r0 = (u % row_blocks) * 64;
-        ops.attention(q.data(), n, span, shape, head, head + 1, r0, std::min(n, r0 + 64), ctx.data());
-      }
-    });
+    // Attention head by head as two GEMMs: scores S = Q Kᵀ (K's rows as the
+    // weights), softmax along each row, then ctx = P V (Vᵀ's rows as the weights).
+    for (int64_t head = 0; head < heads; ++head) {
+      pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t)
+          for (int64_t e = 0; e < hd; ++e) {
+            const size_t at = static_cast<size_t>(t * h + head * hd + e);
+            qh[static_cast<size_t>(t * hd + e)] = q[at] * scale;
+            kh[static_cast<size_t>(t * hd + e)] = k[at];
+            vt[static_cast<size_t>(e * n + t)] = v[at];
+          }
+      }, 64);
+      kernels::float_gemm(isa, kh.data(), n, hd, qh.data(), n, nullptr, scores.data(), n, &pool);
+      pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          float* row = scores.data() + t * n;
+          const float top = *std::max_element(row, row + n);
+          double total = 0;
+          for (int64_t j = 0; j < n; ++j) total += (row[j] = std::exp(row[j] - top));
+          const auto inv = static_cast<float>(1.0 / total);
+          for (int64_t j = 0; j < n; ++j) row[j] *= inv;
+        }
+      }, 16);
+      kernels::float_gemm(isa, vt.data(), hd, n, scores.data(), n, nullptr, ctx.data() + head * hd, h, &pool);
+    }
     linear(L.o.weight, &L.o.bias, h, h, ctx.data(), n, o.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
     layer_norm(x.data(), n, h, L.norm2.weight, L.norm2.bias, c.layer_norm_eps, a.data(), pool);

@@ -1,8 +1,8 @@
 // Gemma 3's image encoder on Tessera's vector kernels: the math of the plain
-// reference (media/gemma3_vision.h) with its linears on the float kernels
-// (kernels/float_linear.h: f32 weights, the output rows split over a thread
-// pool), its attention on the vector attention kernel (every patch one
-// bidirectional block: KvSpan::block_end), LayerNorm and GELU in f32.
+// reference (media/gemma3_vision.h) with its linears on the FMA GEMM
+// (kernels/float_gemm.h: f32 weights, tokens split over a thread pool), its
+// attention head by head as two GEMMs (Q Kᵀ, a softmax along each row in
+// f32 with a double sum, then P V), LayerNorm and GELU in f32.
 //
 // Not the reference's bits: the reference sums in double, these kernels in
 // f32 lanes. Agreement is checked in tests (media/gemma3_vision_encoder_test
