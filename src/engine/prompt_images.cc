@@ -21,7 +21,8 @@ std::unique_ptr<ImageEncoder> open_image_encoder(const std::string& source, cons
     // llama.cpp's Gemma 3 GGUFs hold 262,144 tokens, without Hugging Face's
     // <image_soft_token> (262,144): an unused special token holds the place
     // (its embedding is replaced by the image's features).
-    const std::optional<int32_t> soft = id("<image_soft_token>") ? id("<image_soft_token>") : id("<unused0>");
+    std::optional<int32_t> soft = id("<image_soft_token>");
+    if (!soft) soft = id("<unused0>");
     if (!soft) fail("--mmproj", mmproj, "the text model's vocabulary has no <image_soft_token> or <unused0>");
     ids.soft = *soft;
     return ImageEncoder::open_mmproj(mmproj, ids, limits, reference);

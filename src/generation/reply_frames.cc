@@ -44,6 +44,12 @@ std::optional<size_t> FrameFilter::recipient_start(size_t i) const {
   return std::nullopt;
 }
 
+size_t FrameFilter::recipient_name_end(size_t i) const {
+  size_t j = i + frames_.recipient.size();
+  while (j < buffer_.size() && j - i < kMaxRecipient && name_char(buffer_[j])) ++j;
+  return j;
+}
+
 FrameFilter::Span FrameFilter::next_frame() const {
   Span best{kNone, kNone};
   for (const FrameMarker& m : frames_.markers)
@@ -53,8 +59,7 @@ FrameFilter::Span FrameFilter::next_frame() const {
   for (size_t i = buffer_.find(r); i != kNone && i < best.begin; i = buffer_.find(r, i + 1)) {
     const std::optional<size_t> start = recipient_start(i);
     if (!start) continue;
-    size_t j = i + r.size();
-    while (j < buffer_.size() && j - i < kMaxRecipient && name_char(buffer_[j])) ++j;
+    const size_t j = recipient_name_end(i);
     if (std::string_view(buffer_).substr(j).starts_with(frames_.recipient_end))
       return {*start, j + frames_.recipient_end.size()};
   }
@@ -77,8 +82,7 @@ size_t FrameFilter::held_from() const {
   for (size_t i = buffer_.find(r); i != kNone; i = buffer_.find(r, i + 1)) {
     const std::optional<size_t> start = recipient_start(i);
     if (!start) continue;
-    size_t j = i + r.size();
-    while (j < buffer_.size() && j - i < kMaxRecipient && name_char(buffer_[j])) ++j;
+    const size_t j = recipient_name_end(i);
     const std::string_view rest = std::string_view(buffer_).substr(j);
     if (j - i < kMaxRecipient && frames_.recipient_end.starts_with(rest)) return std::min(held, *start);
   }

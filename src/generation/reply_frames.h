@@ -61,6 +61,8 @@ class FrameFilter {
   size_t held_from() const;
   // Whether a recipient header may start at `i`, and where (with its space).
   std::optional<size_t> recipient_start(size_t i) const;
+  // Where the name of a header whose `recipient` is at `i` ends (bounded).
+  size_t recipient_name_end(size_t i) const;
 
   ReplyFrames frames_;
   std::string buffer_;

@@ -153,7 +153,7 @@ std::optional<std::vector<BlockCall>> read_kimi_k3_calls(std::string_view body, 
 
 // MiniMax M3 (between NS<tool_call> and NS</tool_call>, NS its namespace
 // token ]<]minimax[>[ before every tag):
-//   NS<invoke name="NAME">NS<KEY>VALUE NS</KEY>...NS</invoke> ...
+//   NS<invoke name="NAME">NS<KEY>VALUENS</KEY>...NS</invoke> ...   (VALUE right before NS)
 // an object's VALUE is its keys as elements again, a list's its items as
 // NS<item> elements; a scalar as GLM XML's.
 std::optional<std::vector<BlockCall>> read_minimax_m3_calls(std::string_view body,
